@@ -1,0 +1,506 @@
+//! The instruction set, declared once.
+//!
+//! Every opcode is one line of the [`define_ops!`] table below: its byte code, its operands (each
+//! operand's *kind* says how it is encoded and what the verifier checks about it) and its fuel cost
+//! in milli-fuel. The macro derives from that table the [`Op`] enum, the byte encoder and decoder,
+//! the disassembler, the operand visitor the verifier uses, and the cost table. Nothing else in the
+//! workspace lists opcodes.
+
+use std::fmt;
+
+/// A register that an instruction reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Src(pub u16);
+/// A register that an instruction writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Dst(pub u16);
+/// First register of a contiguous run `base .. base + count` read by the instruction; always
+/// followed by its [`Count`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Base(pub u16);
+/// Length of the register run opened by the preceding [`Base`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Count(pub u8);
+/// An index into the program's constant pool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Const(pub u16);
+/// An index into the constant pool that must name a string constant (a property key).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Key(pub u16);
+/// An absolute instruction index inside the current function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Target(pub u32);
+/// An unsigned immediate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Imm(pub u32);
+/// A native (builtin function or method) id, see [`crate::natives`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Native(pub u16);
+/// An index into the program's function table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Func(pub u16);
+/// An index into the program's atom table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Atom(pub u16);
+
+/// One operand as the verifier sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Operand {
+    /// A register read.
+    Read(u16),
+    /// A register write.
+    Write(u16),
+    /// The first register of a run.
+    Base(u16),
+    /// The length of the run opened by the preceding `Base`.
+    Count(u8),
+    /// A constant index.
+    Const(u16),
+    /// A constant index that must be a string.
+    Key(u16),
+    /// A jump target.
+    Target(u32),
+    /// An immediate.
+    Imm(u32),
+    /// A native id.
+    Native(u16),
+    /// A function index.
+    Func(u16),
+    /// An atom index.
+    Atom(u16),
+}
+
+/// An operand kind: how it is encoded, and how the verifier sees it.
+pub trait OperandKind: Copy + fmt::Debug {
+    /// Encoded size in bytes.
+    const SIZE: usize;
+    /// Appends the little-endian encoding.
+    fn encode(self, out: &mut Vec<u8>);
+    /// Decodes from exactly `SIZE` bytes.
+    fn decode(b: &[u8]) -> Self;
+    /// The verifier's view.
+    fn operand(self) -> Operand;
+}
+
+macro_rules! u16_kind {
+    ($t:ident, $v:ident) => {
+        impl OperandKind for $t {
+            const SIZE: usize = 2;
+            fn encode(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.0.to_le_bytes());
+            }
+            fn decode(b: &[u8]) -> Self {
+                $t(u16::from_le_bytes([b[0], b[1]]))
+            }
+            fn operand(self) -> Operand {
+                Operand::$v(self.0)
+            }
+        }
+    };
+}
+macro_rules! u32_kind {
+    ($t:ident, $v:ident) => {
+        impl OperandKind for $t {
+            const SIZE: usize = 4;
+            fn encode(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.0.to_le_bytes());
+            }
+            fn decode(b: &[u8]) -> Self {
+                $t(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            }
+            fn operand(self) -> Operand {
+                Operand::$v(self.0)
+            }
+        }
+    };
+}
+u16_kind!(Src, Read);
+u16_kind!(Base, Base);
+u16_kind!(Dst, Write);
+u16_kind!(Const, Const);
+u16_kind!(Key, Key);
+u16_kind!(Native, Native);
+u16_kind!(Func, Func);
+u16_kind!(Atom, Atom);
+u32_kind!(Target, Target);
+u32_kind!(Imm, Imm);
+
+impl OperandKind for Count {
+    const SIZE: usize = 1;
+    fn encode(self, out: &mut Vec<u8>) {
+        out.push(self.0);
+    }
+    fn decode(b: &[u8]) -> Self {
+        Count(b[0])
+    }
+    fn operand(self) -> Operand {
+        Operand::Count(self.0)
+    }
+}
+
+/// Decoding failure of one instruction (the caller adds the offset).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DecodeFault {
+    /// The byte is not an opcode.
+    UnknownOpcode(u8),
+    /// The instruction runs past the end of the code.
+    Truncated,
+}
+
+/// Milli-fuel: the integer unit every cost is counted in (1 fuel = 1000 milli-fuel).
+pub const MILLI: u64 = 1000;
+/// The cost of an ordinary instruction.
+pub const BASE: u32 = 100;
+
+macro_rules! define_ops {
+    ($(
+        $(#[doc = $doc:literal])*
+        $name:ident = $code:literal { $($field:ident : $kind:ident),* } cost $cost:expr;
+    )*) => {
+        /// One instruction. Readable and typed for the compiler; encoded to compact bytes in
+        /// artifacts; decoded and verified before the VM runs it.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum Op {
+            $(
+                $(#[doc = $doc])*
+                $name { $(
+                    #[allow(missing_docs)]
+                    $field: $kind
+                ),* },
+            )*
+        }
+
+        impl Op {
+            /// The opcode byte.
+            pub fn opcode(&self) -> u8 {
+                match self { $( Op::$name { .. } => $code, )* }
+            }
+            /// The mnemonic.
+            pub fn name(&self) -> &'static str {
+                match self { $( Op::$name { .. } => stringify!($name), )* }
+            }
+            /// Static fuel cost in milli-fuel (size-proportional work is charged at run time).
+            pub fn cost(&self) -> u32 {
+                match self { $( Op::$name { .. } => $cost, )* }
+            }
+            /// Appends the encoding (opcode byte, then each operand little-endian).
+            pub fn encode(&self, out: &mut Vec<u8>) {
+                match *self {
+                    $( Op::$name { $($field),* } => {
+                        out.push($code);
+                        $( OperandKind::encode($field, out); )*
+                    } )*
+                }
+            }
+            /// Decodes one instruction from the start of `b`, returning it and its length.
+            ///
+            /// # Errors
+            /// [`DecodeFault`] when the opcode is unknown or the operands are cut off.
+            pub fn decode(b: &[u8]) -> Result<(Op, usize), DecodeFault> {
+                let code = *b.first().ok_or(DecodeFault::Truncated)?;
+                match code {
+                    $( $code => {
+                        let len = 1 $( + <$kind as OperandKind>::SIZE )*;
+                        if b.len() < len { return Err(DecodeFault::Truncated); }
+                        #[allow(unused_mut, unused_variables)]
+                        let mut at = 1usize;
+                        $(
+                            let $field = <$kind as OperandKind>::decode(&b[at..]);
+                            at += <$kind as OperandKind>::SIZE;
+                        )*
+                        let _ = at;
+                        Ok((Op::$name { $($field),* }, len))
+                    } )*
+                    other => Err(DecodeFault::UnknownOpcode(other)),
+                }
+            }
+            /// Calls `f` with every operand, in declaration order (the verifier's view).
+            pub fn operands(&self, mut f: impl FnMut(Operand)) {
+                match *self {
+                    $( Op::$name { $($field),* } => { $( f(OperandKind::operand($field)); )* } )*
+                }
+                let _ = &mut f;
+            }
+        }
+
+        /// The instruction table as text; hashed into [`ISA_HASH`].
+        pub const ISA_TEXT: &str = concat!($( stringify!($name = $code { $($field : $kind),* } cost $cost;), )*);
+    };
+}
+
+define_ops! {
+    /// Meter: charges `amount` milli-fuel. Opens every basic block; the verifier recomputes it.
+    Charge = 0x01 { amount: Imm } cost 0;
+    /// `dst = src`.
+    Move = 0x02 { dst: Dst, src: Src } cost BASE;
+    /// `dst = constant`.
+    LoadConst = 0x03 { dst: Dst, k: Const } cost BASE;
+    /// `dst = undefined`.
+    LoadUndef = 0x04 { dst: Dst } cost BASE;
+    /// `dst = null`.
+    LoadNull = 0x05 { dst: Dst } cost BASE;
+    /// `dst = true`.
+    LoadTrue = 0x06 { dst: Dst } cost BASE;
+    /// `dst = false`.
+    LoadFalse = 0x07 { dst: Dst } cost BASE;
+    /// `dst = a + b` (numbers add, strings concatenate; arrays and objects refused).
+    Add = 0x10 { dst: Dst, a: Src, b: Src } cost BASE;
+    /// `dst = a - b`.
+    Sub = 0x11 { dst: Dst, a: Src, b: Src } cost BASE;
+    /// `dst = a * b`.
+    Mul = 0x12 { dst: Dst, a: Src, b: Src } cost BASE;
+    /// `dst = a / b`.
+    Div = 0x13 { dst: Dst, a: Src, b: Src } cost BASE;
+    /// `dst = a % b`.
+    Mod = 0x14 { dst: Dst, a: Src, b: Src } cost BASE;
+    /// `dst = a ** b`.
+    Pow = 0x15 { dst: Dst, a: Src, b: Src } cost BASE;
+    /// `dst = a == b` with AJS's rule (no coercion; null == undefined; NaN == NaN).
+    Eq = 0x16 { dst: Dst, a: Src, b: Src } cost BASE;
+    /// `dst = a != b` with AJS's rule.
+    Ne = 0x17 { dst: Dst, a: Src, b: Src } cost BASE;
+    /// `dst = a === b`.
+    StrictEq = 0x18 { dst: Dst, a: Src, b: Src } cost BASE;
+    /// `dst = a !== b`.
+    StrictNe = 0x19 { dst: Dst, a: Src, b: Src } cost BASE;
+    /// `dst = a < b`.
+    Lt = 0x1a { dst: Dst, a: Src, b: Src } cost BASE;
+    /// `dst = a <= b`.
+    Le = 0x1b { dst: Dst, a: Src, b: Src } cost BASE;
+    /// `dst = a > b`.
+    Gt = 0x1c { dst: Dst, a: Src, b: Src } cost BASE;
+    /// `dst = a >= b`.
+    Ge = 0x1d { dst: Dst, a: Src, b: Src } cost BASE;
+    /// `dst = -src`.
+    Neg = 0x20 { dst: Dst, src: Src } cost BASE;
+    /// `dst = +src`.
+    Pos = 0x21 { dst: Dst, src: Src } cost BASE;
+    /// `dst = !src`.
+    Not = 0x22 { dst: Dst, src: Src } cost BASE;
+    /// `dst = typeof src`.
+    TypeOf = 0x23 { dst: Dst, src: Src } cost BASE;
+    /// `dst` = the template-literal concatenation of the registers in `parts`.
+    Concat = 0x24 { dst: Dst, base: Base, count: Count } cost BASE;
+    /// Unconditional jump.
+    Jump = 0x30 { target: Target } cost BASE;
+    /// Jump when `cond` is truthy.
+    JumpIfTrue = 0x31 { cond: Src, target: Target } cost BASE;
+    /// Jump when `cond` is falsy.
+    JumpIfFalse = 0x32 { cond: Src, target: Target } cost BASE;
+    /// Jump when `src` is null or undefined.
+    JumpIfNullish = 0x33 { src: Src, target: Target } cost BASE;
+    /// Jump when `src` is neither null nor undefined.
+    JumpIfNotNullish = 0x34 { src: Src, target: Target } cost BASE;
+    /// Return `src` from the current function.
+    Return = 0x35 { src: Src } cost BASE;
+    /// `dst` = a new array holding the registers of `items`.
+    NewArray = 0x40 { dst: Dst, base: Base, count: Count } cost BASE;
+    /// Appends the registers of `items` to the array in `arr` (long array literals).
+    ArrayAppend = 0x41 { arr: Src, base: Base, count: Count } cost BASE;
+    /// `dst` = a new empty object.
+    NewObject = 0x42 { dst: Dst } cost BASE;
+    /// Defines own property `key` of the object in `obj` as `val` (object literals).
+    InitProp = 0x43 { obj: Src, key: Key, val: Src } cost BASE;
+    /// `dst = obj.key`; null-safe (undefined when `obj` is null or undefined).
+    GetProp = 0x44 { dst: Dst, obj: Src, key: Key } cost BASE;
+    /// `dst = obj[key]`; null-safe.
+    GetIndex = 0x45 { dst: Dst, obj: Src, key: Src } cost BASE;
+    /// `dst = native(args…)`; for a method the receiver is the first register of `args`.
+    CallNative = 0x50 { dst: Dst, native: Native, base: Base, argc: Count } cost BASE;
+    /// `dst = func(args…)`: calls a function of this program.
+    Call = 0x51 { dst: Dst, func: Func, base: Base, argc: Count } cost BASE;
+    /// `dst = atom(arg)`: asks the host (the run pauses until the host answers).
+    CallAtom = 0x52 { dst: Dst, atom: Atom, arg: Src } cost BASE;
+    /// Raises a guest error whose message is `src` made a string (`Error('…')`).
+    Throw = 0x53 { src: Src } cost BASE;
+    /// Installs a handler: a guest error raised before the matching `TryExit` jumps to `handler`.
+    TryEnter = 0x60 { handler: Target } cost BASE;
+    /// Removes the innermost handler of the current frame.
+    TryExit = 0x61 { } cost BASE;
+    /// `dst` = the message of the guest error being handled (first instruction of a handler).
+    Catch = 0x62 { dst: Dst } cost BASE;
+}
+
+/// FNV-1a of [`ISA_TEXT`]: artifacts built from another instruction table are refused.
+pub const ISA_HASH: u64 = {
+    let b = ISA_TEXT.as_bytes();
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut i = 0;
+    while i < b.len() {
+        h ^= b[i] as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+        i += 1;
+    }
+    h
+};
+
+impl Op {
+    /// Where control may go besides the next instruction.
+    pub fn jump_target(&self) -> Option<u32> {
+        match *self {
+            Op::Jump { target }
+            | Op::JumpIfTrue { target, .. }
+            | Op::JumpIfFalse { target, .. }
+            | Op::JumpIfNullish { target, .. }
+            | Op::JumpIfNotNullish { target, .. } => Some(target.0),
+            Op::TryEnter { handler } => Some(handler.0),
+            _ => None,
+        }
+    }
+    /// True when control never falls through to the next instruction.
+    pub fn is_terminator(&self) -> bool {
+        matches!(self, Op::Jump { .. } | Op::Return { .. } | Op::Throw { .. })
+    }
+    /// True when this instruction ends a basic block (a branch, a terminator, or a handler install).
+    pub fn ends_block(&self) -> bool {
+        self.is_terminator() || self.jump_target().is_some()
+    }
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:<16}", self.name())?;
+        let mut first = true;
+        let mut res = Ok(());
+        self.operands(|o| {
+            let sep = if first { "" } else { ", " };
+            first = false;
+            let r = match o {
+                Operand::Read(r) => write!(f, "{sep}r{r}"),
+                Operand::Write(r) => write!(f, "{sep}r{r}"),
+                Operand::Base(b) => write!(f, "{sep}r{b}"),
+                Operand::Count(c) => write!(f, "{sep}#{c}"),
+                Operand::Const(k) => write!(f, "{sep}k{k}"),
+                Operand::Key(k) => write!(f, "{sep}k{k}"),
+                Operand::Target(t) => write!(f, "{sep}@{t}"),
+                Operand::Imm(i) => write!(f, "{sep}{i}"),
+                Operand::Native(n) => {
+                    write!(f, "{sep}{}", crate::natives::NativeId::from_u16(n).map_or("?", |n| n.js_name()))
+                }
+                Operand::Func(n) => write!(f, "{sep}fn{n}"),
+                Operand::Atom(n) => write!(f, "{sep}atom{n}"),
+            };
+            if r.is_err() {
+                res = r;
+            }
+        });
+        res
+    }
+}
+
+/// The block leaders of `code`: instruction 0, every jump target, and every instruction after one
+/// that ends a block. Out-of-range targets are ignored here (the verifier reports them).
+pub fn leaders(code: &[Op]) -> Vec<bool> {
+    let mut l = vec![false; code.len()];
+    if !l.is_empty() {
+        l[0] = true;
+    }
+    for (i, op) in code.iter().enumerate() {
+        if let Some(t) = op.jump_target() {
+            if let Some(slot) = l.get_mut(t as usize) {
+                *slot = true;
+            }
+        }
+        if op.ends_block() {
+            if let Some(slot) = l.get_mut(i + 1) {
+                *slot = true;
+            }
+        }
+    }
+    l
+}
+
+/// Inserts one `Charge` at the head of every basic block, carrying the sum of the static costs of
+/// the block's instructions, and remaps jump targets (and the parallel `spans`) accordingly.
+/// Input code must contain no `Charge`.
+pub fn insert_charges<S: Copy>(code: &[Op], spans: &[S]) -> (Vec<Op>, Vec<S>) {
+    let lead = leaders(code);
+    // new index of the block head (its Charge) for every old leader; jump targets are leaders
+    let mut map = Vec::with_capacity(code.len());
+    let mut n = 0u32;
+    for &is_leader in &lead {
+        map.push(n);
+        n += if is_leader { 2 } else { 1 };
+    }
+    let mut out = Vec::with_capacity(n as usize);
+    let mut out_spans = Vec::with_capacity(n as usize);
+    let mut i = 0;
+    while i < code.len() {
+        // block [i, j)
+        let mut j = i + 1;
+        while j < code.len() && !lead[j] {
+            j += 1;
+        }
+        let amount: u32 = code[i..j].iter().map(|o| o.cost()).sum();
+        out.push(Op::Charge { amount: Imm(amount) });
+        out_spans.push(spans[i]);
+        for k in i..j {
+            let mut op = code[k];
+            remap(&mut op, |t| map.get(t as usize).copied().unwrap_or(t));
+            out.push(op);
+            out_spans.push(spans[k]);
+        }
+        i = j;
+    }
+    (out, out_spans)
+}
+
+fn remap(op: &mut Op, f: impl Fn(u32) -> u32) {
+    match op {
+        Op::Jump { target }
+        | Op::JumpIfTrue { target, .. }
+        | Op::JumpIfFalse { target, .. }
+        | Op::JumpIfNullish { target, .. }
+        | Op::JumpIfNotNullish { target, .. } => target.0 = f(target.0),
+        Op::TryEnter { handler } => handler.0 = f(handler.0),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_instruction_is_eight_bytes() {
+        assert_eq!(std::mem::size_of::<Op>(), 8);
+    }
+
+    #[test]
+    fn encode_decode_round_trip() {
+        let ops = [
+            Op::Charge { amount: Imm(300) },
+            Op::Add { dst: Dst(1), a: Src(2), b: Src(3) },
+            Op::CallNative { dst: Dst(0), native: Native(4), base: Base(7), argc: Count(2) },
+            Op::JumpIfFalse { cond: Src(9), target: Target(70000) },
+            Op::TryExit {},
+        ];
+        let mut bytes = Vec::new();
+        for op in &ops {
+            op.encode(&mut bytes);
+        }
+        let mut at = 0;
+        for op in &ops {
+            let (d, len) = Op::decode(&bytes[at..]).unwrap();
+            assert_eq!(&d, op);
+            at += len;
+        }
+        assert_eq!(at, bytes.len());
+    }
+
+    #[test]
+    fn charges_open_every_block() {
+        let code = [
+            Op::LoadTrue { dst: Dst(0) },
+            Op::JumpIfFalse { cond: Src(0), target: Target(3) },
+            Op::Jump { target: Target(0) },
+            Op::Return { src: Src(0) },
+        ];
+        let (out, _) = insert_charges(&code, &[(); 4]);
+        assert_eq!(out[0], Op::Charge { amount: Imm(200) });
+        assert_eq!(out[3], Op::Charge { amount: Imm(100) });
+        assert_eq!(out[4], Op::Jump { target: Target(0) });
+        assert_eq!(out[2], Op::JumpIfFalse { cond: Src(0), target: Target(5) });
+        assert_eq!(out[5], Op::Charge { amount: Imm(100) });
+    }
+}

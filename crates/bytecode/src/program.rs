@@ -1,0 +1,526 @@
+//! The `Program` artifact: functions, constants, atoms, a strippable span table; its versioned
+//! encoding; and the verifier every program passes before a VM will run it.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::isa::{leaders, DecodeFault, Op, Operand, ISA_HASH};
+use crate::natives::NativeId;
+
+/// First bytes of every artifact.
+pub const MAGIC: [u8; 4] = *b"AJSB";
+/// Version of the artifact layout.
+pub const FORMAT_VERSION: u16 = 1;
+/// Version of the fuel cost table (bumped whenever any cost changes).
+pub const COST_VERSION: u16 = 1;
+/// Most functions a program may hold.
+pub const MAX_FUNCTIONS: usize = u16::MAX as usize;
+/// Most constants a program may hold.
+pub const MAX_CONSTANTS: usize = u16::MAX as usize;
+/// Most instructions one function may hold.
+pub const MAX_CODE_LEN: usize = 1 << 24;
+/// Most registers one function may use.
+pub const MAX_REGISTERS: u16 = u16::MAX;
+
+/// A constant of the pool.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Constant {
+    /// A number.
+    Number(f64),
+    /// A string, as UTF-16 code units.
+    String(Vec<u16>),
+}
+
+/// One function of a program.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Function {
+    /// Its name (`<eval>` for a snippet).
+    pub name: String,
+    /// Parameter names; argument `i` arrives in register `i`.
+    pub params: Vec<String>,
+    /// Registers in its frame (parameters included).
+    pub nregs: u16,
+    /// The instructions.
+    pub code: Vec<Op>,
+}
+
+/// A position in the user's source: line 1-based, column 0-based (UTF-16 units).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SourcePos {
+    /// Line, from 1.
+    pub line: u32,
+    /// Column, from 0.
+    pub col: u32,
+}
+
+/// The side table mapping instructions to source positions; strippable.
+#[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
+pub struct DebugInfo {
+    /// Per function, per instruction.
+    pub spans: Vec<Vec<SourcePos>>,
+}
+
+/// A compiled program. Build one with the compiler or [`Program::from_bytes`]; run it only after
+/// [`Program::verify`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Program {
+    /// The functions; `entry` indexes the one a run starts in.
+    pub functions: Vec<Function>,
+    /// The constant pool.
+    pub constants: Vec<Constant>,
+    /// Names of the atoms (host operations) the program calls; `CallAtom` indexes this.
+    pub atoms: Vec<String>,
+    /// Index of the entry function.
+    pub entry: u16,
+    /// Source positions, unless stripped.
+    pub debug: Option<DebugInfo>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct WireFunction {
+    name: String,
+    params: Vec<String>,
+    nregs: u16,
+    code: Vec<u8>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct WireProgram {
+    functions: Vec<WireFunction>,
+    constants: Vec<Constant>,
+    atoms: Vec<String>,
+    entry: u16,
+    debug: Option<DebugInfo>,
+}
+
+/// Why a program was refused. Every variant says where.
+#[derive(Clone, Debug, PartialEq, Error)]
+pub enum LoadError {
+    /// The bytes do not start with the artifact magic.
+    #[error("not an ajs artifact (bad magic at offset 0)")]
+    BadMagic,
+    /// The header is cut off.
+    #[error("artifact header truncated at offset {0}")]
+    Truncated(usize),
+    /// Another artifact layout.
+    #[error("artifact format version {found} is not supported (this build reads version {expected})")]
+    FormatVersion {
+        /// In the artifact.
+        found: u16,
+        /// Supported here.
+        expected: u16,
+    },
+    /// Another cost table.
+    #[error("artifact cost-table version {found} does not match this build's cost table version {expected}")]
+    CostVersion {
+        /// In the artifact.
+        found: u16,
+        /// Supported here.
+        expected: u16,
+    },
+    /// Another instruction set.
+    #[error("artifact instruction-set fingerprint {found:016x} does not match this build's {expected:016x}")]
+    IsaMismatch {
+        /// In the artifact.
+        found: u64,
+        /// This build's.
+        expected: u64,
+    },
+    /// The body does not decode.
+    #[error("malformed artifact body at offset {offset}: {detail}")]
+    Malformed {
+        /// Byte offset in the artifact.
+        offset: usize,
+        /// What was wrong.
+        detail: String,
+    },
+    /// A function's code is invalid.
+    #[error("invalid code in function {func} at instruction {pc} (code byte offset {offset}): {fault}")]
+    Code {
+        /// Function index.
+        func: usize,
+        /// Instruction index.
+        pc: usize,
+        /// Byte offset inside the function's encoded code.
+        offset: usize,
+        /// What was wrong.
+        fault: CodeFault,
+    },
+    /// A program-level table is invalid.
+    #[error("invalid program: {0}")]
+    Program(String),
+}
+
+/// What is wrong with one instruction.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum CodeFault {
+    /// Not an opcode.
+    #[error("unknown opcode 0x{0:02x}")]
+    UnknownOpcode(u8),
+    /// Cut off.
+    #[error("instruction truncated")]
+    Truncated,
+    /// Register past the frame.
+    #[error("register r{reg} outside the frame of {nregs} registers")]
+    Register {
+        /// The register.
+        reg: u32,
+        /// Frame size.
+        nregs: u16,
+    },
+    /// Constant index out of range.
+    #[error("constant k{0} does not exist")]
+    Constant(u16),
+    /// Property key constant is not a string.
+    #[error("constant k{0} is not a string")]
+    KeyNotString(u16),
+    /// Jump past the code.
+    #[error("jump target @{0} outside the function")]
+    Target(u32),
+    /// Unknown native.
+    #[error("unknown native {0}")]
+    Native(u16),
+    /// Native called with a count outside its arity.
+    #[error("native {name} called with {count} arguments (allowed {min}..={max})")]
+    NativeArity {
+        /// Native.
+        name: &'static str,
+        /// Given.
+        count: u8,
+        /// Min.
+        min: u8,
+        /// Max.
+        max: u8,
+    },
+    /// Unknown function.
+    #[error("function fn{0} does not exist")]
+    Func(u16),
+    /// Call with the wrong argument count.
+    #[error("call passes {given} arguments to a function of {expected} parameters")]
+    CallArity {
+        /// Given.
+        given: u8,
+        /// Expected.
+        expected: usize,
+    },
+    /// Unknown atom.
+    #[error("atom {0} does not exist")]
+    Atom(u16),
+    /// A basic block does not open with the right charge.
+    #[error("basic block does not open with its fuel charge (expected Charge {expected})")]
+    Charge {
+        /// The charge the block's instructions add up to.
+        expected: u32,
+    },
+    /// A charge in the middle of a block.
+    #[error("fuel charge in the middle of a basic block")]
+    StrayCharge,
+    /// The last instruction can fall through past the end.
+    #[error("control can run past the end of the function")]
+    FallsOffEnd,
+    /// A `Catch` that is not the start of a handler.
+    #[error("Catch outside a handler entry")]
+    StrayCatch,
+}
+
+impl Program {
+    /// Serializes the program: header (magic, format version, cost version, instruction-set
+    /// fingerprint), then the body.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let wire = WireProgram {
+            functions: self
+                .functions
+                .iter()
+                .map(|f| {
+                    let mut code = Vec::with_capacity(f.code.len() * 5);
+                    for op in &f.code {
+                        op.encode(&mut code);
+                    }
+                    WireFunction { name: f.name.clone(), params: f.params.clone(), nregs: f.nregs, code }
+                })
+                .collect(),
+            constants: self.constants.clone(),
+            atoms: self.atoms.clone(),
+            entry: self.entry,
+            debug: self.debug.clone(),
+        };
+        let mut out = Vec::new();
+        out.extend_from_slice(&MAGIC);
+        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(&COST_VERSION.to_le_bytes());
+        out.extend_from_slice(&ISA_HASH.to_le_bytes());
+        // Serializing plain owned data to a Vec cannot fail.
+        if let Ok(body) = postcard::to_stdvec(&wire) {
+            out.extend_from_slice(&body);
+        }
+        out
+    }
+
+    /// Decodes an artifact and verifies it.
+    ///
+    /// # Errors
+    /// [`LoadError`] naming what is wrong and where; nothing from a refused artifact ever runs.
+    pub fn from_bytes(bytes: &[u8]) -> Result<VerifiedProgram, LoadError> {
+        const HEADER: usize = 4 + 2 + 2 + 8;
+        if bytes.len() < 4 || bytes[..4] != MAGIC {
+            return Err(if bytes.len() < 4 { LoadError::Truncated(bytes.len()) } else { LoadError::BadMagic });
+        }
+        if bytes.len() < HEADER {
+            return Err(LoadError::Truncated(bytes.len()));
+        }
+        let format = u16::from_le_bytes([bytes[4], bytes[5]]);
+        if format != FORMAT_VERSION {
+            return Err(LoadError::FormatVersion { found: format, expected: FORMAT_VERSION });
+        }
+        let cost = u16::from_le_bytes([bytes[6], bytes[7]]);
+        if cost != COST_VERSION {
+            return Err(LoadError::CostVersion { found: cost, expected: COST_VERSION });
+        }
+        let mut h = [0u8; 8];
+        h.copy_from_slice(&bytes[8..16]);
+        let isa = u64::from_le_bytes(h);
+        if isa != ISA_HASH {
+            return Err(LoadError::IsaMismatch { found: isa, expected: ISA_HASH });
+        }
+        let (wire, rest): (WireProgram, &[u8]) = postcard::take_from_bytes(&bytes[HEADER..])
+            .map_err(|e| LoadError::Malformed { offset: HEADER, detail: e.to_string() })?;
+        if !rest.is_empty() {
+            return Err(LoadError::Malformed {
+                offset: bytes.len() - rest.len(),
+                detail: format!("{} trailing bytes", rest.len()),
+            });
+        }
+        let mut functions = Vec::with_capacity(wire.functions.len());
+        for (fi, wf) in wire.functions.into_iter().enumerate() {
+            let mut code = Vec::new();
+            let mut at = 0;
+            while at < wf.code.len() {
+                if code.len() >= MAX_CODE_LEN {
+                    return Err(LoadError::Program(format!("function {fi} has more than {MAX_CODE_LEN} instructions")));
+                }
+                match Op::decode(&wf.code[at..]) {
+                    Ok((op, len)) => {
+                        code.push(op);
+                        at += len;
+                    }
+                    Err(f) => {
+                        let fault = match f {
+                            DecodeFault::UnknownOpcode(b) => CodeFault::UnknownOpcode(b),
+                            DecodeFault::Truncated => CodeFault::Truncated,
+                        };
+                        return Err(LoadError::Code { func: fi, pc: code.len(), offset: at, fault });
+                    }
+                }
+            }
+            functions.push(Function { name: wf.name, params: wf.params, nregs: wf.nregs, code });
+        }
+        let p = Program { functions, constants: wire.constants, atoms: wire.atoms, entry: wire.entry, debug: wire.debug };
+        p.verify()
+    }
+
+    /// Removes the span table (for deployment); error positions are then unknown.
+    pub fn strip(&mut self) {
+        self.debug = None;
+    }
+
+    /// The source position of instruction `pc` of function `func`, when spans are present.
+    pub fn span(&self, func: usize, pc: usize) -> Option<SourcePos> {
+        self.debug.as_ref()?.spans.get(func)?.get(pc).copied()
+    }
+
+    /// Checks everything the VM relies on: indices in range, frames large enough, jump targets
+    /// inside their function, every basic block opened by its exact fuel charge, no fall-through
+    /// past the end, native arities and call arities.
+    ///
+    /// # Errors
+    /// [`LoadError`] naming the function, instruction and byte offset at fault.
+    pub fn verify(self) -> Result<VerifiedProgram, LoadError> {
+        if self.functions.is_empty() {
+            return Err(LoadError::Program("no functions".into()));
+        }
+        if self.functions.len() > MAX_FUNCTIONS || self.constants.len() > MAX_CONSTANTS || self.atoms.len() > u16::MAX as usize {
+            return Err(LoadError::Program("too many functions, constants or atoms".into()));
+        }
+        if self.entry as usize >= self.functions.len() {
+            return Err(LoadError::Program(format!("entry fn{} does not exist", self.entry)));
+        }
+        if let Some(d) = &self.debug {
+            if d.spans.len() != self.functions.len()
+                || d.spans.iter().zip(&self.functions).any(|(s, f)| s.len() != f.code.len())
+            {
+                return Err(LoadError::Program("span table does not match the code".into()));
+            }
+        }
+        for (fi, f) in self.functions.iter().enumerate() {
+            if f.params.len() > f.nregs as usize || f.params.len() > u8::MAX as usize {
+                return Err(LoadError::Program(format!("function {fi} has more parameters than registers")));
+            }
+            if f.code.len() > MAX_CODE_LEN {
+                return Err(LoadError::Program(format!("function {fi} is too long")));
+            }
+            self.verify_function(fi, f).map_err(|(pc, fault)| LoadError::Code {
+                func: fi,
+                pc,
+                offset: f.code[..pc.min(f.code.len())].iter().map(|o| {
+                    let mut v = Vec::new();
+                    o.encode(&mut v);
+                    v.len()
+                }).sum(),
+                fault,
+            })?;
+        }
+        Ok(VerifiedProgram(Arc::new(self)))
+    }
+
+    fn verify_function(&self, _fi: usize, f: &Function) -> Result<(), (usize, CodeFault)> {
+        let code = &f.code;
+        match code.last() {
+            None => return Err((0, CodeFault::FallsOffEnd)),
+            Some(op) if !op.is_terminator() => return Err((code.len() - 1, CodeFault::FallsOffEnd)),
+            _ => {}
+        }
+        let nregs = f.nregs;
+        let mut handler_heads = vec![false; code.len()];
+        for (pc, op) in code.iter().enumerate() {
+            let mut fault = None;
+            let mut base = 0u32;
+            op.operands(|o| {
+                if fault.is_some() {
+                    return;
+                }
+                fault = match o {
+                    Operand::Base(b) => {
+                        base = b as u32;
+                        (base > nregs as u32).then_some(CodeFault::Register { reg: base, nregs })
+                    }
+                    Operand::Count(c) => (base + c as u32 > nregs as u32)
+                        .then_some(CodeFault::Register { reg: base + c as u32 - 1, nregs }),
+                    o => self.check_operand(o, nregs, code.len()),
+                };
+            });
+            if let Some(fl) = fault {
+                return Err((pc, fl));
+            }
+            match *op {
+                Op::CallNative { native, argc, .. } => {
+                    // check_operand has validated the id
+                    if let Some(n) = NativeId::from_u16(native.0) {
+                        let (min, max) = n.arity();
+                        if argc.0 < min || argc.0 > max {
+                            return Err((pc, CodeFault::NativeArity { name: n.js_name(), count: argc.0, min, max }));
+                        }
+                    }
+                }
+                Op::Call { func, argc, .. } => {
+                    let expected = self.functions[func.0 as usize].params.len();
+                    if argc.0 as usize != expected {
+                        return Err((pc, CodeFault::CallArity { given: argc.0, expected }));
+                    }
+                }
+                Op::TryEnter { handler } => {
+                    // The handler block is `Charge; Catch` — remember the Catch position.
+                    if let Some(slot) = handler_heads.get_mut(handler.0 as usize + 1) {
+                        *slot = true;
+                    }
+                }
+                _ => {}
+            }
+        }
+        for (pc, op) in code.iter().enumerate() {
+            if matches!(op, Op::Catch { .. }) && !handler_heads[pc] {
+                return Err((pc, CodeFault::StrayCatch));
+            }
+        }
+        // Every basic block opens with Charge{sum of the costs of the instructions up to the
+        // next Charge}: jump targets and fall-through successors of branches are block heads.
+        let lead = leaders(code);
+        for (pc, &is_leader) in lead.iter().enumerate() {
+            if is_leader && !matches!(code[pc], Op::Charge { .. }) {
+                return Err((pc, CodeFault::Charge { expected: 0 }));
+            }
+        }
+        let mut pc = 0;
+        while pc < code.len() {
+            let Op::Charge { amount } = code[pc] else {
+                return Err((pc, CodeFault::StrayCharge));
+            };
+            let mut end = pc + 1;
+            while end < code.len() && !matches!(code[end], Op::Charge { .. }) {
+                end += 1;
+            }
+            let expected: u32 = code[pc + 1..end].iter().map(|o| o.cost()).sum();
+            if amount.0 != expected {
+                return Err((pc, CodeFault::Charge { expected }));
+            }
+            pc = end;
+        }
+        Ok(())
+    }
+
+    fn check_operand(&self, o: Operand, nregs: u16, len: usize) -> Option<CodeFault> {
+        let reg = |r: u32| if r < nregs as u32 { None } else { Some(CodeFault::Register { reg: r, nregs }) };
+        match o {
+            Operand::Read(r) | Operand::Write(r) => reg(r as u32),
+            Operand::Base(_) | Operand::Count(_) => None,
+            Operand::Const(k) => (k as usize >= self.constants.len()).then_some(CodeFault::Constant(k)),
+            Operand::Key(k) => match self.constants.get(k as usize) {
+                None => Some(CodeFault::Constant(k)),
+                Some(Constant::String(_)) => None,
+                Some(_) => Some(CodeFault::KeyNotString(k)),
+            },
+            Operand::Target(t) => (t as usize >= len).then_some(CodeFault::Target(t)),
+            Operand::Imm(_) => None,
+            Operand::Native(n) => NativeId::from_u16(n).is_none().then_some(CodeFault::Native(n)),
+            Operand::Func(n) => (n as usize >= self.functions.len()).then_some(CodeFault::Func(n)),
+            Operand::Atom(n) => (n as usize >= self.atoms.len()).then_some(CodeFault::Atom(n)),
+        }
+    }
+
+    /// A readable listing of every function.
+    pub fn disassemble(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        for (i, c) in self.constants.iter().enumerate() {
+            match c {
+                Constant::Number(n) => {
+                    let _ = writeln!(s, "k{i:<5} number {n:?}");
+                }
+                Constant::String(u) => {
+                    let _ = writeln!(s, "k{i:<5} string {:?}", String::from_utf16_lossy(u));
+                }
+            }
+        }
+        for (i, a) in self.atoms.iter().enumerate() {
+            let _ = writeln!(s, "atom{i:<2} {a}");
+        }
+        for (fi, f) in self.functions.iter().enumerate() {
+            let entry = if fi == self.entry as usize { " (entry)" } else { "" };
+            let _ = writeln!(s, "\nfn{fi} {}({}) regs={}{entry}", f.name, f.params.join(", "), f.nregs);
+            for (pc, op) in f.code.iter().enumerate() {
+                let pos = self.span(fi, pc).map(|p| format!("  ; {}:{}", p.line, p.col)).unwrap_or_default();
+                let _ = writeln!(s, "{pc:>5}  {op}{pos}");
+            }
+        }
+        s
+    }
+}
+
+/// A program that passed [`Program::verify`]; the only kind a VM accepts. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct VerifiedProgram(Arc<Program>);
+
+impl VerifiedProgram {
+    /// The verified program.
+    pub fn program(&self) -> &Program {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for VerifiedProgram {
+    type Target = Program;
+    fn deref(&self) -> &Program {
+        &self.0
+    }
+}
