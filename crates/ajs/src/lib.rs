@@ -1,1 +1,438 @@
-//! placeholder
+//! Run code nobody trusts: `Eval` and `SafeFunction` over the fuel-metered AJS VM.
+//!
+//! Three promises: **it halts** (every step costs fuel; a wall-clock timeout backs it up), **it
+//! reaches nothing it was not handed** (the only way out is a capability the host injects) and
+//! **it holds copies, not references** (data crosses the boundary as plain values).
+//!
+//! ```
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! use ajs::{Eval, SafeFunction, Options};
+//! use serde_json::json;
+//!
+//! let out = Eval::new("a + b").context(json!({ "a": 1, "b": 2 })).run().await;
+//! assert_eq!(out.result, ajs::JsValue::Number(3.0));
+//! assert!(out.fuel_used > 0.0 && out.error.is_none());
+//!
+//! let add = SafeFunction::new(&["a", "b"], "return a + b", Options::default()).unwrap();
+//! assert_eq!(add.call(&[json!(20), json!(22)]).await.result, ajs::JsValue::Number(42.0));
+//! # });
+//! ```
+#![deny(missing_docs)]
+
+mod capabilities;
+mod driver;
+
+use std::collections::HashMap;
+
+pub use ajs_bytecode::{Program, SourcePos, VerifiedProgram};
+pub use ajs_compiler::CompileError;
+pub use ajs_io::FetchPolicy;
+pub use ajs_vm::{ErrorKind, JsValue, LogLine, RunError};
+pub use capabilities::{AtomFn, Capabilities, FetchCall, FetchFn, HostFuture, LlmFn};
+
+use ajs_compiler::{compile, CompileOptions, Mode};
+use ajs_vm::{AtomSpec, VmOptions, MILLI};
+
+/// Default fuel budget (1000 fuel).
+pub const DEFAULT_FUEL: f64 = 1000.0;
+/// Default wall-clock limit: 4 minutes.
+pub const DEFAULT_TIMEOUT_MS: u64 = 240_000;
+/// Default source size cap in UTF-8 bytes.
+pub const DEFAULT_MAX_SOURCE_BYTES: usize = 8192;
+/// Default cap on the context or arguments copied in (JSON bytes).
+pub const DEFAULT_ARGS_MAX_BYTES: usize = 4 * 1024 * 1024;
+/// Default cap on a capability's return (JSON bytes).
+pub const DEFAULT_MEMBRANE_MAX_BYTES: usize = 4 * 1024 * 1024;
+/// Smallest heap ceiling a runner accepts.
+pub const MIN_HEAP_BYTES: usize = 64 * 1024;
+/// Fuel cost of one `httpFetch`.
+pub const HTTP_FETCH_FUEL: f64 = 5.0;
+/// Fuel cost of one `llmPredict`.
+pub const LLM_PREDICT_FUEL: f64 = 100.0;
+/// Fuel cost of a host-registered atom.
+pub const HOST_ATOM_FUEL: f64 = 1.0;
+/// `httpFetch`'s own timeout.
+pub const HTTP_FETCH_TIMEOUT_MS: u64 = 30_000;
+/// `llmPredict`'s own timeout.
+pub const LLM_PREDICT_TIMEOUT_MS: u64 = 120_000;
+
+/// Options shared by [`Eval`], [`SafeFunction`] and [`Runner`].
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The work budget, in fuel (default 1000). Per call for a `SafeFunction`.
+    pub fuel: f64,
+    /// Wall-clock limit in milliseconds over the whole run, waiting included (default 4 min).
+    pub timeout_ms: u64,
+    /// Source size cap in UTF-8 bytes, checked before compiling; 0 disables (default 8192).
+    pub max_source_bytes: usize,
+    /// Cap on the JSON size of the context (`Eval`) or arguments (default 4 MiB).
+    pub args_max_bytes: usize,
+    /// Cap on the JSON size of a capability's return (default 4 MiB).
+    pub membrane_max_bytes: usize,
+    /// Rules for `httpFetch`.
+    pub fetch_policy: Option<FetchPolicy>,
+    /// The capabilities the code may use.
+    pub capabilities: Capabilities,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            fuel: DEFAULT_FUEL,
+            timeout_ms: DEFAULT_TIMEOUT_MS,
+            max_source_bytes: DEFAULT_MAX_SOURCE_BYTES,
+            args_max_bytes: DEFAULT_ARGS_MAX_BYTES,
+            membrane_max_bytes: DEFAULT_MEMBRANE_MAX_BYTES,
+            fetch_policy: None,
+            capabilities: Capabilities::default(),
+        }
+    }
+}
+
+/// An option outside its allowed range (decision 25).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("Invalid option {field}: {value} ({bound})")]
+pub struct OptionError {
+    /// The option's name as users write it.
+    pub field: &'static str,
+    /// The value given.
+    pub value: String,
+    /// The allowed range.
+    pub bound: &'static str,
+}
+
+impl Options {
+    /// Checks every option against its bound.
+    ///
+    /// # Errors
+    /// [`OptionError`] naming the field, the value and the bound.
+    pub fn validate(&self) -> Result<(), OptionError> {
+        if !self.fuel.is_finite() || self.fuel < 0.0 {
+            return Err(OptionError { field: "fuel", value: self.fuel.to_string(), bound: "must be a finite number >= 0" });
+        }
+        if self.timeout_ms == 0 {
+            return Err(OptionError { field: "timeoutMs", value: "0".into(), bound: "must be at least 1" });
+        }
+        Ok(())
+    }
+
+    fn fuel_milli(&self) -> u64 {
+        (self.fuel * MILLI as f64).round().min(1e18) as u64
+    }
+
+    fn atom_names(&self) -> Vec<String> {
+        let mut v = vec!["httpFetch".to_string(), "llmPredict".to_string()];
+        let mut custom: Vec<&String> = self.capabilities.atoms.keys().collect();
+        custom.sort();
+        v.extend(custom.into_iter().cloned());
+        v
+    }
+
+    fn vm_options(&self, quotas: &HashMap<String, u32>, max_heap_bytes: usize) -> VmOptions {
+        let mut atoms = HashMap::new();
+        for name in self.atom_names() {
+            let fuel = match name.as_str() {
+                "httpFetch" => HTTP_FETCH_FUEL,
+                "llmPredict" => LLM_PREDICT_FUEL,
+                _ => HOST_ATOM_FUEL,
+            };
+            let quota = quotas.get(&name).copied();
+            atoms.insert(name, AtomSpec { cost: (fuel * MILLI as f64) as u64, quota });
+        }
+        VmOptions {
+            fuel: self.fuel_milli(),
+            max_heap_bytes,
+            atoms,
+            random_seed: random_seed(),
+            ..VmOptions::default()
+        }
+    }
+}
+
+fn random_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(0);
+    h.finish()
+}
+
+/// The error of a run, as users see it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ErrorInfo {
+    /// The message (run-time messages exactly as documented; compile errors end with
+    /// ` at <source>:LINE:COLUMN`).
+    pub message: String,
+    /// What kind of failure (compile errors and refused input are `Input`).
+    pub kind: ErrorKind,
+    /// Where in the user's source, when known.
+    pub pos: Option<SourcePos>,
+}
+
+/// What every run returns: `{ result, fuelUsed, error }`. After an error `result` is
+/// `undefined` (decision 15).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outcome {
+    /// The value produced (JavaScript values kept as they are).
+    pub result: JsValue,
+    /// Fuel spent, in fuel.
+    pub fuel_used: f64,
+    /// The error, if the run failed.
+    pub error: Option<ErrorInfo>,
+    /// The run's log (`console.*`), which `Eval` and `SafeFunction` users may ignore.
+    pub log: Vec<LogLine>,
+}
+
+impl Outcome {
+    pub(crate) fn failed(message: impl Into<String>, kind: ErrorKind, pos: Option<SourcePos>, fuel_used: f64) -> Outcome {
+        Outcome {
+            result: JsValue::Undefined,
+            fuel_used,
+            error: Some(ErrorInfo { message: message.into(), kind, pos }),
+            log: Vec::new(),
+        }
+    }
+
+    /// `{ "result": …, "fuelUsed": …, "error": { "message": … } }` by `JSON.stringify`'s rules;
+    /// `result` omitted when undefined, `error` when there is none (decision 28).
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut m = serde_json::Map::new();
+        if let Some(r) = self.result.to_json() {
+            m.insert("result".into(), r);
+        }
+        m.insert("fuelUsed".into(), JsValue::Number(self.fuel_used).to_json().unwrap_or(serde_json::Value::Null));
+        if let Some(e) = &self.error {
+            m.insert("error".into(), serde_json::json!({ "message": e.message }));
+        }
+        serde_json::Value::Object(m)
+    }
+}
+
+fn source_check(source: &str, opts: &Options) -> Result<(), String> {
+    if opts.max_source_bytes != 0 && source.len() > opts.max_source_bytes {
+        return Err(format!(
+            "Source is {} bytes, over the {}-byte limit (maxSourceBytes)",
+            source.len(),
+            opts.max_source_bytes
+        ));
+    }
+    Ok(())
+}
+
+fn compile_error(e: CompileError) -> Outcome {
+    let pos = SourcePos { line: e.line, col: e.column };
+    Outcome::failed(e.to_string(), ErrorKind::Input, Some(pos), 0.0)
+}
+
+/// Runs a snippet once (the seed's `Eval`). The code sees only the context, as variables.
+#[derive(Clone, Debug, Default)]
+pub struct Eval {
+    /// The snippet.
+    pub code: String,
+    /// Values the code sees as variables, copied in (only the names it uses).
+    pub context: serde_json::Map<String, serde_json::Value>,
+    /// Limits and capabilities.
+    pub options: Options,
+}
+
+impl Eval {
+    /// A snippet with an empty context and default options.
+    pub fn new(code: impl Into<String>) -> Eval {
+        Eval { code: code.into(), ..Eval::default() }
+    }
+
+    /// Sets the context (a JSON object; anything else means an empty context).
+    pub fn context(mut self, context: serde_json::Value) -> Eval {
+        self.context = match context {
+            serde_json::Value::Object(m) => m,
+            _ => serde_json::Map::new(),
+        };
+        self
+    }
+
+    /// Sets all options.
+    pub fn options(mut self, options: Options) -> Eval {
+        self.options = options;
+        self
+    }
+
+    /// Sets the fuel budget.
+    pub fn fuel(mut self, fuel: f64) -> Eval {
+        self.options.fuel = fuel;
+        self
+    }
+
+    /// Sets the wall-clock limit.
+    pub fn timeout_ms(mut self, ms: u64) -> Eval {
+        self.options.timeout_ms = ms;
+        self
+    }
+
+    /// Compiles and runs. Never panics and never returns `Err`: every failure is in `error`.
+    pub async fn run(&self) -> Outcome {
+        Runner::default().run_eval(&self.code, &self.context, &self.options).await
+    }
+}
+
+/// A function body compiled once and called many times (the seed's `SafeFunction`). Each call
+/// gets the full budget.
+#[derive(Clone, Debug)]
+pub struct SafeFunction {
+    program: VerifiedProgram,
+    params: Vec<String>,
+    options: Options,
+}
+
+/// Why a `SafeFunction` could not be created.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum CreateError {
+    /// An option is out of range.
+    #[error(transparent)]
+    Option(#[from] OptionError),
+    /// The body is over `maxSourceBytes`.
+    #[error("{0}")]
+    SourceTooLarge(String),
+    /// The body does not compile.
+    #[error(transparent)]
+    Compile(#[from] CompileError),
+}
+
+impl SafeFunction {
+    /// Compiles `body` with parameter names `params`.
+    ///
+    /// # Errors
+    /// [`CreateError`] when an option is invalid, the body is too large or does not compile.
+    pub fn new<S: AsRef<str>>(params: &[S], body: &str, options: Options) -> Result<SafeFunction, CreateError> {
+        options.validate()?;
+        source_check(body, &options).map_err(CreateError::SourceTooLarge)?;
+        let params: Vec<String> = params.iter().map(|p| p.as_ref().to_string()).collect();
+        let atoms = options.atom_names();
+        let program = compile(
+            body,
+            &CompileOptions { mode: Mode::FunctionBody, externals: &params, atoms: &atoms, source_name: "<source>" },
+        )?;
+        let program = program.verify().map_err(|e| {
+            CreateError::Compile(CompileError {
+                message: format!("internal compiler error: {e}"),
+                source_name: "<source>".into(),
+                line: 1,
+                column: 0,
+            })
+        })?;
+        Ok(SafeFunction { program, params, options })
+    }
+
+    /// The compiled program (for disassembly or artifacts).
+    pub fn program(&self) -> &VerifiedProgram {
+        &self.program
+    }
+
+    /// Calls the function; arguments are copied in under the parameter names (extra ones are
+    /// ignored, missing ones are `undefined`).
+    pub async fn call(&self, args: &[serde_json::Value]) -> Outcome {
+        let size = serde_json::Value::Array(args.to_vec()).to_string().len();
+        if size > self.options.args_max_bytes {
+            return Outcome::failed(
+                format!("Arguments are {size} bytes, over the {}-byte limit (argsMaxBytes)", self.options.args_max_bytes),
+                ErrorKind::Input,
+                None,
+                0.0,
+            );
+        }
+        let wanted = &self.program.functions[self.program.entry as usize].params;
+        let values: Vec<JsValue> = wanted
+            .iter()
+            .map(|w| {
+                self.params
+                    .iter()
+                    .position(|p| p == w)
+                    .and_then(|i| args.get(i))
+                    .map_or(JsValue::Undefined, JsValue::from_json)
+            })
+            .collect();
+        let vm_opts = self.options.vm_options(&HashMap::new(), ajs_vm::DEFAULT_MAX_HEAP_BYTES);
+        driver::run_program(self.program.clone(), &values, vm_opts, &self.options, 0).await
+    }
+}
+
+/// The agent runner: like `Eval`, plus per-atom quotas, a heap ceiling of your choosing and the
+/// incoming agent depth.
+#[derive(Clone, Debug)]
+pub struct Runner {
+    /// Most calls per atom per run.
+    pub quotas: HashMap<String, u32>,
+    /// Live-heap ceiling in bytes (default 64 MiB).
+    pub max_heap_bytes: usize,
+    /// The incoming `X-Agent-Depth` (0 for a run nobody else started).
+    pub depth: u32,
+}
+
+impl Default for Runner {
+    fn default() -> Self {
+        Runner { quotas: HashMap::new(), max_heap_bytes: ajs_vm::DEFAULT_MAX_HEAP_BYTES, depth: 0 }
+    }
+}
+
+impl Runner {
+    /// Checks the runner's own options.
+    ///
+    /// # Errors
+    /// [`OptionError`] naming the field.
+    pub fn validate(&self) -> Result<(), OptionError> {
+        if self.max_heap_bytes < MIN_HEAP_BYTES {
+            return Err(OptionError {
+                field: "maxHeapBytes",
+                value: self.max_heap_bytes.to_string(),
+                bound: "must be at least 65536",
+            });
+        }
+        Ok(())
+    }
+
+    /// Compiles and runs a snippet by `Eval`'s rules under this runner's quotas and heap ceiling.
+    pub async fn run_eval(
+        &self,
+        code: &str,
+        context: &serde_json::Map<String, serde_json::Value>,
+        options: &Options,
+    ) -> Outcome {
+        if let Err(e) = options.validate().and_then(|_| self.validate()) {
+            return Outcome::failed(e.to_string(), ErrorKind::Input, None, 0.0);
+        }
+        if let Err(m) = source_check(code, options) {
+            return Outcome::failed(m, ErrorKind::Input, None, 0.0);
+        }
+        let externals: Vec<String> = context.keys().cloned().collect();
+        let atoms = options.atom_names();
+        let program = match compile(
+            code,
+            &CompileOptions { mode: Mode::Eval, externals: &externals, atoms: &atoms, source_name: "<source>" },
+        ) {
+            Ok(p) => p,
+            Err(e) => return compile_error(e),
+        };
+        let program = match program.verify() {
+            Ok(p) => p,
+            Err(e) => return Outcome::failed(format!("internal compiler error: {e}"), ErrorKind::Input, None, 0.0),
+        };
+        let used = &program.functions[program.entry as usize].params;
+        let mut copied = serde_json::Map::new();
+        for name in used {
+            if let Some(v) = context.get(name) {
+                copied.insert(name.clone(), v.clone());
+            }
+        }
+        let size = serde_json::Value::Object(copied).to_string().len();
+        if size > options.args_max_bytes {
+            return Outcome::failed(
+                format!("Context is {size} bytes, over the {}-byte limit (argsMaxBytes)", options.args_max_bytes),
+                ErrorKind::Input,
+                None,
+                0.0,
+            );
+        }
+        let args: Vec<JsValue> =
+            used.iter().map(|n| context.get(n).map_or(JsValue::Undefined, JsValue::from_json)).collect();
+        let vm_opts = options.vm_options(&self.quotas, self.max_heap_bytes);
+        driver::run_program(program.clone(), &args, vm_opts, options, self.depth).await
+    }
+}

@@ -1,1 +1,39 @@
-//! placeholder
+//! The AJS virtual machine: runs verified bytecode with fuel, a bounded heap and no I/O.
+//!
+//! It links no parser and no async runtime. A run is a [`Vm`] value: [`Vm::run`] executes a
+//! slice and returns a [`Step`] — `Done`, `Failed`, `Yield` (the slice is spent) or `Host` (the
+//! program called an atom; the driver performs it and calls [`Vm::resume`]).
+//!
+//! ```
+//! use ajs_bytecode::isa::*;
+//! use ajs_bytecode::{Constant, Function, Program};
+//! use ajs_vm::{JsValue, Step, Vm, VmOptions};
+//!
+//! let code = [Op::Add { dst: Dst(2), a: Src(0), b: Src(1) }, Op::Return { src: Src(2) }];
+//! let (code, _) = insert_charges(&code, &[(); 2]);
+//! let program = Program {
+//!     functions: vec![Function { name: "f".into(), params: vec!["a".into(), "b".into()], nregs: 3, code }],
+//!     constants: vec![], atoms: vec![], entry: 0, debug: None,
+//! }.verify().unwrap();
+//! let mut vm = Vm::new(program, &[JsValue::Number(1.0), JsValue::Number(2.0)], VmOptions::default()).unwrap();
+//! assert_eq!(vm.run(u64::MAX), Step::Done(JsValue::Number(3.0)));
+//! assert!(vm.fuel_used() > 0.0 && vm.fuel_used() < 1.0);
+//! ```
+#![deny(missing_docs)]
+
+mod error;
+mod heap;
+mod machine;
+mod natives;
+mod number;
+mod ops;
+mod value;
+
+pub use error::{ErrorKind, RunError};
+pub use machine::{
+    AtomSpec, HostCall, LogLevel, LogLine, Step, Vm, VmOptions, DEFAULT_FUEL, DEFAULT_MAX_CALL_DEPTH,
+    DEFAULT_MAX_HEAP_BYTES, DEFAULT_MAX_LOG_LINES, MILLI_PER_ELEMENT, UNITS_PER_MILLI,
+};
+pub use number::{number_to_string, string_to_number};
+pub use value::{JsValue, Value, MAX_BOUNDARY_DEPTH};
+pub use ajs_bytecode::isa::MILLI;

@@ -1,0 +1,169 @@
+//! The per-run arena: strings, arrays and objects addressed by index, with live-byte accounting
+//! and a mark-and-sweep collector. The ceiling is checked **before** memory is committed.
+
+use std::collections::hash_map::RandomState;
+
+use indexmap::IndexMap;
+
+use crate::value::Value;
+
+/// Index of a heap cell.
+pub type Gc = u32;
+
+/// An object's own properties, in insertion order, keyed by UTF-16 strings. SipHash with a
+/// per-map random key, so a guest cannot flood one bucket.
+pub type PropMap = IndexMap<Box<[u16]>, Value, RandomState>;
+
+/// What a heap cell holds.
+#[derive(Debug, Clone)]
+pub enum Cell {
+    /// A free cell (on the free list).
+    Free,
+    /// A string of UTF-16 code units.
+    Str(Box<[u16]>),
+    /// An array.
+    Arr(Vec<Value>),
+    /// A plain object.
+    Obj(PropMap),
+}
+
+/// Accounted size of a string of `len` code units (decision 16: 2 bytes per code unit, plus a
+/// 16-byte header).
+pub fn str_bytes(len: usize) -> usize {
+    16 + 2 * len
+}
+/// Accounted size of an array of `len` elements (16 + 8 per slot; contents count where they are
+/// allocated).
+pub fn arr_bytes(len: usize) -> usize {
+    16 + 8 * len
+}
+/// Accounted size of one object property with a key of `key_len` code units.
+pub fn prop_bytes(key_len: usize) -> usize {
+    8 + 2 * key_len
+}
+
+impl Cell {
+    fn bytes(&self) -> usize {
+        match self {
+            Cell::Free => 0,
+            Cell::Str(s) => str_bytes(s.len()),
+            Cell::Arr(a) => arr_bytes(a.len()),
+            Cell::Obj(o) => 16 + o.keys().map(|k| prop_bytes(k.len())).sum::<usize>(),
+        }
+    }
+}
+
+/// The arena.
+#[derive(Debug, Clone)]
+pub struct Heap {
+    cells: Vec<Cell>,
+    marks: Vec<bool>,
+    free: Vec<Gc>,
+    live: usize,
+    limit: usize,
+    next_gc: usize,
+    collections: u64,
+}
+
+const FIRST_GC: usize = 4 << 20;
+
+impl Heap {
+    /// An empty heap with a ceiling of `limit` live bytes.
+    pub fn new(limit: usize) -> Heap {
+        Heap { cells: Vec::new(), marks: Vec::new(), free: Vec::new(), live: 0, limit, next_gc: FIRST_GC.min(limit), collections: 0 }
+    }
+
+    /// Live bytes as accounted.
+    pub fn live_bytes(&self) -> usize {
+        self.live
+    }
+
+    /// The ceiling.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Collections run so far.
+    pub fn collections(&self) -> u64 {
+        self.collections
+    }
+
+    /// Whether `more` bytes fit without a collection.
+    pub fn fits_without_gc(&self, more: usize) -> bool {
+        self.live.saturating_add(more) <= self.next_gc
+    }
+
+    /// Whether `more` bytes fit under the ceiling at all (after a collection).
+    pub fn fits(&self, more: usize) -> bool {
+        self.live.saturating_add(more) <= self.limit
+    }
+
+    /// Accounts `more` bytes for growth of an existing cell (the caller checked [`Heap::fits`]).
+    pub fn grow(&mut self, more: usize) {
+        self.live += more;
+    }
+
+    /// Stores a new cell; the caller has checked [`Heap::fits`] for its size.
+    pub fn insert(&mut self, cell: Cell) -> Gc {
+        self.live += cell.bytes();
+        if let Some(i) = self.free.pop() {
+            self.cells[i as usize] = cell;
+            i
+        } else {
+            self.cells.push(cell);
+            self.marks.push(false);
+            (self.cells.len() - 1) as Gc
+        }
+    }
+
+    /// The cell at `g`.
+    #[inline]
+    pub fn get(&self, g: Gc) -> &Cell {
+        // Values only ever hold indices the heap handed out and that are reachable, so the cell
+        // exists; a stale index would be a VM bug, answered with a free cell, never a panic.
+        self.cells.get(g as usize).unwrap_or(&Cell::Free)
+    }
+
+    /// The cell at `g`, mutably.
+    #[inline]
+    pub fn get_mut(&mut self, g: Gc) -> Option<&mut Cell> {
+        self.cells.get_mut(g as usize)
+    }
+
+    /// Marks from `roots`, frees everything unreachable, and returns the bytes freed.
+    pub fn collect<'a>(&mut self, roots: impl IntoIterator<Item = &'a Value>) -> usize {
+        self.collections += 1;
+        for m in self.marks.iter_mut() {
+            *m = false;
+        }
+        let mut stack: Vec<Gc> = Vec::new();
+        for v in roots {
+            if let Some(g) = v.gc() {
+                stack.push(g);
+            }
+        }
+        while let Some(g) = stack.pop() {
+            let Some(m) = self.marks.get_mut(g as usize) else { continue };
+            if *m {
+                continue;
+            }
+            *m = true;
+            match &self.cells[g as usize] {
+                Cell::Arr(a) => stack.extend(a.iter().filter_map(Value::gc)),
+                Cell::Obj(o) => stack.extend(o.values().filter_map(Value::gc)),
+                Cell::Str(_) | Cell::Free => {}
+            }
+        }
+        let mut freed = 0;
+        for (i, cell) in self.cells.iter_mut().enumerate() {
+            if !self.marks[i] && !matches!(cell, Cell::Free) {
+                freed += cell.bytes();
+                *cell = Cell::Free;
+                self.free.push(i as Gc);
+            }
+        }
+        self.live = self.live.saturating_sub(freed);
+        self.next_gc = (self.live.saturating_mul(2)).max(FIRST_GC).min(self.limit);
+        freed
+    }
+}

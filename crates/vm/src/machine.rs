@@ -1,0 +1,993 @@
+//! The interpreter: a stackless register machine run in slices.
+
+use std::collections::HashMap;
+
+use ajs_bytecode::isa::{Op, MILLI};
+use ajs_bytecode::{Constant, NativeId, SourcePos, VerifiedProgram};
+
+use crate::error::{guest, ErrorKind, Fault, OpResult, RunError};
+use crate::heap::{arr_bytes, prop_bytes, str_bytes, Cell, Gc, Heap, PropMap};
+use crate::value::{JsValue, Value, MAX_BOUNDARY_DEPTH};
+
+/// Default fuel budget: 1000 fuel.
+pub const DEFAULT_FUEL: u64 = 1000 * MILLI;
+/// Default live-heap ceiling: 64 MiB.
+pub const DEFAULT_MAX_HEAP_BYTES: usize = 64 * 1024 * 1024;
+/// Default cap on nested calls.
+pub const DEFAULT_MAX_CALL_DEPTH: usize = 256;
+/// Default number of log lines kept.
+pub const DEFAULT_MAX_LOG_LINES: usize = 1000;
+/// Milli-fuel charged per 8 UTF-16 code units a builtin reads or writes (≥ 0.0001 fuel/char).
+pub const UNITS_PER_MILLI: u64 = 8;
+/// Milli-fuel charged per array element or object key a builtin touches (0.001 fuel each).
+pub const MILLI_PER_ELEMENT: u64 = 1;
+
+/// What a host operation costs and how often it may be called.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AtomSpec {
+    /// Fuel charged per call, in milli-fuel.
+    pub cost: u64,
+    /// Most calls per run (`None`: unlimited).
+    pub quota: Option<u32>,
+}
+
+/// Limits and sources for one run. Every limit has a documented default.
+#[derive(Clone, Debug)]
+pub struct VmOptions {
+    /// Fuel budget in milli-fuel (default [`DEFAULT_FUEL`]).
+    pub fuel: u64,
+    /// Live-heap ceiling in bytes (default [`DEFAULT_MAX_HEAP_BYTES`]).
+    pub max_heap_bytes: usize,
+    /// Nested-call cap (default [`DEFAULT_MAX_CALL_DEPTH`]).
+    pub max_call_depth: usize,
+    /// Log lines kept; later lines are counted, not stored (default [`DEFAULT_MAX_LOG_LINES`]).
+    pub max_log_lines: usize,
+    /// The atoms this runner provides, by name. A program calling any other is refused.
+    pub atoms: HashMap<String, AtomSpec>,
+    /// Seed of the host randomness source behind `Math.random()`.
+    pub random_seed: u64,
+}
+
+impl Default for VmOptions {
+    fn default() -> Self {
+        VmOptions {
+            fuel: DEFAULT_FUEL,
+            max_heap_bytes: DEFAULT_MAX_HEAP_BYTES,
+            max_call_depth: DEFAULT_MAX_CALL_DEPTH,
+            max_log_lines: DEFAULT_MAX_LOG_LINES,
+            atoms: HashMap::new(),
+            random_seed: 0x9E37_79B9_7F4A_7C15,
+        }
+    }
+}
+
+/// Log severity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogLevel {
+    /// `console.log` / `console.info`.
+    Info,
+    /// `console.warn`.
+    Warn,
+    /// `console.error`.
+    Error,
+}
+
+/// One line of the run's log.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LogLine {
+    /// Severity.
+    pub level: LogLevel,
+    /// The text.
+    pub message: String,
+}
+
+/// A host call the VM is waiting on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostCall {
+    /// The atom's name.
+    pub atom: String,
+    /// Its input, copied out of the guest.
+    pub input: JsValue,
+}
+
+/// What a slice of execution ended with.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    /// The run finished with this value.
+    Done(JsValue),
+    /// The run needs the host: perform the call, then [`Vm::resume`].
+    Host(HostCall),
+    /// The slice is spent; nothing is wrong. Run the next slice when ready.
+    Yield,
+    /// The run ended with an error.
+    Failed(RunError),
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Frame {
+    func: u16,
+    pc: u32,
+    base: u32,
+    /// absolute register receiving the result in the caller
+    ret: u32,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct TryEntry {
+    frame: u32,
+    handler: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Status {
+    Running,
+    AwaitingHost { dst: u32 },
+    Finished,
+}
+
+const FORBIDDEN: [&str; 3] = ["constructor", "__proto__", "prototype"];
+
+/// A virtual machine holding one run's whole state: frames, registers, heap, fuel, log.
+#[derive(Debug)]
+pub struct Vm {
+    program: VerifiedProgram,
+    pub(crate) heap: Heap,
+    consts: Vec<Value>,
+    pub(crate) regs: Vec<Value>,
+    frames: Vec<Frame>,
+    tries: Vec<TryEntry>,
+    fuel_budget: u64,
+    pub(crate) fuel_left: u64,
+    /// an error delivered by `resume`, raised when the run continues
+    raise_on_run: Option<String>,
+    /// the message of the guest error a handler is about to `Catch`
+    handling: Option<String>,
+    status: Status,
+    pub(crate) log: Vec<LogLine>,
+    pub(crate) log_dropped: u64,
+    max_log_lines: usize,
+    max_call_depth: usize,
+    atom_cost: Vec<u64>,
+    atom_quota: Vec<Option<u32>>,
+    atom_used: Vec<u32>,
+    pub(crate) rng: u64,
+}
+
+enum Exit {
+    Yield,
+    Done(Value),
+    Host(u16, Value, u32),
+}
+
+impl Vm {
+    /// Prepares a run of the program's entry function with `args` (one per entry parameter,
+    /// missing ones are `undefined`), copied into the guest heap.
+    ///
+    /// # Errors
+    /// A [`RunError`] of kind `Input` when the program needs an atom the options do not provide;
+    /// of kind `Guest` with the heap message when the arguments alone exceed the heap ceiling.
+    pub fn new(program: VerifiedProgram, args: &[JsValue], opts: VmOptions) -> Result<Vm, RunError> {
+        let mut atom_cost = Vec::with_capacity(program.atoms.len());
+        let mut atom_quota = Vec::with_capacity(program.atoms.len());
+        for a in &program.atoms {
+            let spec = opts.atoms.get(a).ok_or_else(|| {
+                RunError::new(ErrorKind::Input, format!("This program calls the atom '{a}', which this runner does not provide"))
+            })?;
+            atom_cost.push(spec.cost);
+            atom_quota.push(spec.quota);
+        }
+        let entry = &program.functions[program.entry as usize];
+        let nregs = entry.nregs as usize;
+        let nparams = entry.params.len();
+        let mut vm = Vm {
+            heap: Heap::new(opts.max_heap_bytes),
+            consts: Vec::with_capacity(program.constants.len()),
+            regs: vec![Value::Undefined; nregs],
+            frames: vec![Frame { func: program.entry, pc: 0, base: 0, ret: 0 }],
+            tries: Vec::new(),
+            fuel_budget: opts.fuel,
+            fuel_left: opts.fuel,
+            raise_on_run: None,
+            handling: None,
+            status: Status::Running,
+            log: Vec::new(),
+            log_dropped: 0,
+            max_log_lines: opts.max_log_lines,
+            max_call_depth: opts.max_call_depth.max(1),
+            atom_used: vec![0; atom_cost.len()],
+            atom_cost,
+            atom_quota,
+            rng: opts.random_seed | 1,
+            program,
+        };
+        let prog = vm.program.clone();
+        for c in &prog.constants {
+            let v = match c {
+                Constant::Number(n) => Value::Num(*n),
+                Constant::String(s) => {
+                    let g = vm.alloc_str_raw(s.clone().into_boxed_slice()).map_err(fault_to_error)?;
+                    Value::Str(g)
+                }
+            };
+            vm.consts.push(v);
+        }
+        for (i, a) in args.iter().take(nparams).enumerate() {
+            let v = vm.import(a, 0).map_err(fault_to_error)?;
+            vm.regs[i] = v;
+        }
+        Ok(vm)
+    }
+
+    /// Fuel spent so far, in milli-fuel.
+    pub fn fuel_used_milli(&self) -> u64 {
+        self.fuel_budget - self.fuel_left
+    }
+
+    /// Fuel spent so far, in fuel.
+    pub fn fuel_used(&self) -> f64 {
+        self.fuel_used_milli() as f64 / MILLI as f64
+    }
+
+    /// Live heap bytes as accounted.
+    pub fn heap_bytes(&self) -> usize {
+        self.heap.live_bytes()
+    }
+
+    /// Garbage collections run so far.
+    pub fn collections(&self) -> u64 {
+        self.heap.collections()
+    }
+
+    /// The run's log so far.
+    pub fn log(&self) -> &[LogLine] {
+        &self.log
+    }
+
+    /// Log lines dropped past `max_log_lines`.
+    pub fn log_dropped(&self) -> u64 {
+        self.log_dropped
+    }
+
+    /// Calls made so far to each atom of the program, by name.
+    pub fn atom_calls(&self) -> Vec<(String, u32)> {
+        self.program.atoms.iter().cloned().zip(self.atom_used.iter().copied()).collect()
+    }
+
+    /// The source position of the instruction the run is at (the failing one after an error).
+    pub fn position(&self) -> Option<SourcePos> {
+        let f = self.frames.last()?;
+        self.program.span(f.func as usize, f.pc as usize)
+    }
+
+    /// Delivers the answer to the pending host call: `Ok(value)` is copied into the guest,
+    /// `Err(message)` is raised as a guest error the program may catch.
+    ///
+    /// # Errors
+    /// A run-ending [`RunError`] of kind `Boundary` if the value cannot be copied in (too deep);
+    /// an `Input` error when no host call is pending.
+    pub fn resume(&mut self, answer: Result<JsValue, String>) -> Result<(), RunError> {
+        let Status::AwaitingHost { dst } = self.status else {
+            return Err(RunError::new(ErrorKind::Input, "resume called while no host call is pending"));
+        };
+        self.status = Status::Running;
+        match answer {
+            Ok(v) => match self.import(&v, 0) {
+                Ok(val) => {
+                    self.regs[dst as usize] = val;
+                    Ok(())
+                }
+                Err(Fault::Guest(msg)) => {
+                    self.pending_raise(msg);
+                    Ok(())
+                }
+                Err(Fault::Fatal(e)) => {
+                    self.status = Status::Finished;
+                    Err(e)
+                }
+            },
+            Err(msg) => {
+                self.pending_raise(msg);
+                Ok(())
+            }
+        }
+    }
+
+    fn pending_raise(&mut self, msg: String) {
+        self.raise_on_run = Some(msg);
+    }
+
+    /// Runs until the program finishes, fails, needs the host, or has spent `slice` milli-fuel.
+    pub fn run(&mut self, slice: u64) -> Step {
+        match self.status {
+            Status::Finished => return Step::Failed(RunError::new(ErrorKind::Input, "the run has already ended")),
+            Status::AwaitingHost { .. } => {
+                return Step::Failed(RunError::new(ErrorKind::Input, "the run is waiting for a host answer (call resume)"))
+            }
+            Status::Running => {}
+        }
+        // An error delivered by `resume` is raised at the call site.
+        if let Some(msg) = self.raise_on_run.take() {
+            if let Err(e) = self.unwind(msg) {
+                return self.fail(e);
+            }
+        }
+        let mut slice_left = slice;
+        loop {
+            match self.exec(&mut slice_left) {
+                Ok(Exit::Yield) => return Step::Yield,
+                Ok(Exit::Done(v)) => {
+                    self.status = Status::Finished;
+                    return match self.export(v) {
+                        Ok(j) => Step::Done(j),
+                        Err(e) => self.fail(e),
+                    };
+                }
+                Ok(Exit::Host(atom, input, dst)) => {
+                    let name = self.program.atoms[atom as usize].clone();
+                    match self.export(input) {
+                        Ok(j) => {
+                            self.status = Status::AwaitingHost { dst };
+                            return Step::Host(HostCall { atom: name, input: j });
+                        }
+                        Err(e) => return self.fail(e),
+                    }
+                }
+                Err(Fault::Guest(msg)) => {
+                    if let Err(e) = self.unwind(msg) {
+                        return self.fail(e);
+                    }
+                }
+                Err(Fault::Fatal(e)) => return self.fail(e),
+            }
+        }
+    }
+
+    fn fail(&mut self, mut e: RunError) -> Step {
+        self.status = Status::Finished;
+        if e.pos.is_none() {
+            e.pos = self.position();
+        }
+        Step::Failed(e)
+    }
+
+    /// Hands a guest error to the innermost handler, or ends the run with it.
+    fn unwind(&mut self, msg: String) -> Result<(), RunError> {
+        match self.tries.pop() {
+            None => {
+                let mut e = RunError::new(ErrorKind::Guest, msg);
+                e.pos = self.position();
+                Err(e)
+            }
+            Some(t) => {
+                self.frames.truncate(t.frame as usize + 1);
+                if let Some(f) = self.frames.last_mut() {
+                    let func = &self.program.functions[f.func as usize];
+                    self.regs.truncate(f.base as usize + func.nregs as usize);
+                    f.pc = t.handler;
+                }
+                self.handling = Some(msg);
+                Ok(())
+            }
+        }
+    }
+}
+
+fn fault_to_error(f: Fault) -> RunError {
+    match f {
+        Fault::Guest(m) => RunError::new(ErrorKind::Guest, m),
+        Fault::Fatal(e) => e,
+    }
+}
+
+impl Vm {
+    fn exec(&mut self, slice_left: &mut u64) -> OpResult<Exit> {
+        let prog = self.program.clone();
+        'frames: loop {
+            let Some(&Frame { func, pc, base, .. }) = self.frames.last() else {
+                return Ok(Exit::Done(Value::Undefined));
+            };
+            let code = &prog.functions[func as usize].code[..];
+            let base = base as usize;
+            let mut pc = pc as usize;
+            macro_rules! save_pc {
+                () => {
+                    if let Some(f) = self.frames.last_mut() {
+                        f.pc = pc as u32;
+                    }
+                };
+            }
+            macro_rules! r {
+                ($x:expr) => {
+                    self.regs[base + $x.0 as usize]
+                };
+            }
+            macro_rules! tryop {
+                ($e:expr) => {
+                    match $e {
+                        Ok(v) => v,
+                        Err(f) => {
+                            save_pc!();
+                            return Err(f);
+                        }
+                    }
+                };
+            }
+            loop {
+                let op = code[pc];
+                match op {
+                    Op::Charge { amount } => {
+                        let amount = amount.0 as u64;
+                        if *slice_left == 0 {
+                            save_pc!();
+                            return Ok(Exit::Yield);
+                        }
+                        if amount > self.fuel_left {
+                            self.fuel_left = 0;
+                            save_pc!();
+                            return Err(Fault::Fatal(RunError::out_of_fuel()));
+                        }
+                        self.fuel_left -= amount;
+                        *slice_left = slice_left.saturating_sub(amount.max(1));
+                    }
+                    Op::Move { dst, src } => r!(dst) = r!(src),
+                    Op::LoadConst { dst, k } => r!(dst) = self.consts[k.0 as usize],
+                    Op::LoadUndef { dst } => r!(dst) = Value::Undefined,
+                    Op::LoadNull { dst } => r!(dst) = Value::Null,
+                    Op::LoadTrue { dst } => r!(dst) = Value::Bool(true),
+                    Op::LoadFalse { dst } => r!(dst) = Value::Bool(false),
+                    Op::Add { dst, a, b } => {
+                        let (x, y) = (r!(a), r!(b));
+                        let v = match (x, y) {
+                            (Value::Num(x), Value::Num(y)) => Value::Num(x + y),
+                            _ => tryop!(self.add_slow(x, y)),
+                        };
+                        r!(dst) = v;
+                    }
+                    Op::Sub { dst, a, b } => {
+                        let v = match (r!(a), r!(b)) {
+                            (Value::Num(x), Value::Num(y)) => x - y,
+                            (x, y) => {
+                                let (x, y) = tryop!(self.num_pair(x, y, "-"));
+                                x - y
+                            }
+                        };
+                        r!(dst) = Value::Num(v);
+                    }
+                    Op::Mul { dst, a, b } => {
+                        let (x, y) = tryop!(self.num_pair(r!(a), r!(b), "*"));
+                        r!(dst) = Value::Num(x * y);
+                    }
+                    Op::Div { dst, a, b } => {
+                        let (x, y) = tryop!(self.num_pair(r!(a), r!(b), "/"));
+                        r!(dst) = Value::Num(x / y);
+                    }
+                    Op::Mod { dst, a, b } => {
+                        let (x, y) = tryop!(self.num_pair(r!(a), r!(b), "%"));
+                        r!(dst) = Value::Num(js_rem(x, y));
+                    }
+                    Op::Pow { dst, a, b } => {
+                        let (x, y) = tryop!(self.num_pair(r!(a), r!(b), "**"));
+                        r!(dst) = Value::Num(js_pow(x, y));
+                    }
+                    Op::Eq { dst, a, b } => r!(dst) = Value::Bool(self.loose_eq(r!(a), r!(b))),
+                    Op::Ne { dst, a, b } => r!(dst) = Value::Bool(!self.loose_eq(r!(a), r!(b))),
+                    Op::StrictEq { dst, a, b } => r!(dst) = Value::Bool(self.strict_eq(r!(a), r!(b))),
+                    Op::StrictNe { dst, a, b } => r!(dst) = Value::Bool(!self.strict_eq(r!(a), r!(b))),
+                    Op::Lt { dst, a, b } => {
+                        let v = match (r!(a), r!(b)) {
+                            (Value::Num(x), Value::Num(y)) => x < y,
+                            (x, y) => tryop!(self.compare(x, y, "<")).is_some_and(|o| o.is_lt()),
+                        };
+                        r!(dst) = Value::Bool(v);
+                    }
+                    Op::Le { dst, a, b } => {
+                        let v = tryop!(self.compare(r!(a), r!(b), "<=")).is_some_and(|o| o.is_le());
+                        r!(dst) = Value::Bool(v);
+                    }
+                    Op::Gt { dst, a, b } => {
+                        let v = tryop!(self.compare(r!(a), r!(b), ">")).is_some_and(|o| o.is_gt());
+                        r!(dst) = Value::Bool(v);
+                    }
+                    Op::Ge { dst, a, b } => {
+                        let v = tryop!(self.compare(r!(a), r!(b), ">=")).is_some_and(|o| o.is_ge());
+                        r!(dst) = Value::Bool(v);
+                    }
+                    Op::Neg { dst, src } => {
+                        let n = tryop!(self.to_number(r!(src), "-"));
+                        r!(dst) = Value::Num(-n);
+                    }
+                    Op::Pos { dst, src } => {
+                        let n = tryop!(self.to_number(r!(src), "+"));
+                        r!(dst) = Value::Num(n);
+                    }
+                    Op::Not { dst, src } => r!(dst) = Value::Bool(!self.truthy(r!(src))),
+                    Op::TypeOf { dst, src } => {
+                        let t = self.type_of(r!(src));
+                        r!(dst) = tryop!(self.str_value(t));
+                    }
+                    Op::Concat { dst, base: b, count } => {
+                        let parts: smallvec::SmallVec<[Value; 8]> =
+                            self.regs[base + b.0 as usize..base + b.0 as usize + count.0 as usize].iter().copied().collect();
+                        r!(dst) = tryop!(self.template(&parts));
+                    }
+                    Op::Jump { target } => {
+                        pc = target.0 as usize;
+                        continue;
+                    }
+                    Op::JumpIfTrue { cond, target } => {
+                        if self.truthy(r!(cond)) {
+                            pc = target.0 as usize;
+                            continue;
+                        }
+                    }
+                    Op::JumpIfFalse { cond, target } => {
+                        if !self.truthy(r!(cond)) {
+                            pc = target.0 as usize;
+                            continue;
+                        }
+                    }
+                    Op::JumpIfNullish { src, target } => {
+                        if matches!(r!(src), Value::Null | Value::Undefined) {
+                            pc = target.0 as usize;
+                            continue;
+                        }
+                    }
+                    Op::JumpIfNotNullish { src, target } => {
+                        if !matches!(r!(src), Value::Null | Value::Undefined) {
+                            pc = target.0 as usize;
+                            continue;
+                        }
+                    }
+                    Op::Return { src } => {
+                        let v = r!(src);
+                        let depth = self.frames.len() as u32 - 1;
+                        while self.tries.last().is_some_and(|t| t.frame >= depth) {
+                            self.tries.pop();
+                        }
+                        let Some(done) = self.frames.pop() else { return Ok(Exit::Done(v)) };
+                        if self.frames.is_empty() {
+                            self.frames.push(done);
+                            return Ok(Exit::Done(v));
+                        }
+                        self.regs.truncate(done.base as usize);
+                        self.regs[done.ret as usize] = v;
+                        continue 'frames;
+                    }
+                    Op::NewArray { dst, base: b, count } => {
+                        let n = count.0 as usize;
+                        tryop!(self.charge(n as u64 * MILLI_PER_ELEMENT));
+                        tryop!(self.reserve(arr_bytes(n), &[]));
+                        let items = self.regs[base + b.0 as usize..base + b.0 as usize + n].to_vec();
+                        let g = self.heap.insert(Cell::Arr(items));
+                        r!(dst) = Value::Arr(g);
+                    }
+                    Op::ArrayAppend { arr, base: b, count } => {
+                        let n = count.0 as usize;
+                        tryop!(self.charge(n as u64 * MILLI_PER_ELEMENT));
+                        let Value::Arr(g) = r!(arr) else {
+                            save_pc!();
+                            return guest("ArrayAppend on a non-array");
+                        };
+                        tryop!(self.reserve(8 * n, &[]));
+                        self.heap.grow(8 * n);
+                        let items: smallvec::SmallVec<[Value; 16]> =
+                            self.regs[base + b.0 as usize..base + b.0 as usize + n].iter().copied().collect();
+                        if let Some(Cell::Arr(a)) = self.heap.get_mut(g) {
+                            a.extend_from_slice(&items);
+                        }
+                    }
+                    Op::NewObject { dst } => {
+                        tryop!(self.reserve(16, &[]));
+                        let g = self.heap.insert(Cell::Obj(PropMap::default()));
+                        r!(dst) = Value::Obj(g);
+                    }
+                    Op::InitProp { obj, key, val } => {
+                        let (o, v) = (r!(obj), r!(val));
+                        let Value::Str(kg) = self.consts[key.0 as usize] else {
+                            save_pc!();
+                            return guest("property key is not a string");
+                        };
+                        tryop!(self.set_prop(o, kg, v));
+                    }
+                    Op::GetProp { dst, obj, key } => {
+                        let o = r!(obj);
+                        let k = self.consts[key.0 as usize];
+                        r!(dst) = tryop!(self.get_member(o, k));
+                    }
+                    Op::GetIndex { dst, obj, key } => {
+                        let (o, k) = (r!(obj), r!(key));
+                        r!(dst) = tryop!(self.get_member(o, k));
+                    }
+                    Op::CallNative { dst, native, base: b, argc } => {
+                        let start = base + b.0 as usize;
+                        let args: smallvec::SmallVec<[Value; 8]> =
+                            self.regs[start..start + argc.0 as usize].iter().copied().collect();
+                        let id = NativeId::from_u16(native.0).unwrap_or(NativeId::MathAbs);
+                        save_pc!();
+                        let v = self.call_native(id, &args)?;
+                        r!(dst) = v;
+                    }
+                    Op::Call { dst, func: callee, base: b, argc } => {
+                        if self.frames.len() >= self.max_call_depth {
+                            save_pc!();
+                            let name = &prog.functions[callee.0 as usize].name;
+                            return Err(Fault::Fatal(RunError::new(
+                                ErrorKind::CallDepth,
+                                format!("Maximum helper call depth ({}) exceeded — likely infinite recursion in '{name}'", self.max_call_depth),
+                            )));
+                        }
+                        let f = &prog.functions[callee.0 as usize];
+                        let new_base = self.regs.len();
+                        self.regs.resize(new_base + f.nregs as usize, Value::Undefined);
+                        let start = base + b.0 as usize;
+                        for i in 0..argc.0 as usize {
+                            self.regs[new_base + i] = self.regs[start + i];
+                        }
+                        pc += 1;
+                        save_pc!();
+                        self.frames.push(Frame { func: callee.0, pc: 0, base: new_base as u32, ret: (base + dst.0 as usize) as u32 });
+                        continue 'frames;
+                    }
+                    Op::CallAtom { dst, atom, arg } => {
+                        let i = atom.0 as usize;
+                        if let Some(q) = self.atom_quota[i] {
+                            if self.atom_used[i] >= q {
+                                save_pc!();
+                                let name = &prog.atoms[i];
+                                let calls = if q == 1 { "call" } else { "calls" };
+                                return Err(Fault::Fatal(RunError::new(
+                                    ErrorKind::Quota,
+                                    format!("Quota exceeded for '{name}': {q} {calls} allowed"),
+                                )));
+                            }
+                        }
+                        tryop!(self.charge(self.atom_cost[i]));
+                        self.atom_used[i] += 1;
+                        let input = r!(arg);
+                        pc += 1;
+                        save_pc!();
+                        return Ok(Exit::Host(atom.0, input, (base + dst.0 as usize) as u32));
+                    }
+                    Op::Throw { src } => {
+                        let v = r!(src);
+                        let msg = self.message_of(v);
+                        save_pc!();
+                        return Err(Fault::Guest(msg));
+                    }
+                    Op::TryEnter { handler } => {
+                        self.tries.push(TryEntry { frame: self.frames.len() as u32 - 1, handler: handler.0 });
+                    }
+                    Op::TryExit {} => {
+                        let depth = self.frames.len() as u32 - 1;
+                        if self.tries.last().is_some_and(|t| t.frame == depth) {
+                            self.tries.pop();
+                        }
+                    }
+                    Op::Catch { dst } => {
+                        let msg = self.handling.take().unwrap_or_default();
+                        let units: Vec<u16> = msg.encode_utf16().collect();
+                        r!(dst) = tryop!(self.alloc_str(units));
+                    }
+                }
+                pc += 1;
+            }
+        }
+    }
+
+    /// Charges size-proportional work before it is done.
+    pub(crate) fn charge(&mut self, milli: u64) -> OpResult<()> {
+        if milli > self.fuel_left {
+            self.fuel_left = 0;
+            return Err(Fault::Fatal(RunError::out_of_fuel()));
+        }
+        self.fuel_left -= milli;
+        Ok(())
+    }
+
+    /// Charges for touching `units` UTF-16 code units.
+    pub(crate) fn charge_units(&mut self, units: usize) -> OpResult<()> {
+        self.charge(units as u64 / UNITS_PER_MILLI)
+    }
+
+    /// Makes room for `bytes` more live bytes (collecting first if needed) or raises the heap
+    /// limit error. Nothing is committed when it fails.
+    pub(crate) fn reserve(&mut self, bytes: usize, extra_roots: &[Value]) -> OpResult<()> {
+        if self.heap.fits_without_gc(bytes) {
+            return Ok(());
+        }
+        let roots = self.regs.iter().chain(self.consts.iter()).chain(extra_roots.iter());
+        self.heap.collect(roots);
+        if self.heap.fits(bytes) {
+            return Ok(());
+        }
+        let mib = |b: usize| ((b as f64) / 1_048_576.0).round() as u64;
+        guest(format!(
+            "Heap limit exceeded: guest state holds ~{}MB, limit {}MB. Fuel bounds total work; this bounds peak memory. Raise it with the maxHeapBytes run option if the workload genuinely needs it.",
+            mib(self.heap.live_bytes().saturating_add(bytes)),
+            mib(self.heap.limit())
+        ))
+    }
+
+    fn alloc_str_raw(&mut self, units: Box<[u16]>) -> OpResult<Gc> {
+        self.reserve(str_bytes(units.len()), &[])?;
+        Ok(self.heap.insert(Cell::Str(units)))
+    }
+
+    /// Allocates a string (the caller has charged fuel for producing it).
+    pub(crate) fn alloc_str(&mut self, units: Vec<u16>) -> OpResult<Value> {
+        Ok(Value::Str(self.alloc_str_raw(units.into_boxed_slice())?))
+    }
+
+    /// Allocates a string from Rust text.
+    pub(crate) fn str_value(&mut self, s: &str) -> OpResult<Value> {
+        self.alloc_str(s.encode_utf16().collect())
+    }
+
+    /// The code units of a string value.
+    pub(crate) fn units(&self, g: Gc) -> &[u16] {
+        match self.heap.get(g) {
+            Cell::Str(s) => s,
+            _ => &[],
+        }
+    }
+
+    /// Appends a log line, keeping the first `max_log_lines`.
+    pub(crate) fn push_log(&mut self, level: LogLevel, message: String) {
+        if self.log.len() < self.max_log_lines {
+            self.log.push(LogLine { level, message });
+        } else {
+            self.log_dropped += 1;
+        }
+    }
+
+    fn set_prop(&mut self, o: Value, key: Gc, v: Value) -> OpResult<()> {
+        let Value::Obj(og) = o else { return guest("property definition on a non-object") };
+        let k: Box<[u16]> = self.units(key).into();
+        let exists = matches!(self.heap.get(og), Cell::Obj(m) if m.contains_key(&k));
+        if !exists {
+            self.reserve(prop_bytes(k.len()), &[])?;
+            self.heap.grow(prop_bytes(k.len()));
+        }
+        if let Some(Cell::Obj(m)) = self.heap.get_mut(og) {
+            m.insert(k, v);
+        }
+        Ok(())
+    }
+
+    /// `o[k]`, null-safe, with the forbidden-name check on every path.
+    fn get_member(&mut self, o: Value, k: Value) -> OpResult<Value> {
+        match k {
+            Value::Str(kg) => {
+                let key = self.units(kg);
+                if key.len() <= 11 {
+                    for f in FORBIDDEN {
+                        if key.iter().copied().eq(f.encode_utf16()) {
+                            return guest(format!("Security Error: Access to '{f}' is forbidden"));
+                        }
+                    }
+                }
+                match o {
+                    Value::Obj(og) => match self.heap.get(og) {
+                        Cell::Obj(m) => Ok(m.get(key).copied().unwrap_or(Value::Undefined)),
+                        _ => Ok(Value::Undefined),
+                    },
+                    Value::Arr(_) | Value::Str(_) => {
+                        if key.iter().copied().eq("length".encode_utf16()) {
+                            return Ok(Value::Num(self.length_of(o) as f64));
+                        }
+                        match array_index(key) {
+                            Some(i) => self.element(o, i),
+                            None => Ok(Value::Undefined),
+                        }
+                    }
+                    _ => Ok(Value::Undefined),
+                }
+            }
+            Value::Num(n) => match o {
+                Value::Arr(_) | Value::Str(_) => {
+                    if n >= 0.0 && n.fract() == 0.0 && n < 4_294_967_295.0 {
+                        self.element(o, n as usize)
+                    } else {
+                        Ok(Value::Undefined)
+                    }
+                }
+                Value::Obj(_) => {
+                    let s = crate::number::number_to_string(n);
+                    let kv = self.str_value(&s)?;
+                    self.get_member(o, kv)
+                }
+                _ => Ok(Value::Undefined),
+            },
+            Value::Arr(_) | Value::Obj(_) => {
+                guest(format!("Cannot use an {} as a property key; use a string or a number", self.kind_name(k)))
+            }
+            Value::Bool(_) | Value::Null | Value::Undefined => {
+                let s = match k {
+                    Value::Bool(b) => b.to_string(),
+                    Value::Null => "null".into(),
+                    _ => "undefined".into(),
+                };
+                let kv = self.str_value(&s)?;
+                self.get_member(o, kv)
+            }
+            Value::Pending(_) => guest("a host result that has not settled cannot be used as a property key"),
+        }
+    }
+
+    fn length_of(&self, v: Value) -> usize {
+        match v {
+            Value::Str(g) => self.units(g).len(),
+            Value::Arr(g) => match self.heap.get(g) {
+                Cell::Arr(a) => a.len(),
+                _ => 0,
+            },
+            _ => 0,
+        }
+    }
+
+    fn element(&mut self, o: Value, i: usize) -> OpResult<Value> {
+        match o {
+            Value::Arr(g) => Ok(match self.heap.get(g) {
+                Cell::Arr(a) => a.get(i).copied().unwrap_or(Value::Undefined),
+                _ => Value::Undefined,
+            }),
+            Value::Str(g) => match self.units(g).get(i).copied() {
+                Some(u) => self.alloc_str(vec![u]),
+                None => Ok(Value::Undefined),
+            },
+            _ => Ok(Value::Undefined),
+        }
+    }
+
+    /// Copies a host value into the guest heap.
+    pub(crate) fn import(&mut self, v: &JsValue, depth: usize) -> OpResult<Value> {
+        if depth > MAX_BOUNDARY_DEPTH {
+            return Err(Fault::Fatal(RunError::new(
+                ErrorKind::Boundary,
+                format!("value nested deeper than {MAX_BOUNDARY_DEPTH} levels cannot cross the boundary"),
+            )));
+        }
+        Ok(match v {
+            JsValue::Undefined => Value::Undefined,
+            JsValue::Null => Value::Null,
+            JsValue::Bool(b) => Value::Bool(*b),
+            JsValue::Number(n) => Value::Num(*n),
+            JsValue::String(s) => self.str_value(s)?,
+            JsValue::Array(items) => {
+                let mut vals = Vec::with_capacity(items.len().min(1 << 16));
+                for it in items {
+                    let x = self.import_rooted(it, depth, &vals)?;
+                    vals.push(x);
+                }
+                self.reserve(arr_bytes(vals.len()), &vals)?;
+                Value::Arr(self.heap.insert(Cell::Arr(vals)))
+            }
+            JsValue::Object(map) => {
+                let mut vals: Vec<Value> = Vec::with_capacity(map.len().min(1 << 16));
+                for (_, it) in map {
+                    let x = self.import_rooted(it, depth, &vals)?;
+                    vals.push(x);
+                }
+                let bytes = 16 + map.keys().map(|k| prop_bytes(k.encode_utf16().count())).sum::<usize>();
+                self.reserve(bytes, &vals)?;
+                let mut m = PropMap::with_capacity_and_hasher(map.len(), Default::default());
+                for ((k, _), v) in map.iter().zip(vals) {
+                    m.insert(k.encode_utf16().collect::<Vec<u16>>().into_boxed_slice(), v);
+                }
+                Value::Obj(self.heap.insert(Cell::Obj(m)))
+            }
+        })
+    }
+
+    fn import_rooted(&mut self, v: &JsValue, depth: usize, siblings: &[Value]) -> OpResult<Value> {
+        // Children already built are only held in `siblings`: keep them alive across a collection
+        // by making them roots while the next child is allocated.
+        if !self.heap.fits_without_gc(64) {
+            let roots = self.regs.iter().chain(self.consts.iter()).chain(siblings.iter());
+            self.heap.collect(roots);
+        }
+        self.import(v, depth + 1)
+    }
+
+    /// Copies a guest value out as plain data. Cycles and excessive depth are refused.
+    pub(crate) fn export(&self, v: Value) -> Result<JsValue, RunError> {
+        let mut path = Vec::new();
+        self.export_inner(v, &mut path)
+    }
+
+    fn export_inner(&self, v: Value, path: &mut Vec<Gc>) -> Result<JsValue, RunError> {
+        Ok(match v {
+            Value::Undefined => JsValue::Undefined,
+            Value::Null => JsValue::Null,
+            Value::Bool(b) => JsValue::Bool(b),
+            Value::Num(n) => JsValue::Number(n),
+            Value::Str(g) => JsValue::String(String::from_utf16_lossy(self.units(g))),
+            Value::Pending(_) => {
+                return Err(RunError::new(ErrorKind::Boundary, "a host result that has not settled cannot leave the VM"))
+            }
+            Value::Arr(g) | Value::Obj(g) => {
+                if path.contains(&g) {
+                    return Err(RunError::new(ErrorKind::Guest, "Converting circular structure to JSON: the value contains itself"));
+                }
+                if path.len() >= MAX_BOUNDARY_DEPTH {
+                    return Err(RunError::new(
+                        ErrorKind::Boundary,
+                        format!("value nested deeper than {MAX_BOUNDARY_DEPTH} levels cannot cross the boundary"),
+                    ));
+                }
+                path.push(g);
+                let out = match self.heap.get(g) {
+                    Cell::Arr(a) => {
+                        let mut out = Vec::with_capacity(a.len());
+                        for x in a {
+                            out.push(self.export_inner(*x, path)?);
+                        }
+                        JsValue::Array(out)
+                    }
+                    Cell::Obj(m) => {
+                        let mut out = indexmap::IndexMap::with_capacity(m.len());
+                        for k in ordered_keys(m) {
+                            let x = m.get(k).copied().unwrap_or(Value::Undefined);
+                            out.insert(String::from_utf16_lossy(k), self.export_inner(x, path)?);
+                        }
+                        JsValue::Object(out)
+                    }
+                    _ => JsValue::Undefined,
+                };
+                path.pop();
+                out
+            }
+        })
+    }
+}
+
+/// Keys in JavaScript's order: array-index keys ascending, then the rest in insertion order.
+pub(crate) fn ordered_keys(m: &PropMap) -> Vec<&[u16]> {
+    let mut idx: Vec<(u32, &[u16])> = Vec::new();
+    let mut rest: Vec<&[u16]> = Vec::new();
+    for k in m.keys() {
+        match array_index(k) {
+            Some(i) => idx.push((i as u32, k)),
+            None => rest.push(k),
+        }
+    }
+    idx.sort_by_key(|p| p.0);
+    idx.into_iter().map(|p| p.1).chain(rest).collect()
+}
+
+/// The array index a canonical numeric key names (`"0"`, `"17"`; not `"01"` or `"-1"`).
+pub(crate) fn array_index(k: &[u16]) -> Option<usize> {
+    if k.is_empty() || k.len() > 10 || (k.len() > 1 && k[0] == b'0' as u16) {
+        return None;
+    }
+    let mut n: u64 = 0;
+    for &c in k {
+        if !(b'0' as u16..=b'9' as u16).contains(&c) {
+            return None;
+        }
+        n = n * 10 + (c - b'0' as u16) as u64;
+    }
+    (n < 4_294_967_295).then_some(n as usize)
+}
+
+/// JavaScript's `%`.
+pub(crate) fn js_rem(x: f64, y: f64) -> f64 {
+    if y == 0.0 || x.is_infinite() || x.is_nan() || y.is_nan() {
+        return f64::NAN;
+    }
+    if y.is_infinite() {
+        return x;
+    }
+    x % y
+}
+
+/// JavaScript's `**`.
+pub(crate) fn js_pow(x: f64, y: f64) -> f64 {
+    if y.is_nan() {
+        return f64::NAN;
+    }
+    if (x == 1.0 || x == -1.0) && y.is_infinite() {
+        return f64::NAN;
+    }
+    x.powf(y)
+}

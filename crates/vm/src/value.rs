@@ -1,0 +1,130 @@
+//! Guest values (inside a VM) and host values (plain data crossing the boundary).
+
+use indexmap::IndexMap;
+
+use crate::heap::Gc;
+use crate::number::number_to_string;
+
+/// A guest value: 16 bytes, `Copy`; strings, arrays and objects live in the run's heap.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Value {
+    /// `undefined`.
+    Undefined,
+    /// `null`.
+    Null,
+    /// A boolean.
+    Bool(bool),
+    /// A number.
+    Num(f64),
+    /// A string (heap cell).
+    Str(Gc),
+    /// An array (heap cell).
+    Arr(Gc),
+    /// A plain object (heap cell).
+    Obj(Gc),
+    /// A host result not settled yet (reserved for deferred approvals and concurrent host calls).
+    Pending(u32),
+}
+
+impl Value {
+    /// The heap cell this value refers to, if any.
+    #[inline]
+    pub fn gc(&self) -> Option<Gc> {
+        match *self {
+            Value::Str(g) | Value::Arr(g) | Value::Obj(g) => Some(g),
+            _ => None,
+        }
+    }
+}
+
+/// A host value: plain data, owned, outside any VM. What goes in (context, arguments, capability
+/// results) and what comes out (results). JavaScript values are kept as they are (`undefined`,
+/// `NaN`, `-0`); [`JsValue::to_json`] applies `JSON.stringify`'s rules.
+#[derive(Clone, Debug, PartialEq)]
+pub enum JsValue {
+    /// `undefined`.
+    Undefined,
+    /// `null`.
+    Null,
+    /// A boolean.
+    Bool(bool),
+    /// A number.
+    Number(f64),
+    /// A string.
+    String(String),
+    /// An array.
+    Array(Vec<JsValue>),
+    /// A plain object, keys in JavaScript's order.
+    Object(IndexMap<String, JsValue>),
+}
+
+/// Deepest nesting that crosses the boundary.
+pub const MAX_BOUNDARY_DEPTH: usize = 1000;
+
+impl JsValue {
+    /// Copies JSON data in.
+    pub fn from_json(v: &serde_json::Value) -> JsValue {
+        match v {
+            serde_json::Value::Null => JsValue::Null,
+            serde_json::Value::Bool(b) => JsValue::Bool(*b),
+            serde_json::Value::Number(n) => JsValue::Number(n.as_f64().unwrap_or(f64::NAN)),
+            serde_json::Value::String(s) => JsValue::String(s.clone()),
+            serde_json::Value::Array(a) => JsValue::Array(a.iter().map(JsValue::from_json).collect()),
+            serde_json::Value::Object(o) => {
+                JsValue::Object(o.iter().map(|(k, v)| (k.clone(), JsValue::from_json(v))).collect())
+            }
+        }
+    }
+
+    /// Converts by `JSON.stringify`'s rules: `NaN` and infinities become `null`, `undefined`
+    /// inside an array becomes `null`, an `undefined` property is dropped. A top-level
+    /// `undefined` gives `None`.
+    pub fn to_json(&self) -> Option<serde_json::Value> {
+        Some(match self {
+            JsValue::Undefined => return None,
+            JsValue::Null => serde_json::Value::Null,
+            JsValue::Bool(b) => serde_json::Value::Bool(*b),
+            JsValue::Number(n) => {
+                if n.is_finite() {
+                    if *n == n.trunc() && n.abs() < 9.007_199_254_740_992e15 {
+                        serde_json::Value::Number(serde_json::Number::from(*n as i64))
+                    } else {
+                        serde_json::Number::from_f64(*n).map_or(serde_json::Value::Null, serde_json::Value::Number)
+                    }
+                } else {
+                    serde_json::Value::Null
+                }
+            }
+            JsValue::String(s) => serde_json::Value::String(s.clone()),
+            JsValue::Array(a) => {
+                serde_json::Value::Array(a.iter().map(|v| v.to_json().unwrap_or(serde_json::Value::Null)).collect())
+            }
+            JsValue::Object(o) => {
+                serde_json::Value::Object(o.iter().filter_map(|(k, v)| Some((k.clone(), v.to_json()?))).collect())
+            }
+        })
+    }
+
+    /// Size in bytes of the JSON text of this value (what `argsMaxBytes` measures).
+    pub fn json_len(&self) -> usize {
+        self.to_json().map_or(0, |j| j.to_string().len())
+    }
+
+    /// The value as JavaScript's `String()` would print a primitive; arrays and objects as JSON.
+    pub fn display(&self) -> String {
+        match self {
+            JsValue::Undefined => "undefined".into(),
+            JsValue::Null => "null".into(),
+            JsValue::Bool(b) => b.to_string(),
+            JsValue::Number(n) => number_to_string(*n),
+            JsValue::String(s) => s.clone(),
+            other => other.to_json().map(|j| j.to_string()).unwrap_or_default(),
+        }
+    }
+}
+
+impl From<serde_json::Value> for JsValue {
+    fn from(v: serde_json::Value) -> JsValue {
+        JsValue::from_json(&v)
+    }
+}

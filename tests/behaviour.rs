@@ -1,0 +1,329 @@
+//! Behaviour corpus: small AJS programs with their expected result, error and fuel range, plus a
+//! differential check against Node for what AJS keeps from JavaScript.
+
+mod common;
+
+use common::{err, eval, eval_with, ok};
+use serde_json::{json, Value};
+
+/// (code, context, expected result as JSON; `null` JSON literal means JS null)
+const RESULTS: &[(&str, &str, &str)] = &[
+    ("1 + 2 * 3", "{}", "7"),
+    ("(1 + 2) * 3", "{}", "9"),
+    ("2 ** 10", "{}", "1024"),
+    ("7 % 3", "{}", "1"),
+    ("-7 % 3", "{}", "-1"),
+    ("'a' + 1", "{}", "\"a1\""),
+    ("1 + 'a'", "{}", "\"1a\""),
+    ("'3' * '4'", "{}", "12"),
+    ("null + 1", "{}", "1"),
+    ("true + 1", "{}", "2"),
+    ("0.1 + 0.2", "{}", "0.30000000000000004"),
+    ("'' + 0.1 + 0.2", "{}", "\"0.10.2\""),
+    ("'' + 1e21", "{}", "\"1e+21\""),
+    ("'' + -0", "{}", "\"0\""),
+    ("'' + (0 / 0)", "{}", "\"NaN\""),
+    ("'' + 1 / 0", "{}", "\"Infinity\""),
+    ("'' + 123456789012345680000", "{}", "\"123456789012345680000\""),
+    ("'' + 1.5e-7", "{}", "\"1.5e-7\""),
+    ("'1' == 1", "{}", "false"),
+    ("0 == false", "{}", "false"),
+    ("null == undefined", "{}", "true"),
+    ("null === undefined", "{}", "false"),
+    ("NaN == NaN", "{}", "true"),
+    ("NaN === NaN", "{}", "false"),
+    ("'ab' == 'ab'", "{}", "true"),
+    ("'ab' < 'b'", "{}", "true"),
+    ("2 < 10", "{}", "true"),
+    ("'2' < '10'", "{}", "false"),
+    ("1 <= 1 && 2 >= 3", "{}", "false"),
+    ("x == x", "{\"x\": [1]}", "true"),
+    ("typeof 1", "{}", "\"number\""),
+    ("typeof 'a'", "{}", "\"string\""),
+    ("typeof null", "{}", "\"object\""),
+    ("typeof undefined", "{}", "\"undefined\""),
+    ("typeof [1]", "{}", "\"object\""),
+    ("typeof true", "{}", "\"boolean\""),
+    ("!0", "{}", "true"),
+    ("!''", "{}", "true"),
+    ("![]", "{}", "false"),
+    ("-'5'", "{}", "-5"),
+    ("+'12'", "{}", "12"),
+    ("0 || 'x'", "{}", "\"x\""),
+    ("1 && 'y'", "{}", "\"y\""),
+    ("null ?? 'd'", "{}", "\"d\""),
+    ("0 ?? 'd'", "{}", "0"),
+    ("a > 1 ? 'big' : 'small'", "{\"a\": 5}", "\"big\""),
+    ("[1, 'a', null, true]", "{}", "[1,\"a\",null,true]"),
+    ("{ a: 1, 'b c': [2], 3: 'x' }", "{}", "{\"3\":\"x\",\"a\":1,\"b c\":[2]}"),
+    ("o.a.b", "{\"o\": {\"a\": {\"b\": 7}}}", "7"),
+    ("o.missing.deeper", "{\"o\": {}}", "null"),
+    ("o['a']", "{\"o\": {\"a\": 3}}", "3"),
+    ("xs[1]", "{\"xs\": [10, 20]}", "20"),
+    ("xs[5]", "{\"xs\": [10, 20]}", "null"),
+    ("xs[i + 1]", "{\"xs\": [10, 20, 30], \"i\": 1}", "30"),
+    ("xs.length", "{\"xs\": [1, 2, 3]}", "3"),
+    ("'héllo'.length", "{}", "5"),
+    ("'😀'.length", "{}", "2"),
+    ("'abc'[1]", "{}", "\"b\""),
+    ("o?.a", "{\"o\": null}", "null"),
+    ("`sum ${a + b}!`", "{\"a\": 1, \"b\": 2}", "\"sum 3!\""),
+    ("`${null}-${undefined}-${true}`", "{}", "\"null-undefined-true\""),
+    ("Math.max(1, 5, 3)", "{}", "5"),
+    ("Math.min()", "{}", "null"),
+    ("Math.round(2.5)", "{}", "3"),
+    ("Math.round(-2.5)", "{}", "-2"),
+    ("Math.floor(-1.5)", "{}", "-2"),
+    ("Math.abs(-3)", "{}", "3"),
+    ("Math.sqrt(16)", "{}", "4"),
+    ("Math.PI > 3.14", "{}", "true"),
+    ("Math.hypot(3, 4)", "{}", "5"),
+    ("Math.sign(-3)", "{}", "-1"),
+    ("Math.trunc(-4.7)", "{}", "-4"),
+    ("Math.imul(3, 4)", "{}", "12"),
+    ("Math.clz32(1)", "{}", "31"),
+    ("Math.pow(2, 3)", "{}", "8"),
+    ("Math.random() < 1", "{}", "true"),
+    ("let total = a + b\nreturn total * 2", "{\"a\": 1, \"b\": 2}", "6"),
+    ("let x = 1\n{ let x = 2 }\nreturn x", "{}", "1"),
+    ("let x = 1\nif (true) { let x = 2 }\nreturn x", "{}", "1"),
+    ("let i = 0\nlet s = 0\nwhile (i < 10) {\n  i++\n  if (i % 2 == 0) { continue }\n  if (i > 7) { break }\n  s += i\n}\nreturn s", "{}", "16"),
+    ("let i = 0\nwhile (i < 3) { const y = i * 2\n i = i + 1 }\nreturn i", "{}", "3"),
+    ("let a = 5\na -= 2\na *= 3\na /= 9\na **= 2\nreturn a", "{}", "1"),
+    ("let a = null\na ??= 4\nlet b = 1\nb ||= 9\nlet c = 1\nc &&= 7\nreturn [a, b, c]", "{}", "[4,1,7]"),
+    ("let x\nreturn x", "{}", "null"),
+    ("let xs = [1]\nlet n = xs.push(2, 3)\nreturn [n, xs]", "{}", "[3,[1,2,3]]"),
+    ("try {\n  Error('boom')\n} catch (e) {\n  return 'caught ' + e\n}", "{}", "\"caught boom\""),
+    ("try {\n  return o.constructor\n} catch (e) {\n  return e\n}", "{\"o\": {}}", "\"Security Error: Access to 'constructor' is forbidden\""),
+    ("try { Error('a') } catch (e) { try { Error(e + 'b') } catch (f) { return f } }", "{}", "\"ab\""),
+    ("let r = 0\ntry { r = 1 } catch (e) { r = 2 }\nreturn r", "{}", "1"),
+    ("tags.push('clearance')\nreturn tags", "{\"tags\": [\"sale\"]}", "[\"sale\",\"clearance\"]"),
+    ("Math.max(1, 2)", "{\"Math\": 5}", "2"),
+    ("'secret'", "{\"secret\": \"leaked\"}", "\"secret\""),
+    ("let a = 5\nreturn a + 1", "{\"a\": 1}", "6"),
+    ("return 'return'", "{}", "\"return\""),
+];
+
+#[test]
+fn results_match() {
+    let mut failures = Vec::new();
+    for (code, ctx, expected) in RESULTS {
+        let ctx: Value = serde_json::from_str(ctx).expect("context JSON");
+        let expected: Value = serde_json::from_str(expected).expect("expected JSON");
+        let out = eval(code, ctx);
+        let got = out.result.to_json().unwrap_or(Value::Null);
+        if out.error.is_some() || got != expected {
+            failures.push(format!("{code:?}: expected {expected}, got {got} / error {:?}", out.error.map(|e| e.message)));
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// (code, context, the error message must start with this)
+const ERRORS: &[(&str, &str, &str)] = &[
+    ("[1, 2] + 'a'", "{}", "Cannot use '+' on an array; use .join() first"),
+    ("o + 1", "{\"o\": {}}", "Cannot use '+' on an object; use JSON.stringify() first"),
+    ("xs * 2", "{\"xs\": []}", "Cannot use '*' on an array"),
+    ("xs < 2", "{\"xs\": []}", "Cannot use '<' on an array"),
+    ("`${xs}`", "{\"xs\": [1]}", "Cannot use an array in a template literal"),
+    ("cfg.constructor", "{\"cfg\": {}}", "Security Error: Access to 'constructor' is forbidden"),
+    ("cfg.__proto__", "{\"cfg\": {}}", "Security Error: Access to '__proto__' is forbidden"),
+    ("cfg['proto' + 'type']", "{\"cfg\": {}}", "Security Error: Access to 'prototype' is forbidden"),
+    ("Error('custom message')", "{}", "custom message"),
+    ("let i = 0\nwhile (true) { i = i + 1 }\nreturn i", "{}", "Out of Fuel"),
+    ("try {\n  while (true) {}\n} catch (e) {\n  return 'caught'\n}", "{}", "Out of Fuel"),
+    ("n.push(1)", "{\"n\": 3}", "'push' is not a function"),
+    ("n.push(1)", "{\"n\": null}", "Cannot call method 'push' on null"),
+    ("return llmPredict({ prompt: 'hi' })", "{}", "Capability 'llm.predict' missing"),
+    ("return httpFetch({ url: 'https://a.example/' })", "{}", "Fetch blocked: no allowedFetchDomains configured"),
+    ("let total = a + b\ntotal * 2", "{\"a\": 1, \"b\": 2}", ""),
+    ("undeclared + 1", "{}", "'undeclared' is not defined"),
+    ("let s = 0\nfor (let i = 0; i < 3; i++) { s = s + i }\nreturn s", "{}", ""),
+    ("return new Date()", "{}", "The 'new' keyword is not supported"),
+    ("class A {}\nreturn 1", "{}", ""),
+    ("throw 'x'\nreturn 1", "{}", "'throw' is not supported"),
+    ("let f = x => x\nreturn 1", "{}", ""),
+    ("let o = {}\no.key = 1\nreturn o", "{}", ""),
+    ("let r = await httpFetch({ url: 'https://a.example/' })\nreturn r", "{}", ""),
+];
+
+#[test]
+fn errors_match() {
+    let mut failures = Vec::new();
+    for (code, ctx, prefix) in ERRORS {
+        let ctx: Value = serde_json::from_str(ctx).expect("context JSON");
+        let out = eval(code, ctx);
+        match &out.error {
+            Some(e) if e.message.starts_with(prefix) => {
+                if out.result != ajs::JsValue::Undefined {
+                    failures.push(format!("{code:?}: result not undefined after an error"));
+                }
+            }
+            other => failures.push(format!("{code:?}: expected error starting {prefix:?}, got {:?} / result {:?}", other.as_ref().map(|e| &e.message), out.result)),
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn compile_errors_name_the_users_line_and_column() {
+    let m = err("let x = 1\nlet x = 2\nreturn x", json!({}));
+    assert!(m.ends_with(" at <source>:2:4"), "{m}");
+    let m = err("let a = 1\nreturn nope", json!({}));
+    assert!(m.contains("'nope' is not defined") && m.ends_with(" at <source>:2:7"), "{m}");
+}
+
+#[test]
+fn fuel_is_calibrated_to_the_seed() {
+    let out = eval("let i = 0\nwhile (i < 1000) { i = i + 1 }\nreturn i", json!({}));
+    assert!(out.error.is_none());
+    assert!((300.0..=500.0).contains(&out.fuel_used), "while loop used {}", out.fuel_used);
+    let out = eval("a + b", json!({ "a": 1, "b": 2 }));
+    assert!(out.fuel_used > 0.0 && out.fuel_used < 1.0, "a + b used {}", out.fuel_used);
+    // The same program on the same input costs exactly the same.
+    let again = eval("let i = 0\nwhile (i < 1000) { i = i + 1 }\nreturn i", json!({}));
+    assert_eq!(again.fuel_used, eval("let i = 0\nwhile (i < 1000) { i = i + 1 }\nreturn i", json!({})).fuel_used);
+}
+
+#[test]
+fn out_of_fuel_reports_the_budget() {
+    let opts = ajs::Options { fuel: 50.0, ..Default::default() };
+    let out = eval_with("let i = 0\nwhile (true) { i = i + 1 }", json!({}), opts);
+    assert_eq!(out.error.unwrap().message, "Out of Fuel");
+    assert!((50.0..50.5).contains(&out.fuel_used), "{}", out.fuel_used);
+    assert_eq!(out.result, ajs::JsValue::Undefined);
+}
+
+#[test]
+fn heap_limit_is_enforced_and_catchable() {
+    let code = "let s = 'xxxxxxxxxxxxxxxx'\nlet i = 0\nwhile (i < 40) {\n  s = s + s\n  i = i + 1\n}\nreturn s.length";
+    let opts = ajs::Options { fuel: 100_000.0, ..Default::default() };
+    let out = eval_with(code, json!({}), opts.clone());
+    assert!(out.error.as_ref().unwrap().message.starts_with("Heap limit exceeded"), "{:?}", out.error);
+    let caught = format!("try {{\n{code}\n}} catch (e) {{\n  return 'caught'\n}}");
+    let out = eval_with(&caught, json!({}), opts);
+    assert_eq!(out.result, ajs::JsValue::String("caught".into()), "{:?}", out.error);
+}
+
+#[test]
+fn context_is_copied_not_shared() {
+    let ctx = json!({ "tags": ["sale"] });
+    let before = ctx.clone();
+    assert_eq!(ok("tags.push('x')\nreturn tags", ctx.clone()), Some(json!(["sale", "x"])));
+    assert_eq!(ctx, before);
+}
+
+#[test]
+fn console_goes_to_the_log() {
+    let out = eval("console.log('hi', 1, [2])\nconsole.warn('w')\nreturn 1", json!({}));
+    assert_eq!(out.result, ajs::JsValue::Number(1.0));
+    assert_eq!(out.log.len(), 2);
+    assert_eq!(out.log[0].message, "hi 1 [2]");
+}
+
+#[test]
+fn safe_function_budget_is_per_call() {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let f = ajs::SafeFunction::new(
+        &["n"],
+        "let i = 0\nwhile (i < n) {\n  i = i + 1\n}\nreturn i",
+        ajs::Options { fuel: 50.0, ..Default::default() },
+    )
+    .unwrap();
+    assert_eq!(rt.block_on(f.call(&[json!(5)])).result, ajs::JsValue::Number(5.0));
+    assert_eq!(rt.block_on(f.call(&[json!(5000)])).error.unwrap().message, "Out of Fuel");
+    assert_eq!(rt.block_on(f.call(&[json!(5)])).result, ajs::JsValue::Number(5.0));
+    let g = ajs::SafeFunction::new(&["n"], "n * 2", ajs::Options::default()).unwrap();
+    let out = rt.block_on(g.call(&[json!(3)]));
+    assert!(out.error.is_none() && out.result == ajs::JsValue::Undefined);
+    assert!(ajs::SafeFunction::new(&["a"], "return a +", ajs::Options::default()).is_err());
+}
+
+#[test]
+fn source_and_context_caps() {
+    let long = format!("'{}'.length", "a".repeat(9000));
+    let out = eval(&long, json!({}));
+    assert!(out.error.unwrap().message.contains("over the 8192-byte limit"));
+    let out = eval_with(&long, json!({}), ajs::Options { max_source_bytes: 16 * 1024, ..Default::default() });
+    assert_eq!(out.result, ajs::JsValue::Number(9000.0));
+    let big = json!({ "s": "x".repeat(5 * 1024 * 1024) });
+    let out = eval("s.length", big.clone());
+    assert!(out.error.unwrap().message.starts_with("Context is "), "context cap");
+    // an unused key costs nothing
+    assert_eq!(ok("1", big), Some(json!(1)));
+}
+
+/// Expressions whose value AJS keeps from JavaScript, compared with Node's.
+const DIFFERENTIAL: &[&str] = &[
+    "0.1 + 0.2",
+    "1 / 3",
+    "2 ** 0.5",
+    "-7 % 3",
+    "5.5 % 2",
+    "1e21 + 1",
+    "'' + 1e21",
+    "'' + 0.000001",
+    "'' + 0.0000001",
+    "'' + 123e-20",
+    "'' + 2 ** 53",
+    "'' + -1.5",
+    "'' + 100 / 3",
+    "'x' + 1 + 2",
+    "1 + 2 + 'x'",
+    "'5' * '2'",
+    "'5' - 2",
+    "' 12 ' * 1",
+    "'0x10' * 1",
+    "'1e3' * 1",
+    "'abc' * 1",
+    "null * 5",
+    "true * 5",
+    "'b' > 'a'",
+    "'B' > 'a'",
+    "'10' < '9'",
+    "Math.round(0.49999999999999994)",
+    "Math.round(-0.5)",
+    "Math.max(-0, 0)",
+    "Math.min(0, -0)",
+    "Math.atan2(1, 1)",
+    "Math.cbrt(27)",
+    "Math.expm1(1e-10)",
+    "Math.fround(5.5)",
+    "Math.fround(5.05)",
+    "Math.clz32(0)",
+    "Math.imul(0xffffffff, 5)",
+    "Math.sign(-0)",
+    "Math.log10(1000)",
+    "typeof (1 + 'a')",
+    "`a${1 + 1}b${'c'}`",
+    "'😀x'.length",
+    "'abc'[2]",
+    "[1, [2, 3], { a: null }]",
+    "{ b: 1, a: 2, 1: 3, 0: 4 }",
+    "2 ** -1",
+    "(-8) ** (1 / 3)",
+    "0 / 0",
+    "-1 / 0",
+];
+
+#[test]
+fn differential_with_node() {
+    let script: String = DIFFERENTIAL
+        .iter()
+        .map(|e| format!("console.log(JSON.stringify([({e})]));\n"))
+        .collect();
+    let node = std::process::Command::new("node").arg("-e").arg(&script).output().expect("node is installed (CI installs Node 20)");
+    assert!(node.status.success(), "node failed: {}", String::from_utf8_lossy(&node.stderr));
+    let lines: Vec<String> = String::from_utf8_lossy(&node.stdout).lines().map(str::to_string).collect();
+    assert_eq!(lines.len(), DIFFERENTIAL.len());
+    let mut failures = Vec::new();
+    for (e, want) in DIFFERENTIAL.iter().zip(lines) {
+        let out = eval(e, json!({}));
+        let got = json!([out.result.to_json().unwrap_or(Value::Null)]).to_string();
+        let want: Value = serde_json::from_str(&want).unwrap();
+        if out.error.is_some() || serde_json::from_str::<Value>(&got).unwrap() != want {
+            failures.push(format!("{e}: node {want}, ajs {got} {:?}", out.error.map(|e| e.message)));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
