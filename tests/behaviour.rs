@@ -188,7 +188,7 @@ fn fuel_is_calibrated_to_the_seed() {
 #[test]
 fn out_of_fuel_reports_the_budget() {
     let opts = ajs::Options { fuel: 50.0, ..Default::default() };
-    let out = eval_with("let i = 0\nwhile (true) { i = i + 1 }", json!({}), opts);
+    let out = eval_with("let i = 0\nwhile (true) { i = i + 1 }\nreturn i", json!({}), opts);
     assert_eq!(out.error.unwrap().message, "Out of Fuel");
     assert!((50.0..50.5).contains(&out.fuel_used), "{}", out.fuel_used);
     assert_eq!(out.result, ajs::JsValue::Undefined);

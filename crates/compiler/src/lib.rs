@@ -1,1 +1,245 @@
-//! placeholder
+//! Compiles AJS source (parsed with oxc) to ajs bytecode.
+//!
+//! Entry point: [`compile`]. The produced [`Program`] holds one function whose parameters are the
+//! externals the code uses (see [`CompileOptions`]), with fuel `Charge`s inserted and a span table
+//! pointing into the user's source.
+
+/// The first diagnostic of a parse as (message, byte offset of its first label).
+macro_rules! first_diag {
+    ($d:expr) => {
+        $d.first().map(|d| {
+            (
+                d.message.to_string(),
+                d.labels.first().map_or(0, |l| l.offset()),
+            )
+        })
+    };
+}
+
+mod lower;
+mod pos;
+
+use ajs_bytecode::Program;
+use oxc_allocator::Allocator;
+use oxc_ast::ast::Statement;
+use oxc_parser::{ParseOptions, Parser};
+use oxc_span::SourceType;
+
+pub use pos::LineIndex;
+
+/// How the source is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Eval: decision 3. Source is one expression if `oxc_parser::Parser::parse_expression` accepts
+    /// it (value of the expression is the result); otherwise parse as a script with return allowed;
+    /// if that parses and has a `return` statement of its own (not inside a callback arrow) it runs
+    /// as a block (result = what it returns, undefined when no return reached); otherwise the error
+    /// is the error of the expression parse.
+    Eval,
+    /// SafeFunction body: parse as a script with return allowed; a missing return gives undefined.
+    FunctionBody,
+}
+
+/// Options of one compilation.
+#[derive(Clone, Copy, Debug)]
+pub struct CompileOptions<'a> {
+    /// Eval or function body.
+    pub mode: Mode,
+    /// Names the code may read that the host supplies. For Eval: the context keys offered. For
+    /// FunctionBody: the parameter names.
+    pub externals: &'a [String],
+    /// Atoms (host operations) the code may call by name, e.g. "httpFetch", "llmPredict".
+    pub atoms: &'a [String],
+    /// Shown in messages, default "<source>".
+    pub source_name: &'a str,
+}
+
+impl Default for CompileOptions<'_> {
+    fn default() -> Self {
+        CompileOptions {
+            mode: Mode::Eval,
+            externals: &[],
+            atoms: &[],
+            source_name: "<source>",
+        }
+    }
+}
+
+/// A compile error, positioned in the user's source.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message} at {source_name}:{line}:{column}")]
+pub struct CompileError {
+    /// What is wrong (and what to write instead).
+    pub message: String,
+    /// The source name of [`CompileOptions::source_name`].
+    pub source_name: String,
+    /// Line, 1-based.
+    pub line: u32,
+    /// Column, 0-based, in UTF-16 units.
+    pub column: u32,
+}
+
+/// Most levels of bracket nesting the source may have (bounds the parser's recursion).
+pub const MAX_BRACKET_DEPTH: usize = 256;
+/// Most levels of expression/statement nesting the compiler recurses through.
+pub const MAX_NESTING: u32 = 200;
+/// Stack given to the thread that parses and compiles.
+const COMPILE_STACK: usize = 256 * 1024 * 1024;
+
+/// An error before line/column resolution: message and byte offset into the source.
+#[derive(Debug, Clone)]
+pub(crate) struct Fail {
+    pub message: String,
+    pub offset: u32,
+}
+
+impl Fail {
+    pub(crate) fn new(offset: u32, message: impl Into<String>) -> Fail {
+        Fail {
+            message: message.into(),
+            offset,
+        }
+    }
+}
+
+/// Compiles `source`.
+///
+/// # Errors
+/// [`CompileError`] naming what is refused and where; never panics.
+pub fn compile(source: &str, opts: &CompileOptions) -> Result<Program, CompileError> {
+    let name = if opts.source_name.is_empty() {
+        "<source>"
+    } else {
+        opts.source_name
+    };
+    let run = || {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| compile_inner(source, opts)))
+            .unwrap_or_else(|_| Err(Fail::new(0, "internal compiler error")))
+    };
+    // Parse and compile on a thread with a large stack, so that deep (but bounded) nesting never
+    // overflows; fall back to the current thread if one cannot be started.
+    let result = std::thread::scope(|s| {
+        match std::thread::Builder::new()
+            .name("ajs-compile".into())
+            .stack_size(COMPILE_STACK)
+            .spawn_scoped(s, run)
+        {
+            Ok(h) => h
+                .join()
+                .unwrap_or_else(|_| Err(Fail::new(0, "internal compiler error"))),
+            Err(_) => run(),
+        }
+    });
+    result.map_err(|f| {
+        let idx = LineIndex::new(source);
+        let p = idx.pos(f.offset);
+        CompileError {
+            message: f.message,
+            source_name: name.to_string(),
+            line: p.line,
+            column: p.col,
+        }
+    })
+}
+
+fn compile_inner(source: &str, opts: &CompileOptions) -> Result<Program, Fail> {
+    if source.len() > u32::MAX as usize / 2 {
+        return Err(Fail::new(0, "source is too large"));
+    }
+    pos::check_nesting(source, MAX_BRACKET_DEPTH)?;
+    let script_opts = ParseOptions {
+        allow_return_outside_function: true,
+        ..ParseOptions::default()
+    };
+    match opts.mode {
+        Mode::FunctionBody => {
+            let alloc = Allocator::default();
+            let ret = Parser::new(&alloc, source, SourceType::script())
+                .with_options(script_opts)
+                .parse();
+            if ret.panicked || !ret.diagnostics.is_empty() {
+                return Err(diag_fail(source, first_diag!(ret.diagnostics)));
+            }
+            lower::lower_statements(source, &ret.program.body, opts, "<function>")
+        }
+        Mode::Eval => {
+            let alloc = Allocator::default();
+            let expr_err =
+                match Parser::new(&alloc, source, SourceType::script()).parse_expression() {
+                    Ok(expr) => return lower::lower_expression(source, &expr, opts),
+                    Err(d) => diag_fail(source, first_diag!(d)),
+                };
+            let alloc2 = Allocator::default();
+            let ret = Parser::new(&alloc2, source, SourceType::script())
+                .with_options(script_opts)
+                .parse();
+            let has_return = has_own_return(&ret.program.body, 0);
+            if !ret.panicked && ret.diagnostics.is_empty() {
+                if has_return {
+                    return lower::lower_statements(source, &ret.program.body, opts, "<eval>");
+                }
+                return Err(expr_err);
+            }
+            if has_return {
+                // A block with a return and a syntax error: the script's error is the useful one.
+                return Err(diag_fail(source, first_diag!(ret.diagnostics)));
+            }
+            Err(expr_err)
+        }
+    }
+}
+
+fn diag_fail(source: &str, d: Option<(String, u32)>) -> Fail {
+    match d {
+        None => Fail::new(0, "SyntaxError: could not parse the code"),
+        Some((msg, offset)) => {
+            let mut message = format!("SyntaxError: {msg}");
+            if source
+                .get(offset as usize..)
+                .is_some_and(|s| s.starts_with("await"))
+                || msg.contains("await")
+            {
+                message = "AJS has no await: atom calls look synchronous, write `let r = httpFetch({...})`".into();
+            }
+            Fail::new(offset, message)
+        }
+    }
+}
+
+/// True when the statements contain a `return` of their own (not inside a function or arrow).
+fn has_own_return(stmts: &[Statement], depth: u32) -> bool {
+    stmts.iter().any(|s| stmt_has_return(s, depth))
+}
+
+fn stmt_has_return(s: &Statement, depth: u32) -> bool {
+    if depth > 10_000 {
+        return false;
+    }
+    let d = depth + 1;
+    match s {
+        Statement::ReturnStatement(_) => true,
+        Statement::BlockStatement(b) => has_own_return(&b.body, d),
+        Statement::IfStatement(i) => {
+            stmt_has_return(&i.consequent, d)
+                || i.alternate.as_ref().is_some_and(|a| stmt_has_return(a, d))
+        }
+        Statement::WhileStatement(w) => stmt_has_return(&w.body, d),
+        Statement::DoWhileStatement(w) => stmt_has_return(&w.body, d),
+        Statement::ForStatement(f) => stmt_has_return(&f.body, d),
+        Statement::ForInStatement(f) => stmt_has_return(&f.body, d),
+        Statement::ForOfStatement(f) => stmt_has_return(&f.body, d),
+        Statement::LabeledStatement(l) => stmt_has_return(&l.body, d),
+        Statement::WithStatement(w) => stmt_has_return(&w.body, d),
+        Statement::TryStatement(t) => {
+            has_own_return(&t.block.body, d)
+                || t.handler
+                    .as_ref()
+                    .is_some_and(|h| has_own_return(&h.body.body, d))
+                || t.finalizer
+                    .as_ref()
+                    .is_some_and(|f| has_own_return(&f.body, d))
+        }
+        Statement::SwitchStatement(sw) => sw.cases.iter().any(|c| has_own_return(&c.consequent, d)),
+        _ => false,
+    }
+}

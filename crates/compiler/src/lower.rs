@@ -1,0 +1,1925 @@
+//! Lowering of the oxc AST to register bytecode.
+//!
+//! Registers are numbered virtually while compiling: temporaries and locals grow from 0 like a
+//! stack; *specials* (externals, and constants kept in registers loaded once at entry) are numbered
+//! down from `u16::MAX`. [`Lowerer::finish`] lays the frame out as `[params][constants][locals and
+//! temporaries]`, prepends the constant prologue, remaps every register and jump target, and inserts
+//! the fuel charges.
+
+use std::collections::HashMap;
+
+use ajs_bytecode::isa::{insert_charges, Atom, Base, Const, Count, Dst, Key, Native, Src, Target};
+use ajs_bytecode::natives::{NativeId, MATH_CONSTANTS};
+use ajs_bytecode::program::{Constant, DebugInfo, Function, MAX_CONSTANTS};
+use ajs_bytecode::{Op, Program};
+use oxc_ast::ast::*;
+use oxc_span::{GetSpan, Span};
+
+use crate::pos::LineIndex;
+use crate::{CompileOptions, Fail, Mode, MAX_NESTING};
+
+type R<T> = Result<T, Fail>;
+
+fn fail<T>(span: Span, msg: impl Into<String>) -> R<T> {
+    Err(Fail::new(span.start, msg))
+}
+
+const FORBIDDEN: [&str; 3] = ["constructor", "__proto__", "prototype"];
+
+fn forbidden(name: &str) -> bool {
+    FORBIDDEN.contains(&name)
+}
+
+fn forbidden_msg(name: &str) -> String {
+    format!("Security Error: Access to '{name}' is forbidden")
+}
+
+/// Builtin names of AJS: they win over context keys.
+const BUILTIN_NAMES: &[&str] = &[
+    "Math",
+    "JSON",
+    "Array",
+    "Object",
+    "String",
+    "Number",
+    "Boolean",
+    "console",
+    "Schema",
+    "Date",
+    "Set",
+    "Error",
+    "parseInt",
+    "parseFloat",
+    "isNaN",
+    "isFinite",
+    "encodeURI",
+    "decodeURI",
+    "encodeURIComponent",
+    "decodeURIComponent",
+    "filter",
+    "undefined",
+    "NaN",
+    "Infinity",
+];
+
+/// Names that do not exist in AJS, with what to use instead (reference §3.4).
+fn unsupported_builtin(name: &str) -> Option<String> {
+    Some(match name {
+        "RegExp" => "RegExp is not available. Use string methods or the regexMatch atom.".into(),
+        "Promise" => "Promise is not needed. All operations are implicitly async.".into(),
+        "Map" => "Map is not available. Use plain objects instead.".into(),
+        "WeakSet" | "WeakMap" | "Symbol" | "Proxy" | "Reflect" => {
+            format!("{name} is not available.")
+        }
+        "Function" => "Function constructor is not available. Define functions normally.".into(),
+        "eval" => "eval is not available. Code is compiled, not evaluated.".into(),
+        "setTimeout" => "setTimeout is not available. Use the delay atom.".into(),
+        "setInterval" => "setInterval is not available. Use while loops with delay.".into(),
+        "fetch" => "fetch is not available. Use the httpFetch atom.".into(),
+        "require" | "import" => {
+            format!("{name} is not available. Atoms must be registered with the VM.")
+        }
+        "process" | "window" | "document" | "global" => {
+            format!("{name} is not available. AsyncJS runs in a sandboxed environment.")
+        }
+        "globalThis" => "globalThis is not available. Use builtins directly.".into(),
+        _ => return None,
+    })
+}
+
+fn new_suggestion(name: Option<&str>) -> String {
+    let tail = match name {
+        Some("Date") => " Use Date() or Date('2024-01-15') instead - no 'new' needed.".to_string(),
+        Some("Set") => " Use Set([items]) instead - no 'new' needed.".into(),
+        Some("Map") => " Use plain objects instead of Map.".into(),
+        Some("Array") => " Use array literals like [1, 2, 3] instead.".into(),
+        Some("Object") => " Use object literals like { key: value } instead.".into(),
+        Some("Error") => " Use Error('message') (no 'new') to raise an error.".into(),
+        Some("RegExp") => " Use string methods or the regexMatch atom.".into(),
+        Some("Promise") => " Not needed - all operations are implicitly async.".into(),
+        Some(n @ ("WeakSet" | "WeakMap")) => format!(" {n} is not available."),
+        _ => " Use factory functions or object literals instead.".into(),
+    };
+    format!("The 'new' keyword is not supported in AsyncJS.{tail}")
+}
+
+const FOR_MSG: &str = "AJS has no `for` loops. Use `while` with a counter: let i = 0 / while (i < items.length) { ... i = i + 1 }";
+const ARROW_MSG: &str =
+    "arrow functions are only allowed as callback arguments, e.g. items.filter(x => x > 1)";
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Special {
+    /// Index into `opts.externals`.
+    Ext(usize),
+    Const(u16),
+    Undef,
+    Null,
+    True,
+    False,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum SpecialKey {
+    Const(u16),
+    Undef,
+    Null,
+    True,
+    False,
+}
+
+struct Var {
+    name: String,
+    reg: u16,
+    is_const: bool,
+}
+
+#[derive(Default)]
+struct Scope {
+    vars: Vec<Var>,
+    /// let/const names of this block not declared yet (use before declaration is an error).
+    pending: Vec<String>,
+    /// The function body's outermost scope (FunctionBody: may not redeclare a parameter).
+    is_top: bool,
+}
+
+struct LoopCtx {
+    start: u32,
+    breaks: Vec<usize>,
+    try_depth: u32,
+}
+
+enum Resolved {
+    Local { reg: u16, is_const: bool },
+    Ext(u16),
+}
+
+pub(crate) struct Lowerer<'o> {
+    opts: &'o CompileOptions<'o>,
+    code: Vec<Op>,
+    spans: Vec<u32>,
+    constants: Vec<Constant>,
+    num_map: HashMap<u64, u16>,
+    str_map: HashMap<Vec<u16>, u16>,
+    atoms: Vec<String>,
+    specials: Vec<(Special, u32)>,
+    special_regs: HashMap<SpecialKey, u16>,
+    ext_regs: HashMap<usize, u16>,
+    top: u16,
+    max_top: u16,
+    scopes: Vec<Scope>,
+    loops: Vec<LoopCtx>,
+    try_depth: u32,
+    depth: u32,
+    chain: Option<Vec<usize>>,
+}
+
+/// Compiles one expression (Eval expression mode).
+pub(crate) fn lower_expression(src: &str, e: &Expression, opts: &CompileOptions) -> R<Program> {
+    let mut l = Lowerer::new(opts);
+    l.scopes.push(Scope {
+        is_top: true,
+        ..Scope::default()
+    });
+    let mark = l.top;
+    let r = l.expr(e)?;
+    l.emit(Op::Return { src: Src(r) }, e.span());
+    l.top = mark;
+    l.finish(src, "<eval>")
+}
+
+/// Compiles a statement list (Eval block mode or FunctionBody).
+pub(crate) fn lower_statements(
+    src: &str,
+    body: &[Statement],
+    opts: &CompileOptions,
+    name: &str,
+) -> R<Program> {
+    let mut l = Lowerer::new(opts);
+    if opts.mode == Mode::FunctionBody {
+        for (i, p) in opts.externals.iter().enumerate() {
+            if forbidden(p) {
+                return Err(Fail::new(0, forbidden_msg(p)));
+            }
+            let reg = l.new_special(Special::Ext(i), 0)?;
+            l.ext_regs.insert(i, reg);
+        }
+    }
+    l.block(body, true, Span::new(0, 0))?;
+    let end = Span::new(src.len() as u32, src.len() as u32);
+    // falling off the end returns undefined (loaded here, not in the prologue: usually dead code)
+    let u = l.alloc(end)?;
+    l.emit(Op::LoadUndef { dst: Dst(u) }, end);
+    l.emit(Op::Return { src: Src(u) }, end);
+    l.finish(src, name)
+}
+
+impl<'o> Lowerer<'o> {
+    fn new(opts: &'o CompileOptions<'o>) -> Self {
+        Lowerer {
+            opts,
+            code: Vec::new(),
+            spans: Vec::new(),
+            constants: Vec::new(),
+            num_map: HashMap::new(),
+            str_map: HashMap::new(),
+            atoms: Vec::new(),
+            specials: Vec::new(),
+            special_regs: HashMap::new(),
+            ext_regs: HashMap::new(),
+            top: 0,
+            max_top: 0,
+            scopes: Vec::new(),
+            loops: Vec::new(),
+            try_depth: 0,
+            depth: 0,
+            chain: None,
+        }
+    }
+
+    // ---------------------------------------------------------------- emission and registers
+
+    fn emit(&mut self, op: Op, span: Span) {
+        self.code.push(op);
+        self.spans.push(span.start);
+    }
+
+    fn here(&self) -> u32 {
+        self.code.len() as u32
+    }
+
+    /// Emits a jump with a placeholder target; returns its index for [`Self::patch`].
+    fn emit_jump(&mut self, op: Op, span: Span) -> usize {
+        self.emit(op, span);
+        self.code.len() - 1
+    }
+
+    fn patch(&mut self, at: usize, target: u32) {
+        if let Some(op) = self.code.get_mut(at) {
+            match op {
+                Op::Jump { target: t }
+                | Op::JumpIfTrue { target: t, .. }
+                | Op::JumpIfFalse { target: t, .. }
+                | Op::JumpIfNullish { target: t, .. }
+                | Op::JumpIfNotNullish { target: t, .. } => t.0 = target,
+                Op::TryEnter { handler } => handler.0 = target,
+                _ => {}
+            }
+        }
+    }
+
+    fn patch_here(&mut self, at: usize) {
+        let h = self.here();
+        self.patch(at, h);
+    }
+
+    fn alloc(&mut self, span: Span) -> R<u16> {
+        if self.top as usize + 1 + self.specials.len() > u16::MAX as usize {
+            return fail(
+                span,
+                "too many registers (more than 65535 values live at once)",
+            );
+        }
+        let r = self.top;
+        self.top += 1;
+        self.max_top = self.max_top.max(self.top);
+        Ok(r)
+    }
+
+    fn new_special(&mut self, s: Special, offset: u32) -> R<u16> {
+        if self.max_top as usize + self.specials.len() + 1 > u16::MAX as usize {
+            return Err(Fail::new(
+                offset,
+                "too many registers (more than 65535 constants and values)",
+            ));
+        }
+        let k = self.specials.len();
+        self.specials.push((s, offset));
+        Ok(u16::MAX - k as u16)
+    }
+
+    fn special(&mut self, key: SpecialKey, span: Span) -> R<u16> {
+        if let Some(&r) = self.special_regs.get(&key) {
+            return Ok(r);
+        }
+        let s = match key {
+            SpecialKey::Const(k) => Special::Const(k),
+            SpecialKey::Undef => Special::Undef,
+            SpecialKey::Null => Special::Null,
+            SpecialKey::True => Special::True,
+            SpecialKey::False => Special::False,
+        };
+        let r = self.new_special(s, span.start)?;
+        self.special_regs.insert(key, r);
+        Ok(r)
+    }
+
+    fn add_constant(&mut self, c: Constant, span: Span) -> R<u16> {
+        if self.constants.len() >= MAX_CONSTANTS {
+            return fail(span, "too many constants (more than 65535)");
+        }
+        self.constants.push(c);
+        Ok((self.constants.len() - 1) as u16)
+    }
+
+    fn num_const(&mut self, v: f64, span: Span) -> R<u16> {
+        let bits = if v.is_nan() {
+            f64::NAN.to_bits()
+        } else {
+            v.to_bits()
+        };
+        if let Some(&k) = self.num_map.get(&bits) {
+            return Ok(k);
+        }
+        let k = self.add_constant(Constant::Number(v), span)?;
+        self.num_map.insert(bits, k);
+        Ok(k)
+    }
+
+    fn str_const_units(&mut self, units: Vec<u16>, span: Span) -> R<u16> {
+        if let Some(&k) = self.str_map.get(&units) {
+            return Ok(k);
+        }
+        let k = self.add_constant(Constant::String(units.clone()), span)?;
+        self.str_map.insert(units, k);
+        Ok(k)
+    }
+
+    fn str_const(&mut self, s: &str, span: Span) -> R<u16> {
+        self.str_const_units(s.encode_utf16().collect(), span)
+    }
+
+    fn num_reg(&mut self, v: f64, span: Span) -> R<u16> {
+        let k = self.num_const(v, span)?;
+        self.special(SpecialKey::Const(k), span)
+    }
+
+    fn enter(&mut self, span: Span) -> R<()> {
+        self.depth += 1;
+        if self.depth > MAX_NESTING {
+            return fail(
+                span,
+                format!("nesting too deep (more than {MAX_NESTING} levels)"),
+            );
+        }
+        Ok(())
+    }
+
+    // ---------------------------------------------------------------- finishing
+
+    fn finish(self, src: &str, name: &str) -> R<Program> {
+        let nspecial = self.specials.len();
+        // final register of every special
+        let mut final_of = vec![0u16; nspecial];
+        let mut params = Vec::new();
+        let mut next = 0u16;
+        for (k, (s, _)) in self.specials.iter().enumerate() {
+            if let Special::Ext(i) = s {
+                final_of[k] = next;
+                next += 1;
+                params.push(self.opts.externals.get(*i).cloned().unwrap_or_default());
+            }
+        }
+        if params.len() > u8::MAX as usize {
+            return Err(Fail::new(
+                0,
+                "too many parameters or context keys used (more than 255)",
+            ));
+        }
+        let mut prologue = Vec::new();
+        let mut prologue_spans = Vec::new();
+        for (k, (s, off)) in self.specials.iter().enumerate() {
+            let dst = Dst(next);
+            let op = match *s {
+                Special::Ext(_) => continue,
+                Special::Const(c) => Op::LoadConst { dst, k: Const(c) },
+                Special::Undef => Op::LoadUndef { dst },
+                Special::Null => Op::LoadNull { dst },
+                Special::True => Op::LoadTrue { dst },
+                Special::False => Op::LoadFalse { dst },
+            };
+            final_of[k] = next;
+            next += 1;
+            prologue.push(op);
+            prologue_spans.push(*off);
+        }
+        let nregs = nspecial + self.max_top as usize;
+        if nregs > u16::MAX as usize {
+            return Err(Fail::new(0, "too many registers (more than 65535)"));
+        }
+        let boundary = 65536 - nspecial as u32; // virtual ids at or above are specials
+        let map = |v: u16| -> u16 {
+            if v as u32 >= boundary {
+                final_of[(u16::MAX - v) as usize]
+            } else {
+                v + nspecial as u16
+            }
+        };
+        let shift = prologue.len() as u32;
+        let mut code = prologue;
+        let mut spans = prologue_spans;
+        for (op, sp) in self.code.iter().zip(&self.spans) {
+            let mut op = *op;
+            map_regs(&mut op, &map);
+            match &mut op {
+                Op::Jump { target }
+                | Op::JumpIfTrue { target, .. }
+                | Op::JumpIfFalse { target, .. }
+                | Op::JumpIfNullish { target, .. }
+                | Op::JumpIfNotNullish { target, .. } => target.0 += shift,
+                Op::TryEnter { handler } => handler.0 += shift,
+                _ => {}
+            }
+            code.push(op);
+            spans.push(*sp);
+        }
+        if code.len() > ajs_bytecode::program::MAX_CODE_LEN / 2 {
+            return Err(Fail::new(0, "program too long"));
+        }
+        let idx = LineIndex::new(src);
+        let pos: Vec<_> = spans.iter().map(|&o| idx.pos(o)).collect();
+        let (code, pos) = insert_charges(&code, &pos);
+        Ok(Program {
+            functions: vec![Function {
+                name: name.to_string(),
+                params,
+                nregs: nregs as u16,
+                code,
+            }],
+            constants: self.constants,
+            atoms: self.atoms,
+            entry: 0,
+            debug: Some(DebugInfo { spans: vec![pos] }),
+        })
+    }
+
+    // ---------------------------------------------------------------- names
+
+    fn lookup_local(&self, name: &str, span: Span) -> R<Option<(u16, bool)>> {
+        for sc in self.scopes.iter().rev() {
+            if let Some(v) = sc.vars.iter().rev().find(|v| v.name == name) {
+                return Ok(Some((v.reg, v.is_const)));
+            }
+            if sc.pending.iter().any(|p| p == name) {
+                return fail(span, format!("Cannot access '{name}' before initialization (it is declared later in this block)"));
+            }
+        }
+        Ok(None)
+    }
+
+    fn param_index(&self, name: &str) -> Option<usize> {
+        if self.opts.mode == Mode::FunctionBody {
+            self.opts.externals.iter().rposition(|p| p == name)
+        } else {
+            None
+        }
+    }
+
+    /// True when `name` is neither a local nor a parameter (so a builtin or atom of that name is meant).
+    fn is_global(&self, name: &str) -> bool {
+        let local = self.scopes.iter().any(|sc| {
+            sc.vars.iter().any(|v| v.name == name) || sc.pending.iter().any(|p| p == name)
+        });
+        !local && self.param_index(name).is_none()
+    }
+
+    /// Resolves a name to a variable or external register; errors for everything else.
+    fn resolve(&mut self, name: &str, span: Span) -> R<Resolved> {
+        if forbidden(name) {
+            return fail(span, forbidden_msg(name));
+        }
+        if let Some((reg, is_const)) = self.lookup_local(name, span)? {
+            return Ok(Resolved::Local { reg, is_const });
+        }
+        if let Some(i) = self.param_index(name) {
+            if let Some(&r) = self.ext_regs.get(&i) {
+                return Ok(Resolved::Ext(r));
+            }
+        }
+        if BUILTIN_NAMES.contains(&name) {
+            return fail(
+                span,
+                format!("'{name}' is a builtin and cannot be used as a value here"),
+            );
+        }
+        if let Some(m) = unsupported_builtin(name) {
+            return fail(span, m);
+        }
+        if self.opts.mode == Mode::Eval {
+            if let Some(i) = self.opts.externals.iter().position(|k| k == name) {
+                if let Some(&r) = self.ext_regs.get(&i) {
+                    return Ok(Resolved::Ext(r));
+                }
+                let r = self.new_special(Special::Ext(i), span.start)?;
+                self.ext_regs.insert(i, r);
+                return Ok(Resolved::Ext(r));
+            }
+        }
+        if self.opts.atoms.iter().any(|a| a == name) {
+            return fail(
+                span,
+                format!("'{name}' is an atom: call it, e.g. {name}({{ ... }})"),
+            );
+        }
+        fail(span, format!("'{name}' is not defined"))
+    }
+
+    /// The register holding identifier `id`'s value.
+    fn read_ident(&mut self, id: &IdentifierReference) -> R<u16> {
+        let name = id.name.as_str();
+        if self.is_global(name) {
+            match name {
+                "undefined" => return self.special(SpecialKey::Undef, id.span),
+                "NaN" => return self.num_reg(f64::NAN, id.span),
+                "Infinity" => return self.num_reg(f64::INFINITY, id.span),
+                _ => {}
+            }
+        }
+        match self.resolve(name, id.span)? {
+            Resolved::Local { reg, .. } | Resolved::Ext(reg) => Ok(reg),
+        }
+    }
+
+    /// Declares a block-scoped variable in the innermost scope and allocates its register.
+    fn declare(&mut self, name: &str, span: Span) -> R<u16> {
+        if forbidden(name) {
+            return fail(span, forbidden_msg(name));
+        }
+        let is_top = self.scopes.last().is_some_and(|s| s.is_top);
+        let dup = self
+            .scopes
+            .last()
+            .is_some_and(|s| s.vars.iter().any(|v| v.name == name))
+            || (is_top && self.param_index(name).is_some());
+        if dup {
+            return fail(
+                span,
+                format!("Identifier '{name}' has already been declared"),
+            );
+        }
+        let reg = self.alloc(span)?;
+        Ok(reg)
+    }
+
+    fn bind(&mut self, name: &str, reg: u16, is_const: bool) {
+        if let Some(sc) = self.scopes.last_mut() {
+            if let Some(p) = sc.pending.iter().position(|p| p == name) {
+                sc.pending.remove(p);
+            }
+            sc.vars.push(Var {
+                name: name.to_string(),
+                reg,
+                is_const,
+            });
+        }
+    }
+
+    // ---------------------------------------------------------------- statements
+
+    fn block(&mut self, stmts: &[Statement], top: bool, _span: Span) -> R<()> {
+        let mut pending = Vec::new();
+        for s in stmts {
+            if let Statement::VariableDeclaration(d) = s {
+                for decl in &d.declarations {
+                    if let BindingPattern::BindingIdentifier(b) = &decl.id {
+                        pending.push(b.name.as_str().to_string());
+                    }
+                }
+            }
+        }
+        let mark = self.top;
+        self.scopes.push(Scope {
+            vars: Vec::new(),
+            pending,
+            is_top: top,
+        });
+        let r = stmts.iter().try_for_each(|s| self.stmt(s));
+        self.scopes.pop();
+        self.top = mark;
+        r
+    }
+
+    fn stmt(&mut self, s: &Statement) -> R<()> {
+        self.enter(s.span())?;
+        let r = self.stmt_inner(s);
+        self.depth -= 1;
+        r
+    }
+
+    fn stmt_inner(&mut self, s: &Statement) -> R<()> {
+        let span = s.span();
+        match s {
+            Statement::EmptyStatement(_) => Ok(()),
+            Statement::BlockStatement(b) => self.block(&b.body, false, b.span),
+            Statement::ExpressionStatement(e) => {
+                let mark = self.top;
+                let r = self.expr_stmt(&e.expression);
+                self.top = mark;
+                r
+            }
+            Statement::VariableDeclaration(d) => self.var_decl(d),
+            Statement::IfStatement(i) => {
+                let mark = self.top;
+                let c = self.expr(&i.test)?;
+                let jf = self.emit_jump(Op::JumpIfFalse { cond: Src(c), target: Target(0) }, i.test.span());
+                self.top = mark;
+                self.sub_stmt(&i.consequent)?;
+                if let Some(alt) = &i.alternate {
+                    let je = self.emit_jump(Op::Jump { target: Target(0) }, alt.span());
+                    self.patch_here(jf);
+                    self.sub_stmt(alt)?;
+                    self.patch_here(je);
+                } else {
+                    self.patch_here(jf);
+                }
+                Ok(())
+            }
+            Statement::WhileStatement(w) => {
+                let start = self.here();
+                let mark = self.top;
+                let c = self.expr(&w.test)?;
+                let jf = self.emit_jump(Op::JumpIfFalse { cond: Src(c), target: Target(0) }, w.test.span());
+                self.top = mark;
+                self.loops.push(LoopCtx { start, breaks: Vec::new(), try_depth: self.try_depth });
+                let r = self.sub_stmt(&w.body);
+                let ctx = self.loops.pop();
+                r?;
+                self.emit(Op::Jump { target: Target(start) }, w.span);
+                self.patch_here(jf);
+                if let Some(ctx) = ctx {
+                    for b in ctx.breaks {
+                        self.patch_here(b);
+                    }
+                }
+                Ok(())
+            }
+            Statement::BreakStatement(b) => {
+                if b.label.is_some() {
+                    return fail(span, "labels are not supported in AJS; use a flag variable with `break`");
+                }
+                let Some(depth) = self.loops.last().map(|l| l.try_depth) else {
+                    return fail(span, "`break` outside a `while` loop");
+                };
+                for _ in depth..self.try_depth {
+                    self.emit(Op::TryExit {}, span);
+                }
+                let j = self.emit_jump(Op::Jump { target: Target(0) }, span);
+                if let Some(l) = self.loops.last_mut() {
+                    l.breaks.push(j);
+                }
+                Ok(())
+            }
+            Statement::ContinueStatement(c) => {
+                if c.label.is_some() {
+                    return fail(span, "labels are not supported in AJS; use a flag variable with `continue`");
+                }
+                let Some((depth, start)) = self.loops.last().map(|l| (l.try_depth, l.start)) else {
+                    return fail(span, "`continue` outside a `while` loop");
+                };
+                for _ in depth..self.try_depth {
+                    self.emit(Op::TryExit {}, span);
+                }
+                self.emit(Op::Jump { target: Target(start) }, span);
+                Ok(())
+            }
+            Statement::ReturnStatement(r) => {
+                let mark = self.top;
+                let reg = match &r.argument {
+                    Some(e) => self.expr(e)?,
+                    None => self.special(SpecialKey::Undef, span)?,
+                };
+                self.emit(Op::Return { src: Src(reg) }, span);
+                self.top = mark;
+                Ok(())
+            }
+            Statement::TryStatement(t) => self.try_stmt(t),
+            Statement::ForStatement(_) => fail(span, format!("Unsupported statement type: ForStatement. {FOR_MSG}")),
+            Statement::ForInStatement(_) => fail(
+                span,
+                "Unsupported statement type: ForInStatement. AJS has no `for...in`. Get the keys and walk them with `while`: let ks = keys({ obj: data }) / let i = 0 / while (i < ks.length) { ... i = i + 1 }",
+            ),
+            Statement::ForOfStatement(_) => fail(
+                span,
+                "Unsupported statement type: ForOfStatement. AJS has no `for...of`. Use `while` with a counter: let i = 0 / while (i < items.length) { const x = items[i] ... i = i + 1 }",
+            ),
+            Statement::SwitchStatement(_) => fail(
+                span,
+                "Unsupported statement type: SwitchStatement. AJS has no `switch`. Use `if`/`else if`: if (x == 'a') { ... } else if (x == 'b') { ... } else { ... }",
+            ),
+            Statement::DoWhileStatement(_) => fail(
+                span,
+                "Unsupported statement type: DoWhileStatement. AJS has no `do...while`. Use `while`, running the body check first: let go = true / while (go) { ... go = condition }",
+            ),
+            Statement::ThrowStatement(_) => {
+                fail(span, "'throw' is not supported in AsyncJS. Use Error('message') to trigger error flow")
+            }
+            Statement::LabeledStatement(_) => {
+                fail(span, "Unsupported statement type: LabeledStatement. AJS has no labels; use a flag variable with `break`")
+            }
+            Statement::DebuggerStatement(_) => fail(span, "Unsupported statement type: DebuggerStatement. Remove the `debugger` statement"),
+            Statement::WithStatement(_) => fail(span, "Unsupported statement type: WithStatement. AJS has no `with`; name the object explicitly"),
+            Statement::FunctionDeclaration(f) => {
+                if f.generator {
+                    return fail(span, "generators are not supported in AJS");
+                }
+                if f.r#async {
+                    return fail(span, "async functions are not supported in AJS: atom calls look synchronous, write `let r = httpFetch({...})`");
+                }
+                fail(span, "Unsupported statement type: FunctionDeclaration. AJS has no nested functions; write the code inline (arrow functions are only allowed as callback arguments, e.g. items.map(x => x * 2))")
+            }
+            Statement::ClassDeclaration(_) => {
+                fail(span, "Unsupported statement type: ClassDeclaration. Classes are not supported. AJS uses plain objects and functions")
+            }
+            Statement::ImportDeclaration(_) => fail(span, "Imports are not supported. All atoms must be registered with the VM."),
+            Statement::ExportAllDeclaration(_) | Statement::ExportDefaultDeclaration(_) | Statement::ExportNamedDeclaration(_) => {
+                fail(span, "Exports are not supported.")
+            }
+            _ => fail(span, "unsupported statement"),
+        }
+    }
+
+    /// A statement in a position that is not a block of its own (if/while bodies).
+    fn sub_stmt(&mut self, s: &Statement) -> R<()> {
+        let mark = self.top;
+        self.scopes.push(Scope::default());
+        let r = self.stmt(s);
+        self.scopes.pop();
+        self.top = mark;
+        r
+    }
+
+    fn var_decl(&mut self, d: &VariableDeclaration) -> R<()> {
+        let is_const = match d.kind {
+            VariableDeclarationKind::Let => false,
+            VariableDeclarationKind::Const => true,
+            VariableDeclarationKind::Var => {
+                return fail(
+                    d.span,
+                    "AJS has no `var`; use `let` (or `const` for a value that never changes)",
+                )
+            }
+            _ => {
+                return fail(
+                    d.span,
+                    "`using` declarations are not supported; use `let` or `const`",
+                )
+            }
+        };
+        for decl in &d.declarations {
+            let b = match &decl.id {
+                BindingPattern::BindingIdentifier(b) => b,
+                _ => {
+                    return fail(
+                        decl.id.span(),
+                        "destructuring is not supported yet; declare each variable on its own, e.g. let a = o.a",
+                    )
+                }
+            };
+            let name = b.name.as_str();
+            let reg = self.declare(name, b.span)?;
+            let mark = self.top;
+            match &decl.init {
+                Some(init) => self.expr_to(init, reg)?,
+                None if is_const => {
+                    return fail(
+                        decl.span,
+                        format!("Missing initializer in const declaration '{name}'"),
+                    )
+                }
+                None => self.emit(Op::LoadUndef { dst: Dst(reg) }, decl.span),
+            }
+            self.top = mark;
+            self.bind(name, reg, is_const);
+        }
+        Ok(())
+    }
+
+    fn try_stmt(&mut self, t: &TryStatement) -> R<()> {
+        if let Some(f) = &t.finalizer {
+            return fail(
+                f.span,
+                "`finally` is not supported in AJS; put the cleanup code after the try/catch",
+            );
+        }
+        let Some(handler) = &t.handler else {
+            return fail(t.span, "`try` needs a `catch` block in AJS");
+        };
+        let enter = self.emit_jump(Op::TryEnter { handler: Target(0) }, t.span);
+        self.try_depth += 1;
+        let r = self.block(&t.block.body, false, t.block.span);
+        self.try_depth -= 1;
+        r?;
+        self.emit(Op::TryExit {}, t.block.span);
+        let jend = self.emit_jump(Op::Jump { target: Target(0) }, t.block.span);
+        self.patch_here(enter);
+        // the catch body scope holds the catch parameter
+        let mark = self.top;
+        let mut pending = Vec::new();
+        for s in &handler.body.body {
+            if let Statement::VariableDeclaration(d) = s {
+                for decl in &d.declarations {
+                    if let BindingPattern::BindingIdentifier(b) = &decl.id {
+                        pending.push(b.name.as_str().to_string());
+                    }
+                }
+            }
+        }
+        self.scopes.push(Scope {
+            vars: Vec::new(),
+            pending,
+            is_top: false,
+        });
+        let r = (|| {
+            match &handler.param {
+                Some(p) => {
+                    let BindingPattern::BindingIdentifier(b) = &p.pattern else {
+                        return fail(p.span, "destructuring a caught error is not supported; the error is its message string: catch (e) { ... }");
+                    };
+                    let name = b.name.as_str();
+                    let reg = self.declare(name, b.span)?;
+                    self.emit(Op::Catch { dst: Dst(reg) }, handler.span);
+                    self.bind(name, reg, false);
+                }
+                None => {
+                    let reg = self.alloc(handler.span)?;
+                    self.emit(Op::Catch { dst: Dst(reg) }, handler.span);
+                }
+            }
+            handler.body.body.iter().try_for_each(|s| self.stmt(s))
+        })();
+        self.scopes.pop();
+        self.top = mark;
+        r?;
+        self.patch_here(jend);
+        Ok(())
+    }
+
+    fn expr_stmt(&mut self, e: &Expression) -> R<()> {
+        match e.without_parentheses() {
+            Expression::AssignmentExpression(a) => self.assign(a),
+            Expression::UpdateExpression(u) => self.update(u),
+            e => {
+                self.expr(e)?;
+                Ok(())
+            }
+        }
+    }
+
+    /// The register of an assignable variable.
+    fn assign_target(&mut self, id: &IdentifierReference) -> R<u16> {
+        let name = id.name.as_str();
+        if !self.is_global(name) || !matches!(name, "undefined" | "NaN" | "Infinity") {
+            match self.resolve(name, id.span) {
+                Ok(Resolved::Local { is_const: true, .. }) => {
+                    fail(id.span, format!("Assignment to constant variable '{name}'"))
+                }
+                Ok(Resolved::Local { reg, .. } | Resolved::Ext(reg)) => Ok(reg),
+                Err(e) if BUILTIN_NAMES.contains(&name) => Err(Fail::new(
+                    e.offset,
+                    format!("Cannot assign to builtin '{name}'"),
+                )),
+                Err(e) => Err(e),
+            }
+        } else {
+            fail(id.span, format!("Cannot assign to builtin '{name}'"))
+        }
+    }
+
+    fn simple_target(&mut self, t: &SimpleAssignmentTarget, span: Span) -> R<u16> {
+        match t {
+            SimpleAssignmentTarget::AssignmentTargetIdentifier(id) => self.assign_target(id),
+            t if t.as_member_expression().is_some() => fail(
+                span,
+                "AJS has no member assignment (`o.k = v`, `a[i] = v`). Build a new object or array instead, e.g. o = { ...o, k: v }, or use arr.push(v)",
+            ),
+            _ => fail(span, "unsupported assignment target"),
+        }
+    }
+
+    fn assign(&mut self, a: &AssignmentExpression) -> R<()> {
+        let reg = match &a.left {
+            AssignmentTarget::ArrayAssignmentTarget(_)
+            | AssignmentTarget::ObjectAssignmentTarget(_) => {
+                return fail(
+                    a.span,
+                    "destructuring assignment is not supported; assign each variable on its own",
+                );
+            }
+            t => match t.as_simple_assignment_target() {
+                Some(st) => self.simple_target(st, a.left.span())?,
+                None => return fail(a.span, "unsupported assignment target"),
+            },
+        };
+        let rhs = &a.right;
+        if let Expression::AssignmentExpression(_) = rhs.without_parentheses() {
+            return fail(rhs.span(), "chained assignment (a = b = 1) is not supported in AJS; assign each variable in its own statement");
+        }
+        let op = a.operator;
+        let arith = |dst: Dst, a: Src, b: Src| -> Option<Op> {
+            Some(match op {
+                AssignmentOperator::Addition => Op::Add { dst, a, b },
+                AssignmentOperator::Subtraction => Op::Sub { dst, a, b },
+                AssignmentOperator::Multiplication => Op::Mul { dst, a, b },
+                AssignmentOperator::Division => Op::Div { dst, a, b },
+                AssignmentOperator::Remainder => Op::Mod { dst, a, b },
+                AssignmentOperator::Exponential => Op::Pow { dst, a, b },
+                _ => return None,
+            })
+        };
+        match op {
+            AssignmentOperator::Assign => self.expr_to_var(rhs, reg),
+            AssignmentOperator::LogicalAnd
+            | AssignmentOperator::LogicalOr
+            | AssignmentOperator::LogicalNullish => {
+                let j = match op {
+                    AssignmentOperator::LogicalAnd => Op::JumpIfFalse {
+                        cond: Src(reg),
+                        target: Target(0),
+                    },
+                    AssignmentOperator::LogicalOr => Op::JumpIfTrue {
+                        cond: Src(reg),
+                        target: Target(0),
+                    },
+                    _ => Op::JumpIfNotNullish {
+                        src: Src(reg),
+                        target: Target(0),
+                    },
+                };
+                let j = self.emit_jump(j, a.span);
+                self.expr_to_var(rhs, reg)?;
+                self.patch_here(j);
+                Ok(())
+            }
+            _ => {
+                let Some(_) = arith(Dst(0), Src(0), Src(0)) else {
+                    return fail(
+                        a.span,
+                        format!("the '{}' operator is not supported in AJS", op.as_str()),
+                    );
+                };
+                let mark = self.top;
+                let r = self.expr(rhs)?;
+                if let Some(o) = arith(Dst(reg), Src(reg), Src(r)) {
+                    self.emit(o, a.span);
+                }
+                self.top = mark;
+                Ok(())
+            }
+        }
+    }
+
+    /// Evaluates `e` into a variable's register, through a temporary when `e` writes its
+    /// destination before it has read everything (logical, conditional, literals, chains).
+    fn expr_to_var(&mut self, e: &Expression, reg: u16) -> R<()> {
+        let direct = matches!(
+            e.without_parentheses(),
+            Expression::BinaryExpression(_)
+                | Expression::UnaryExpression(_)
+                | Expression::Identifier(_)
+                | Expression::NumericLiteral(_)
+                | Expression::StringLiteral(_)
+                | Expression::BooleanLiteral(_)
+                | Expression::NullLiteral(_)
+                | Expression::TemplateLiteral(_)
+                | Expression::StaticMemberExpression(_)
+                | Expression::ComputedMemberExpression(_)
+                | Expression::CallExpression(_)
+        );
+        let mark = self.top;
+        if direct {
+            self.expr_to(e, reg)?;
+        } else {
+            let t = self.alloc(e.span())?;
+            self.expr_to(e, t)?;
+            self.emit(
+                Op::Move {
+                    dst: Dst(reg),
+                    src: Src(t),
+                },
+                e.span(),
+            );
+        }
+        self.top = mark;
+        Ok(())
+    }
+
+    fn update(&mut self, u: &UpdateExpression) -> R<()> {
+        let reg = self.simple_target(&u.argument, u.span)?;
+        // x - (-1) converts to a number like ++ does (x + 1 would concatenate strings)
+        let k = self.num_reg(
+            if u.operator == UpdateOperator::Increment {
+                -1.0
+            } else {
+                1.0
+            },
+            u.span,
+        )?;
+        self.emit(
+            Op::Sub {
+                dst: Dst(reg),
+                a: Src(reg),
+                b: Src(k),
+            },
+            u.span,
+        );
+        Ok(())
+    }
+
+    // ---------------------------------------------------------------- expressions
+
+    /// A register holding the value of `e`: a variable's, a constant's, or a new temporary (the
+    /// caller resets `top` when done).
+    fn expr(&mut self, e: &Expression) -> R<u16> {
+        self.enter(e.span())?;
+        let r = self.expr_inner(e);
+        self.depth -= 1;
+        r
+    }
+
+    fn expr_inner(&mut self, e: &Expression) -> R<u16> {
+        match e {
+            Expression::Identifier(id) => return self.read_ident(id),
+            Expression::NumericLiteral(n) => return self.num_reg(n.value, n.span),
+            Expression::StringLiteral(s) => return self.string_lit_reg(s),
+            Expression::BooleanLiteral(b) => {
+                return self.special(
+                    if b.value {
+                        SpecialKey::True
+                    } else {
+                        SpecialKey::False
+                    },
+                    b.span,
+                )
+            }
+            Expression::NullLiteral(n) => return self.special(SpecialKey::Null, n.span),
+            Expression::ParenthesizedExpression(p) => return self.expr(&p.expression),
+            Expression::UnaryExpression(u) if u.operator == UnaryOperator::UnaryNegation => {
+                if let Expression::NumericLiteral(n) = u.argument.without_parentheses() {
+                    return self.num_reg(-n.value, u.span);
+                }
+            }
+            Expression::StaticMemberExpression(m) => {
+                if let Some(v) = self.math_constant(&m.object, m.property.name.as_str(), m.span)? {
+                    return self.num_reg(v, m.span);
+                }
+            }
+            _ => {}
+        }
+        let t = self.alloc(e.span())?;
+        self.expr_to(e, t)?;
+        Ok(t)
+    }
+
+    fn string_lit_reg(&mut self, s: &StringLiteral) -> R<u16> {
+        let units = string_units(s);
+        let k = self.str_const_units(units, s.span)?;
+        self.special(SpecialKey::Const(k), s.span)
+    }
+
+    /// Evaluates `e` into `dst` (which the caller owns; it may be written before `e` is done).
+    fn expr_to(&mut self, e: &Expression, dst: u16) -> R<()> {
+        self.enter(e.span())?;
+        let r = self.expr_to_inner(e, dst);
+        self.depth -= 1;
+        r
+    }
+
+    fn expr_to_inner(&mut self, e: &Expression, dst: u16) -> R<()> {
+        let span = e.span();
+        let d = Dst(dst);
+        match e {
+            Expression::NumericLiteral(n) => {
+                let k = self.num_const(n.value, span)?;
+                self.emit(Op::LoadConst { dst: d, k: Const(k) }, span);
+            }
+            Expression::StringLiteral(s) => {
+                let k = self.str_const_units(string_units(s), span)?;
+                self.emit(Op::LoadConst { dst: d, k: Const(k) }, span);
+            }
+            Expression::BooleanLiteral(b) => {
+                self.emit(if b.value { Op::LoadTrue { dst: d } } else { Op::LoadFalse { dst: d } }, span)
+            }
+            Expression::NullLiteral(_) => self.emit(Op::LoadNull { dst: d }, span),
+            Expression::Identifier(id) => {
+                let r = self.read_ident(id)?;
+                if r != dst {
+                    self.emit(Op::Move { dst: d, src: Src(r) }, span);
+                }
+            }
+            Expression::ParenthesizedExpression(p) => self.expr_to(&p.expression, dst)?,
+            Expression::BinaryExpression(b) => {
+                let mark = self.top;
+                let a = self.expr(&b.left)?;
+                let c = self.expr(&b.right)?;
+                let (a, c) = (Src(a), Src(c));
+                let op = match b.operator {
+                    BinaryOperator::Addition => Op::Add { dst: d, a, b: c },
+                    BinaryOperator::Subtraction => Op::Sub { dst: d, a, b: c },
+                    BinaryOperator::Multiplication => Op::Mul { dst: d, a, b: c },
+                    BinaryOperator::Division => Op::Div { dst: d, a, b: c },
+                    BinaryOperator::Remainder => Op::Mod { dst: d, a, b: c },
+                    BinaryOperator::Exponential => Op::Pow { dst: d, a, b: c },
+                    BinaryOperator::Equality => Op::Eq { dst: d, a, b: c },
+                    BinaryOperator::Inequality => Op::Ne { dst: d, a, b: c },
+                    BinaryOperator::StrictEquality => Op::StrictEq { dst: d, a, b: c },
+                    BinaryOperator::StrictInequality => Op::StrictNe { dst: d, a, b: c },
+                    BinaryOperator::LessThan => Op::Lt { dst: d, a, b: c },
+                    BinaryOperator::LessEqualThan => Op::Le { dst: d, a, b: c },
+                    BinaryOperator::GreaterThan => Op::Gt { dst: d, a, b: c },
+                    BinaryOperator::GreaterEqualThan => Op::Ge { dst: d, a, b: c },
+                    other => {
+                        return fail(span, format!("the '{}' operator is not supported in AJS", other.as_str()));
+                    }
+                };
+                self.emit(op, span);
+                self.top = mark;
+            }
+            Expression::PrivateInExpression(_) => return fail(span, "the 'in' operator is not supported in AJS"),
+            Expression::LogicalExpression(l) => {
+                self.expr_to(&l.left, dst)?;
+                let j = match l.operator {
+                    LogicalOperator::And => Op::JumpIfFalse { cond: Src(dst), target: Target(0) },
+                    LogicalOperator::Or => Op::JumpIfTrue { cond: Src(dst), target: Target(0) },
+                    LogicalOperator::Coalesce => Op::JumpIfNotNullish { src: Src(dst), target: Target(0) },
+                };
+                let j = self.emit_jump(j, span);
+                self.expr_to(&l.right, dst)?;
+                self.patch_here(j);
+            }
+            Expression::ConditionalExpression(c) => {
+                let mark = self.top;
+                let t = self.expr(&c.test)?;
+                let jf = self.emit_jump(Op::JumpIfFalse { cond: Src(t), target: Target(0) }, c.test.span());
+                self.top = mark;
+                self.expr_to(&c.consequent, dst)?;
+                let je = self.emit_jump(Op::Jump { target: Target(0) }, c.consequent.span());
+                self.patch_here(jf);
+                self.expr_to(&c.alternate, dst)?;
+                self.patch_here(je);
+            }
+            Expression::UnaryExpression(u) => {
+                if u.operator == UnaryOperator::UnaryNegation {
+                    if let Expression::NumericLiteral(n) = u.argument.without_parentheses() {
+                        let k = self.num_const(-n.value, span)?;
+                        self.emit(Op::LoadConst { dst: d, k: Const(k) }, span);
+                        return Ok(());
+                    }
+                }
+                let mark = self.top;
+                let op = match u.operator {
+                    UnaryOperator::UnaryNegation => Op::Neg { dst: d, src: Src(self.expr(&u.argument)?) },
+                    UnaryOperator::UnaryPlus => Op::Pos { dst: d, src: Src(self.expr(&u.argument)?) },
+                    UnaryOperator::LogicalNot => Op::Not { dst: d, src: Src(self.expr(&u.argument)?) },
+                    UnaryOperator::Typeof => Op::TypeOf { dst: d, src: Src(self.expr(&u.argument)?) },
+                    other => return fail(span, format!("the '{}' operator is not supported in AJS", other.as_str())),
+                };
+                self.emit(op, span);
+                self.top = mark;
+            }
+            Expression::TemplateLiteral(t) => self.template(t, dst)?,
+            Expression::ArrayExpression(a) => self.array(a, dst)?,
+            Expression::ObjectExpression(o) => self.object(o, dst)?,
+            Expression::StaticMemberExpression(m) => {
+                if let Some(v) = self.math_constant(&m.object, m.property.name.as_str(), m.span)? {
+                    let k = self.num_const(v, span)?;
+                    self.emit(Op::LoadConst { dst: d, k: Const(k) }, span);
+                    return Ok(());
+                }
+                let mark = self.top;
+                let o = self.expr(&m.object)?;
+                if m.optional {
+                    self.chain_jump(o, span);
+                }
+                let key = self.str_const(m.property.name.as_str(), m.property.span)?;
+                self.emit(Op::GetProp { dst: d, obj: Src(o), key: Key(key) }, span);
+                self.top = mark;
+            }
+            Expression::ComputedMemberExpression(m) => {
+                if let Expression::StringLiteral(s) = m.expression.without_parentheses() {
+                    if let Some(v) = self.math_constant(&m.object, s.value.as_str(), m.span)? {
+                        let k = self.num_const(v, span)?;
+                        self.emit(Op::LoadConst { dst: d, k: Const(k) }, span);
+                        return Ok(());
+                    }
+                }
+                let mark = self.top;
+                let o = self.expr(&m.object)?;
+                if m.optional {
+                    self.chain_jump(o, span);
+                }
+                match m.expression.without_parentheses() {
+                    Expression::StringLiteral(s) => {
+                        let key = self.str_const_units(string_units(s), s.span)?;
+                        self.emit(Op::GetProp { dst: d, obj: Src(o), key: Key(key) }, span);
+                    }
+                    k => {
+                        let kr = self.expr(k)?;
+                        self.emit(Op::GetIndex { dst: d, obj: Src(o), key: Src(kr) }, span);
+                    }
+                }
+                self.top = mark;
+            }
+            Expression::PrivateFieldExpression(_) => return fail(span, "private fields are not supported in AJS"),
+            Expression::CallExpression(c) => self.call(c, dst)?,
+            Expression::ChainExpression(c) => {
+                let saved = self.chain.replace(Vec::new());
+                let r = match &c.expression {
+                    ChainElement::CallExpression(call) => self.call(call, dst),
+                    ChainElement::TSNonNullExpression(_) => fail(span, "TypeScript syntax is not supported"),
+                    other => match other.as_member_expression() {
+                        Some(m) => self.expr_to(m.as_expression(), dst),
+                        None => fail(span, "unsupported optional chain"),
+                    },
+                };
+                let jumps = std::mem::replace(&mut self.chain, saved).unwrap_or_default();
+                r?;
+                if !jumps.is_empty() {
+                    let je = self.emit_jump(Op::Jump { target: Target(0) }, span);
+                    for j in jumps {
+                        self.patch_here(j);
+                    }
+                    self.emit(Op::LoadUndef { dst: d }, span);
+                    self.patch_here(je);
+                }
+            }
+            Expression::NewExpression(n) => {
+                let name = match n.callee.without_parentheses() {
+                    Expression::Identifier(id) => Some(id.name.as_str()),
+                    _ => None,
+                };
+                return fail(span, new_suggestion(name));
+            }
+            Expression::ThisExpression(_) => {
+                return fail(span, "'this' is not supported in AJS; use the variables and context values directly")
+            }
+            Expression::ArrowFunctionExpression(_) => return fail(span, ARROW_MSG),
+            Expression::FunctionExpression(f) => {
+                if f.generator {
+                    return fail(span, "generators are not supported in AJS");
+                }
+                return fail(span, format!("function expressions are not supported in AJS; {ARROW_MSG}"));
+            }
+            Expression::ClassExpression(_) => return fail(span, "Classes are not supported. AJS uses plain objects"),
+            Expression::AwaitExpression(_) => {
+                return fail(span, "AJS has no await: atom calls look synchronous, write `let r = httpFetch({...})`")
+            }
+            Expression::YieldExpression(_) => return fail(span, "generators (yield) are not supported in AJS"),
+            Expression::SequenceExpression(_) => {
+                return fail(span, "the comma operator (sequence expression) is not supported in AJS; write separate statements")
+            }
+            Expression::TaggedTemplateExpression(_) => {
+                return fail(span, "tagged templates are not supported in AJS; use a plain template literal `...${x}...`")
+            }
+            Expression::RegExpLiteral(_) => {
+                return fail(span, "regular expression literals are not supported yet; use string methods or the regexMatch atom")
+            }
+            Expression::BigIntLiteral(_) => return fail(span, "BigInt literals are not supported in AJS; use numbers"),
+            Expression::AssignmentExpression(_) => {
+                return fail(span, "assignment inside an expression is not supported in AJS; write the assignment as its own statement")
+            }
+            Expression::UpdateExpression(_) => {
+                return fail(span, "'++'/'--' are only allowed as statements in AJS (i++ on its own line); inside an expression write i + 1")
+            }
+            Expression::Super(_) => return fail(span, "'super' is not supported in AJS"),
+            Expression::ImportExpression(_) | Expression::ImportMeta(_) => {
+                return fail(span, "import is not available. Atoms must be registered with the VM.")
+            }
+            _ => return fail(span, "unsupported expression"),
+        }
+        Ok(())
+    }
+
+    fn chain_jump(&mut self, obj: u16, span: Span) {
+        if self.chain.is_some() {
+            let j = self.emit_jump(
+                Op::JumpIfNullish {
+                    src: Src(obj),
+                    target: Target(0),
+                },
+                span,
+            );
+            if let Some(c) = self.chain.as_mut() {
+                c.push(j);
+            }
+        }
+    }
+
+    /// The builtin namespace `e` names, if it is a bare identifier of one not shadowed locally.
+    fn namespace<'e>(&self, e: &'e Expression) -> Option<&'e str> {
+        if let Expression::Identifier(id) = e.without_parentheses() {
+            let n = id.name.as_str();
+            let is_ns = matches!(
+                n,
+                "Math"
+                    | "console"
+                    | "JSON"
+                    | "Array"
+                    | "Object"
+                    | "String"
+                    | "Number"
+                    | "Boolean"
+                    | "Schema"
+                    | "Date"
+                    | "Set"
+            );
+            if is_ns && self.is_global(n) {
+                return Some(n);
+            }
+        }
+        None
+    }
+
+    /// `Math.<name>` as a number; an error for other namespace members read as values.
+    fn math_constant(&self, obj: &Expression, name: &str, span: Span) -> R<Option<f64>> {
+        match self.namespace(obj) {
+            None => Ok(None),
+            Some("Math") => match MATH_CONSTANTS.iter().find(|(n, _)| *n == name) {
+                Some((_, v)) => Ok(Some(*v)),
+                None if NativeId::lookup(&format!("Math.{name}")).is_some() => {
+                    fail(span, format!("Math.{name} is a function: call it, e.g. Math.{name}(x)"))
+                }
+                None => fail(span, format!("Math.{name} is not supported in AsyncJS. Check docs for available Math methods.")),
+            },
+            Some(ns) => fail(span, format!("{ns}.{name} is not supported in AsyncJS yet. Check docs for available {ns} methods.")),
+        }
+    }
+
+    fn template(&mut self, t: &TemplateLiteral, dst: u16) -> R<()> {
+        let span = t.span;
+        let mut parts: Vec<Result<&Expression, (Vec<u16>, Span)>> = Vec::new();
+        for (i, q) in t.quasis.iter().enumerate() {
+            let Some(cooked) = &q.value.cooked else {
+                return fail(q.span, "invalid escape sequence in template literal");
+            };
+            if !cooked.as_str().is_empty() {
+                parts.push(Err((cooked.as_str().encode_utf16().collect(), q.span)));
+            }
+            if let Some(e) = t.expressions.get(i) {
+                parts.push(Ok(e));
+            }
+        }
+        if parts.len() > u8::MAX as usize {
+            return fail(span, "template literal has too many parts (at most 255)");
+        }
+        if parts.is_empty() {
+            let k = self.str_const("", span)?;
+            self.emit(
+                Op::LoadConst {
+                    dst: Dst(dst),
+                    k: Const(k),
+                },
+                span,
+            );
+            return Ok(());
+        }
+        let mark = self.top;
+        let base = self.top;
+        for _ in 0..parts.len() {
+            self.alloc(span)?;
+        }
+        for (i, p) in parts.into_iter().enumerate() {
+            let r = base + i as u16;
+            match p {
+                Ok(e) => self.expr_to(e, r)?,
+                Err((units, sp)) => {
+                    let k = self.str_const_units(units, sp)?;
+                    self.emit(
+                        Op::LoadConst {
+                            dst: Dst(r),
+                            k: Const(k),
+                        },
+                        sp,
+                    );
+                }
+            }
+        }
+        let count = self.top - base;
+        self.emit(
+            Op::Concat {
+                dst: Dst(dst),
+                base: Base(base),
+                count: Count(count as u8),
+            },
+            span,
+        );
+        self.top = mark;
+        Ok(())
+    }
+
+    fn array(&mut self, a: &ArrayExpression, dst: u16) -> R<()> {
+        let span = a.span;
+        let mut chunks = a.elements.chunks(u8::MAX as usize).peekable();
+        let mut first = true;
+        if chunks.peek().is_none() {
+            self.emit(
+                Op::NewArray {
+                    dst: Dst(dst),
+                    base: Base(self.top),
+                    count: Count(0),
+                },
+                span,
+            );
+            return Ok(());
+        }
+        for chunk in chunks {
+            let mark = self.top;
+            let base = self.top;
+            for _ in 0..chunk.len() {
+                self.alloc(span)?;
+            }
+            for (i, el) in chunk.iter().enumerate() {
+                let r = base + i as u16;
+                match el {
+                    ArrayExpressionElement::Elision(e) => {
+                        self.emit(Op::LoadUndef { dst: Dst(r) }, e.span)
+                    }
+                    ArrayExpressionElement::SpreadElement(s) => return fail(
+                        s.span,
+                        "spread (...) in array literals is not supported yet; use concat or push",
+                    ),
+                    el => match el.as_expression() {
+                        Some(e) => self.expr_to(e, r)?,
+                        None => return fail(span, "unsupported array element"),
+                    },
+                }
+            }
+            let count = Count(chunk.len() as u8);
+            if first {
+                self.emit(
+                    Op::NewArray {
+                        dst: Dst(dst),
+                        base: Base(base),
+                        count,
+                    },
+                    span,
+                );
+                first = false;
+            } else {
+                self.emit(
+                    Op::ArrayAppend {
+                        arr: Src(dst),
+                        base: Base(base),
+                        count,
+                    },
+                    span,
+                );
+            }
+            self.top = mark;
+        }
+        Ok(())
+    }
+
+    fn object(&mut self, o: &ObjectExpression, dst: u16) -> R<()> {
+        self.emit(Op::NewObject { dst: Dst(dst) }, o.span);
+        for p in &o.properties {
+            let p =
+                match p {
+                    ObjectPropertyKind::ObjectProperty(p) => p,
+                    ObjectPropertyKind::SpreadProperty(s) => return fail(
+                        s.span,
+                        "spread (...) in object literals is not supported yet; list the properties",
+                    ),
+                };
+            if p.kind != PropertyKind::Init {
+                return fail(p.span, "getters and setters are not supported in AJS object literals; use plain values");
+            }
+            if p.method {
+                return fail(
+                    p.span,
+                    "methods in object literals are not supported in AJS; use plain values",
+                );
+            }
+            if p.computed {
+                return fail(p.span, "computed keys ([k]: v) in object literals are not supported yet; use a literal key");
+            }
+            let key: Vec<u16> = match &p.key {
+                PropertyKey::StaticIdentifier(id) => id.name.as_str().encode_utf16().collect(),
+                PropertyKey::StringLiteral(s) => string_units(s),
+                PropertyKey::NumericLiteral(n) => {
+                    js_number_to_string(n.value).encode_utf16().collect()
+                }
+                _ => {
+                    return fail(
+                        p.key.span(),
+                        "unsupported object key; use an identifier, string or number",
+                    )
+                }
+            };
+            let key_str = String::from_utf16_lossy(&key);
+            if forbidden(&key_str) {
+                return fail(p.key.span(), forbidden_msg(&key_str));
+            }
+            let k = self.str_const_units(key, p.key.span())?;
+            let mark = self.top;
+            let v = self.expr(&p.value)?;
+            self.emit(
+                Op::InitProp {
+                    obj: Src(dst),
+                    key: Key(k),
+                    val: Src(v),
+                },
+                p.span,
+            );
+            self.top = mark;
+        }
+        Ok(())
+    }
+
+    // ---------------------------------------------------------------- calls
+
+    fn call(&mut self, c: &CallExpression, dst: u16) -> R<()> {
+        let span = c.span;
+        for a in &c.arguments {
+            if let Argument::SpreadElement(s) = a {
+                return fail(s.span, "spread (...) in call arguments is not supported yet; pass the values one by one");
+            }
+        }
+        let args: Vec<&Expression> = c
+            .arguments
+            .iter()
+            .filter_map(|a| a.as_expression())
+            .collect();
+        let callee = c.callee.without_parentheses();
+        match callee {
+            Expression::Identifier(id) => self.call_name(id, &args, dst, span),
+            Expression::StaticMemberExpression(m) => {
+                self.call_method(&m.object, m.property.name.as_str(), m.optional, &args, dst, span)
+            }
+            Expression::ComputedMemberExpression(m) => match m.expression.without_parentheses() {
+                Expression::StringLiteral(s) => self.call_method(&m.object, s.value.as_str(), m.optional, &args, dst, span),
+                _ => fail(span, "computed method calls (o[k]()) are not supported in AJS; call the method by name"),
+            },
+            Expression::ArrowFunctionExpression(_) | Expression::FunctionExpression(_) => {
+                fail(span, format!("calling a function expression is not supported in AJS; {ARROW_MSG}"))
+            }
+            _ => fail(span, "only atoms, builtins (e.g. Math.max) and methods (e.g. items.push) can be called in AJS"),
+        }
+    }
+
+    fn call_name(
+        &mut self,
+        id: &IdentifierReference,
+        args: &[&Expression],
+        dst: u16,
+        span: Span,
+    ) -> R<()> {
+        let name = id.name.as_str();
+        if forbidden(name) {
+            return fail(id.span, forbidden_msg(name));
+        }
+        if !self.is_global(name) {
+            return fail(
+                id.span,
+                format!("'{name}' is a variable, not a function: AJS can only call atoms, builtins (e.g. Math.max) and methods"),
+            );
+        }
+        if name == "Error" {
+            let mark = self.top;
+            let r = match args.first() {
+                Some(a) => self.expr(a)?,
+                None => self.special(SpecialKey::Undef, span)?,
+            };
+            // remaining arguments are evaluated for their effects
+            for a in args.iter().skip(1) {
+                self.expr(a)?;
+            }
+            self.emit(Op::Throw { src: Src(r) }, span);
+            self.top = mark;
+            // keep the destination defined for the (unreachable) code that follows
+            let _ = dst;
+            return Ok(());
+        }
+        if let Some(m) = unsupported_builtin(name) {
+            return fail(id.span, m);
+        }
+        if self.opts.atoms.iter().any(|a| a == name) {
+            if args.len() > 1 {
+                return fail(
+                    span,
+                    format!(
+                        "atom '{name}' takes one object of named inputs, e.g. {name}({{ ... }})"
+                    ),
+                );
+            }
+            let idx = match self.atoms.iter().position(|a| a == name) {
+                Some(i) => i,
+                None => {
+                    if self.atoms.len() >= u16::MAX as usize {
+                        return fail(span, "too many atoms");
+                    }
+                    self.atoms.push(name.to_string());
+                    self.atoms.len() - 1
+                }
+            };
+            let mark = self.top;
+            let r = match args.first() {
+                Some(a) => self.expr(a)?,
+                None => self.special(SpecialKey::Undef, span)?,
+            };
+            self.emit(
+                Op::CallAtom {
+                    dst: Dst(dst),
+                    atom: Atom(idx as u16),
+                    arg: Src(r),
+                },
+                span,
+            );
+            self.top = mark;
+            return Ok(());
+        }
+        if BUILTIN_NAMES.contains(&name) {
+            return fail(
+                id.span,
+                format!("'{name}(...)' is not supported in AsyncJS yet"),
+            );
+        }
+        if self.opts.mode == Mode::Eval && self.opts.externals.iter().any(|k| k == name) {
+            return fail(id.span, format!("'{name}' is a context value, not a function: AJS can only call atoms, builtins and methods"));
+        }
+        fail(
+            id.span,
+            format!("'{name}' is not defined: AJS can only call atoms (host operations registered with the VM), builtins (e.g. Math.max) and methods (e.g. items.push)"),
+        )
+    }
+
+    fn call_method(
+        &mut self,
+        obj: &Expression,
+        m: &str,
+        optional: bool,
+        args: &[&Expression],
+        dst: u16,
+        span: Span,
+    ) -> R<()> {
+        if let Some(ns) = self.namespace(obj) {
+            let native = match ns {
+                "Math" => match NativeId::lookup(&format!("Math.{m}")) {
+                    Some(n) => n,
+                    None => return fail(span, format!("Math.{m} is not supported in AsyncJS. Check docs for available Math methods.")),
+                },
+                "console" => match NativeId::lookup(&format!("console.{m}")) {
+                    Some(n) => n,
+                    None => {
+                        let alt = match m {
+                            "table" => "console.table is not available. Use console.log with JSON.stringify for structured data.".to_string(),
+                            "dir" => "console.dir is not available. Use console.log instead.".into(),
+                            "trace" => "console.trace is not available. Stack traces are not available in AsyncJS.".into(),
+                            _ => format!("console.{m} is not supported in AsyncJS. Check docs for available console methods."),
+                        };
+                        return fail(span, alt);
+                    }
+                },
+                _ => return fail(span, format!("{ns}.{m} is not supported in AsyncJS yet. Check docs for available {ns} methods.")),
+            };
+            return self.call_native(native, None, args, dst, span);
+        }
+        if forbidden(m) {
+            return fail(span, forbidden_msg(m));
+        }
+        let Some(native) = NativeId::lookup(&format!(".{m}")) else {
+            return fail(
+                span,
+                format!("Security Error: method '{m}' is not callable in AsyncJS"),
+            );
+        };
+        let mark = self.top;
+        let recv = self.expr(obj)?;
+        if optional {
+            self.chain_jump(recv, span);
+        }
+        let r = self.call_native(native, Some(recv), args, dst, span);
+        self.top = mark;
+        r
+    }
+
+    fn call_native(
+        &mut self,
+        native: NativeId,
+        recv: Option<u16>,
+        args: &[&Expression],
+        dst: u16,
+        span: Span,
+    ) -> R<()> {
+        let argc = args.len() + usize::from(recv.is_some());
+        let (min, max) = native.arity();
+        if argc > max as usize || argc > u8::MAX as usize {
+            return fail(
+                span,
+                format!(
+                    "too many arguments to {} (at most {})",
+                    native.js_name(),
+                    max
+                ),
+            );
+        }
+        if argc < min as usize {
+            return fail(
+                span,
+                format!("{} needs at least {} argument(s)", native.js_name(), min),
+            );
+        }
+        let mark = self.top;
+        let base = self.top;
+        for _ in 0..argc {
+            self.alloc(span)?;
+        }
+        let mut i = 0u16;
+        if let Some(r) = recv {
+            self.emit(
+                Op::Move {
+                    dst: Dst(base),
+                    src: Src(r),
+                },
+                span,
+            );
+            i = 1;
+        }
+        for a in args {
+            self.expr_to(a, base + i)?;
+            i += 1;
+        }
+        self.emit(
+            Op::CallNative {
+                dst: Dst(dst),
+                native: Native(native.to_u16()),
+                base: Base(base),
+                argc: Count(argc as u8),
+            },
+            span,
+        );
+        self.top = mark;
+        Ok(())
+    }
+}
+
+/// The UTF-16 units of a string literal (lone surrogates kept when oxc encoded them).
+fn string_units(s: &StringLiteral) -> Vec<u16> {
+    let v = s.value.as_str();
+    if s.lone_surrogates {
+        // oxc encodes a lone surrogate as U+FFFD followed by 4 hex digits; U+FFFD itself as "fffd"
+        let mut out = Vec::new();
+        let mut it = v.chars().peekable();
+        while let Some(c) = it.next() {
+            if c == '\u{FFFD}' {
+                let hex: String = it.by_ref().take(4).collect();
+                if let Ok(u) = u16::from_str_radix(&hex, 16) {
+                    out.push(u);
+                    continue;
+                }
+                out.push(0xFFFD);
+                out.extend(hex.encode_utf16());
+            } else {
+                let mut buf = [0u16; 2];
+                out.extend_from_slice(c.encode_utf16(&mut buf));
+            }
+        }
+        out
+    } else {
+        v.encode_utf16().collect()
+    }
+}
+
+/// JavaScript's `Number.prototype.toString()` for property keys.
+pub(crate) fn js_number_to_string(v: f64) -> String {
+    if v.is_nan() {
+        return "NaN".into();
+    }
+    if v == 0.0 {
+        return "0".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        };
+    }
+    let neg = v < 0.0;
+    let a = v.abs();
+    // shortest round-trip digits and exponent from Rust's `{:e}` ("d.ddde±x")
+    let e = format!("{a:e}");
+    let (mant, exp) = e.split_once('e').unwrap_or((&e, "0"));
+    let digits: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let k = digits.len() as i32;
+    let n = exp + 1; // decimal point position
+    let mut s = String::new();
+    if neg {
+        s.push('-');
+    }
+    if k <= n && n <= 21 {
+        s.push_str(&digits);
+        s.extend(std::iter::repeat_n('0', (n - k) as usize));
+    } else if 0 < n && n <= 21 {
+        s.push_str(&digits[..n as usize]);
+        s.push('.');
+        s.push_str(&digits[n as usize..]);
+    } else if -6 < n && n <= 0 {
+        s.push_str("0.");
+        s.extend(std::iter::repeat_n('0', (-n) as usize));
+        s.push_str(&digits);
+    } else {
+        s.push_str(&digits[..1]);
+        if k > 1 {
+            s.push('.');
+            s.push_str(&digits[1..]);
+        }
+        s.push('e');
+        s.push(if n > 0 { '+' } else { '-' });
+        s.push_str(&(n - 1).abs().to_string());
+    }
+    s
+}
+
+/// Rewrites every register operand of `op` through `f`.
+fn map_regs(op: &mut Op, f: &impl Fn(u16) -> u16) {
+    let r = |x: &mut u16| *x = f(*x);
+    match op {
+        Op::Charge { .. } | Op::Jump { .. } | Op::TryEnter { .. } | Op::TryExit {} => {}
+        Op::Move { dst, src }
+        | Op::Neg { dst, src }
+        | Op::Pos { dst, src }
+        | Op::Not { dst, src }
+        | Op::TypeOf { dst, src } => {
+            r(&mut dst.0);
+            r(&mut src.0);
+        }
+        Op::LoadConst { dst, .. }
+        | Op::LoadUndef { dst }
+        | Op::LoadNull { dst }
+        | Op::LoadTrue { dst }
+        | Op::LoadFalse { dst }
+        | Op::NewObject { dst }
+        | Op::Catch { dst } => r(&mut dst.0),
+        Op::Add { dst, a, b }
+        | Op::Sub { dst, a, b }
+        | Op::Mul { dst, a, b }
+        | Op::Div { dst, a, b }
+        | Op::Mod { dst, a, b }
+        | Op::Pow { dst, a, b }
+        | Op::Eq { dst, a, b }
+        | Op::Ne { dst, a, b }
+        | Op::StrictEq { dst, a, b }
+        | Op::StrictNe { dst, a, b }
+        | Op::Lt { dst, a, b }
+        | Op::Le { dst, a, b }
+        | Op::Gt { dst, a, b }
+        | Op::Ge { dst, a, b } => {
+            r(&mut dst.0);
+            r(&mut a.0);
+            r(&mut b.0);
+        }
+        Op::Concat { dst, base, .. } | Op::NewArray { dst, base, .. } => {
+            r(&mut dst.0);
+            r(&mut base.0);
+        }
+        Op::JumpIfTrue { cond, .. } | Op::JumpIfFalse { cond, .. } => r(&mut cond.0),
+        Op::JumpIfNullish { src, .. }
+        | Op::JumpIfNotNullish { src, .. }
+        | Op::Return { src }
+        | Op::Throw { src } => r(&mut src.0),
+        Op::ArrayAppend { arr, base, .. } => {
+            r(&mut arr.0);
+            r(&mut base.0);
+        }
+        Op::InitProp { obj, val, .. } => {
+            r(&mut obj.0);
+            r(&mut val.0);
+        }
+        Op::GetProp { dst, obj, .. } => {
+            r(&mut dst.0);
+            r(&mut obj.0);
+        }
+        Op::GetIndex { dst, obj, key } => {
+            r(&mut dst.0);
+            r(&mut obj.0);
+            r(&mut key.0);
+        }
+        Op::CallNative { dst, base, .. } | Op::Call { dst, base, .. } => {
+            r(&mut dst.0);
+            r(&mut base.0);
+        }
+        Op::CallAtom { dst, arg, .. } => {
+            r(&mut dst.0);
+            r(&mut arg.0);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::js_number_to_string as s;
+
+    #[test]
+    fn numbers_print_like_javascript() {
+        assert_eq!(s(1.0), "1");
+        assert_eq!(s(-0.0), "0");
+        assert_eq!(s(1.5), "1.5");
+        assert_eq!(s(100.0), "100");
+        assert_eq!(s(1e21), "1e+21");
+        assert_eq!(s(1.25e-7), "1.25e-7");
+        assert_eq!(s(0.000001), "0.000001");
+        assert_eq!(s(123456789012345680000.0), "123456789012345680000");
+        assert_eq!(s(0.1), "0.1");
+        assert_eq!(s(-2.5), "-2.5");
+    }
+}

@@ -1,0 +1,372 @@
+use ajs_bytecode::isa::Op;
+use ajs_bytecode::Program;
+use ajs_compiler::{compile, CompileError, CompileOptions, Mode};
+
+fn strs(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+fn compile_with(
+    mode: Mode,
+    src: &str,
+    ext: &[&str],
+    atoms: &[&str],
+) -> Result<Program, CompileError> {
+    let ext = strs(ext);
+    let atoms = strs(atoms);
+    let opts = CompileOptions {
+        mode,
+        externals: &ext,
+        atoms: &atoms,
+        source_name: "<source>",
+    };
+    compile(src, &opts)
+}
+
+fn eval(src: &str, ext: &[&str]) -> Result<Program, CompileError> {
+    compile_with(Mode::Eval, src, ext, &["httpFetch", "llmPredict"])
+}
+
+fn ok(mode: Mode, src: &str, ext: &[&str]) -> Program {
+    let p = compile_with(mode, src, ext, &["httpFetch", "llmPredict"])
+        .unwrap_or_else(|e| panic!("{src:?} should compile: {e}"));
+    let d = p.disassemble();
+    p.clone()
+        .verify()
+        .unwrap_or_else(|e| panic!("{src:?} does not verify: {e}\n{d}"));
+    p
+}
+
+fn err(mode: Mode, src: &str, ext: &[&str]) -> CompileError {
+    match compile_with(mode, src, ext, &["httpFetch", "llmPredict"]) {
+        Ok(p) => panic!("{src:?} should not compile:\n{}", p.disassemble()),
+        Err(e) => e,
+    }
+}
+
+const EVAL_OK: &[&str] = &[
+    "a + b",
+    "1",
+    "'héllo 😀'",
+    "(true && false || null) ?? undefined",
+    "a ? b : -1",
+    "[1, , a, [b]]",
+    "({ a: 1, 'b': 2, 3: a, b })",
+    "`x${a}y${b}z`",
+    "``",
+    "a.b.c",
+    "a?.b?.[0]",
+    "a[b]",
+    "a['k']",
+    "Math.max(a, b, 1)",
+    "Math.PI * 2",
+    "Math.random()",
+    "typeof a === 'number'",
+    "!a",
+    "+a",
+    "-a",
+    "NaN",
+    "Infinity",
+    "-Infinity",
+    "a.length",
+    "cfg.constructor",
+    "a.push(1)",
+    "a?.push(1)",
+    "a?.b.push(1)",
+    "httpFetch({ url: 'x' })",
+    "Error('boom')",
+    "a ** 2 % 3 / 4 - 5",
+    "a == b != (a === b) !== (a < b) <= (a > b) >= b",
+    "let x = 1\nreturn x",
+    "let x = a\nx += 1\nx -= 1\nx *= 2\nx /= 2\nx %= 7\nx **= 2\nx ??= 1\nx ||= 2\nx &&= 3\nreturn x",
+    "let i = 0\nwhile (i < 10) { i++ }\nreturn i",
+    "let i = 0\nwhile (true) { i = i + 1\n if (i > 5) { break } else { continue } }\nreturn i",
+    "try { return httpFetch({ url: 'u' }) } catch (e) { return 'fallback: ' + e }",
+    "try { Error('x') } catch { return 1 }",
+    "let i = 0\nwhile (i < 3) { try { i++\n if (i == 2) { break }\n continue } catch (e) { } }\nreturn i",
+    "if (a) return 1\nelse if (b) return 2\nreturn 3",
+    "{ let x = 1 }\n{ let x = 2\n return x }",
+    "let x\nreturn x",
+    "const x = 1; let y = x; { const x = 2; y = y + x }; return y",
+    "return",
+    "console.log('hi', a); return 1",
+    "let r = llmPredict({ prompt: 'hi' })\nreturn r",
+    "let x = a\nx = x || b\nx = b ? x : 1\nx = { a: x }\nx = [x, x]\nreturn x",
+    "while (a) { const c = 1\n a = a - c }\nreturn a",
+    "return { 'a b': 1, 1.5: 2, 1e21: 3 }",
+];
+
+const BODY_OK: &[&str] = &[
+    "return a + b",
+    "",
+    "let c = a * 2\nreturn c",
+    "a = a + 1\nreturn a",
+    "let i = 0\nlet s = 0\nwhile (i < 1000) { s = s + i\n i = i + 1 }\nreturn s",
+];
+
+#[test]
+fn eval_snippets_verify() {
+    for s in EVAL_OK {
+        ok(Mode::Eval, s, &["a", "b", "cfg"]);
+    }
+}
+
+#[test]
+fn function_bodies_verify() {
+    for s in BODY_OK {
+        let p = ok(Mode::FunctionBody, s, &["a", "b"]);
+        assert_eq!(p.functions[0].params, vec!["a", "b"]);
+        assert_eq!(p.functions[0].name, "<function>");
+    }
+}
+
+#[test]
+fn eval_params_are_the_used_context_keys_in_first_use_order() {
+    let p = ok(Mode::Eval, "b + a", &["a", "b", "unused", "Math"]);
+    assert_eq!(p.functions[0].params, vec!["b", "a"]);
+    let p = ok(Mode::Eval, "Math.floor(a)", &["a", "Math"]);
+    assert_eq!(p.functions[0].params, vec!["a"]);
+    let p = ok(Mode::Eval, "let a = 1\nreturn a", &["a"]);
+    assert!(p.functions[0].params.is_empty());
+    assert_eq!(p.functions[0].name, "<eval>");
+}
+
+#[test]
+fn a_plus_b_disassembly() {
+    let p = ok(Mode::Eval, "a + b", &["a", "b"]);
+    let expected = "
+fn0 <eval>(a, b) regs=3 (entry)
+    0  Charge          200  ; 1:0
+    1  Add             r2, r0, r1  ; 1:0
+    2  Return          r2  ; 1:0
+";
+    assert_eq!(p.disassemble(), expected);
+}
+
+#[test]
+fn while_loop_costs_four_instructions_per_iteration() {
+    let p = ok(
+        Mode::Eval,
+        "let i = 0\nwhile (i < 1000) { i = i + 1 }\nreturn i",
+        &[],
+    );
+    let code = &p.functions[0].code;
+    // the loop: Charge, Lt, JumpIfFalse | Charge, Add, Jump
+    let lt = code
+        .iter()
+        .position(|o| matches!(o, Op::Lt { .. }))
+        .unwrap();
+    let jump_back = code
+        .iter()
+        .rposition(|o| matches!(o, Op::Jump { .. }))
+        .unwrap();
+    let body: Vec<_> = code[lt..=jump_back]
+        .iter()
+        .filter(|o| !matches!(o, Op::Charge { .. }))
+        .collect();
+    assert_eq!(body.len(), 4, "{}", p.disassemble());
+    let fuel: u32 = code[lt - 1..=jump_back]
+        .iter()
+        .map(|o| match o {
+            Op::Charge { amount } => amount.0,
+            _ => 0,
+        })
+        .sum();
+    assert_eq!(fuel, 400);
+}
+
+#[test]
+fn error_positions() {
+    let e = err(Mode::Eval, "let x = 1\nlet x = 2\nreturn x", &[]);
+    assert_eq!((e.line, e.column), (2, 4), "{e}");
+    assert_eq!(e.message, "Identifier 'x' has already been declared");
+    assert_eq!(
+        e.to_string(),
+        "Identifier 'x' has already been declared at <source>:2:4"
+    );
+
+    let e = err(Mode::Eval, "let y = 1\nreturn zz + y", &[]);
+    assert_eq!((e.line, e.column), (2, 7));
+    assert_eq!(e.message, "'zz' is not defined");
+
+    let e = err(Mode::FunctionBody, "let s = '😀'; for (;;) {}", &[]);
+    assert_eq!((e.line, e.column), (1, 14), "{e}");
+    assert!(e.message.contains("Use `while`"));
+
+    let e = err(Mode::Eval, "let total = a + b\ntotal * 2", &["a", "b"]);
+    assert_eq!(e.line, 1, "{e}");
+}
+
+#[test]
+fn refusals() {
+    let cases: &[(&str, &str)] = &[
+        ("for (const x of a) {}\nreturn 1", "for...of"),
+        ("switch (a) {}\nreturn 1", "switch"),
+        ("do { } while (a)\nreturn 1", "do...while"),
+        (
+            "new Date()",
+            "Use Date() or Date('2024-01-15') instead - no 'new' needed.",
+        ),
+        (
+            "throw 1\nreturn 1",
+            "'throw' is not supported in AsyncJS. Use Error('message') to trigger error flow",
+        ),
+        ("var x = 1\nreturn x", "`var`"),
+        ("x => x", "callback"),
+        ("/a/", "regular expression"),
+        ("a & b", "'&'"),
+        ("a in b", "'in'"),
+        ("void a", "'void'"),
+        ("(a, b)", "comma"),
+        (
+            "Math.foo(1)",
+            "Math.foo is not supported in AsyncJS. Check docs for available Math methods.",
+        ),
+        ("Math.foo", "Math.foo is not supported in AsyncJS"),
+        (
+            "a.map(x => x)",
+            "Security Error: method 'map' is not callable in AsyncJS",
+        ),
+        (
+            "a.constructor(1)",
+            "Security Error: Access to 'constructor' is forbidden",
+        ),
+        (
+            "({ __proto__: 1 })",
+            "Security Error: Access to '__proto__' is forbidden",
+        ),
+        (
+            "let constructor = 1\nreturn 1",
+            "Security Error: Access to 'constructor' is forbidden",
+        ),
+        ("a.b = 1\nreturn 1", "member assignment"),
+        ("let x = 1\nx = a = 2\nreturn x", "chained assignment"),
+        ("let x = 1\nlet y = x++\nreturn y", "'++'"),
+        ("const x = 1\nx = 2\nreturn x", "constant"),
+        ("const x\nreturn 1", "initializer"),
+        ("let y = x\nlet x = 1\nreturn y", "before initialization"),
+        ("foo(1)", "'foo' is not defined"),
+        ("a(1)", "context value"),
+        (
+            "fetch('x')",
+            "fetch is not available. Use the httpFetch atom.",
+        ),
+        ("setTimeout(1)", "setTimeout is not available"),
+        ("let {x} = a\nreturn x", "destructuring"),
+        ("try { return 1 } finally { }", "finally"),
+        ("this", "'this'"),
+        ("function f() {}\nreturn 1", "nested functions"),
+        ("class A {}\nreturn 1", "Classes"),
+        ("[...a]", "spread"),
+        ("({ [a]: 1 })", "computed"),
+        ("({ get x() { return 1 } })", "getters"),
+        ("let x = 1\nx", "SyntaxError"),
+        ("a`x`", "tagged"),
+        ("10n", "BigInt"),
+        ("eval('1')", "eval is not available"),
+    ];
+    for (src, needle) in cases {
+        let e = err(Mode::Eval, src, &["a", "b"]);
+        assert!(e.message.contains(needle), "{src:?}: {e}");
+    }
+    let e = err(Mode::FunctionBody, "let a = 1\nreturn a", &["a"]);
+    assert!(e.message.contains("already been declared"), "{e}");
+    let e = err(Mode::FunctionBody, "await a", &["a"]);
+    assert!(e.message.contains("await"), "{e}");
+}
+
+#[test]
+fn try_catch_layout() {
+    let p = ok(Mode::Eval, "try { return 1 } catch (e) { return e }", &[]);
+    let code = &p.functions[0].code;
+    let Some(Op::TryEnter { handler }) = code.iter().find(|o| matches!(o, Op::TryEnter { .. }))
+    else {
+        panic!()
+    };
+    assert!(matches!(code[handler.0 as usize + 1], Op::Catch { .. }));
+}
+
+#[test]
+fn long_array_literal_and_many_constants() {
+    let items: Vec<String> = (0..600).map(|i| i.to_string()).collect();
+    let src = format!("[{}]", items.join(", "));
+    let p = ok(Mode::Eval, &src, &[]);
+    assert!(p.functions[0]
+        .code
+        .iter()
+        .any(|o| matches!(o, Op::ArrayAppend { .. })));
+    let src = format!(
+        "Math.max({})",
+        (0..300)
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    let e = err(Mode::Eval, &src, &[]);
+    assert!(e.message.contains("too many arguments"), "{e}");
+}
+
+#[test]
+fn deep_nesting_is_an_error_not_a_crash() {
+    for n in [300usize, 100_000] {
+        let src = format!("{}1{}", "(".repeat(n), ")".repeat(n));
+        let e = err(Mode::Eval, &src, &[]);
+        assert!(e.message.contains("nesting too deep"), "{e}");
+        let src = format!("{}1", "-".repeat(n));
+        assert!(eval(&src, &[]).is_err());
+        let src = format!("{}1", "!".repeat(n));
+        assert!(eval(&src, &[]).is_err());
+        let src = format!("{}1", "typeof ".repeat(n));
+        assert!(eval(&src, &[]).is_err());
+        let src = format!("{}1", "a ? 1 : ".repeat(n));
+        assert!(eval(&src, &["a"]).is_err());
+        let src = format!("{}1", "a + ".repeat(n));
+        assert!(eval(&src, &["a"]).is_err());
+        let src = format!("{}return 1{}", "{".repeat(n), "}".repeat(n));
+        assert!(eval(&src, &[]).is_err());
+    }
+    // moderate nesting compiles
+    let src = format!("{}1{}", "(".repeat(100), ")".repeat(100));
+    ok(Mode::Eval, &src, &[]);
+}
+
+#[test]
+fn garbage_never_panics() {
+    let samples = [
+        "",
+        " ",
+        "(",
+        ")",
+        "{",
+        "}",
+        "`${",
+        "`${`",
+        "'",
+        "\"",
+        "/*",
+        "//",
+        "return",
+        "return return",
+        "\u{2028}",
+        "let",
+        "let let",
+        "a?.",
+        "a?.()",
+        "((a)) = 1",
+        "\\u0041",
+        "#!x\n1",
+        "<a/>",
+        "a => { return }",
+        "`\\u{110000}`",
+        "'\\uD800'",
+        "x = 1",
+        "let x = 1; x++; x--; ++x; --x; return x",
+    ];
+    for s in samples {
+        for mode in [Mode::Eval, Mode::FunctionBody] {
+            if let Ok(p) = compile_with(mode, s, &["a"], &[]) {
+                p.verify().unwrap_or_else(|e| panic!("{s:?}: {e}"));
+            }
+        }
+    }
+}
