@@ -113,38 +113,102 @@ fn results_match() {
         let out = eval(code, ctx);
         let got = out.result.to_json().unwrap_or(Value::Null);
         if out.error.is_some() || got != expected {
-            failures.push(format!("{code:?}: expected {expected}, got {got} / error {:?}", out.error.map(|e| e.message)));
+            failures.push(format!(
+                "{code:?}: expected {expected}, got {got} / error {:?}",
+                out.error.map(|e| e.message)
+            ));
         }
     }
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 /// (code, context, the error message must start with this)
 const ERRORS: &[(&str, &str, &str)] = &[
-    ("[1, 2] + 'a'", "{}", "Cannot use '+' on an array; use .join() first"),
-    ("o + 1", "{\"o\": {}}", "Cannot use '+' on an object; use JSON.stringify() first"),
+    (
+        "[1, 2] + 'a'",
+        "{}",
+        "Cannot use '+' on an array; use .join() first",
+    ),
+    (
+        "o + 1",
+        "{\"o\": {}}",
+        "Cannot use '+' on an object; use JSON.stringify() first",
+    ),
     ("xs * 2", "{\"xs\": []}", "Cannot use '*' on an array"),
     ("xs < 2", "{\"xs\": []}", "Cannot use '<' on an array"),
-    ("`${xs}`", "{\"xs\": [1]}", "Cannot use an array in a template literal"),
-    ("cfg.constructor", "{\"cfg\": {}}", "Security Error: Access to 'constructor' is forbidden"),
-    ("cfg.__proto__", "{\"cfg\": {}}", "Security Error: Access to '__proto__' is forbidden"),
-    ("cfg['proto' + 'type']", "{\"cfg\": {}}", "Security Error: Access to 'prototype' is forbidden"),
+    (
+        "`${xs}`",
+        "{\"xs\": [1]}",
+        "Cannot use an array in a template literal",
+    ),
+    (
+        "cfg.constructor",
+        "{\"cfg\": {}}",
+        "Security Error: Access to 'constructor' is forbidden",
+    ),
+    (
+        "cfg.__proto__",
+        "{\"cfg\": {}}",
+        "Security Error: Access to '__proto__' is forbidden",
+    ),
+    (
+        "cfg['proto' + 'type']",
+        "{\"cfg\": {}}",
+        "Security Error: Access to 'prototype' is forbidden",
+    ),
     ("Error('custom message')", "{}", "custom message"),
-    ("let i = 0\nwhile (true) { i = i + 1 }\nreturn i", "{}", "Out of Fuel"),
-    ("try {\n  while (true) {}\n} catch (e) {\n  return 'caught'\n}", "{}", "Out of Fuel"),
+    (
+        "let i = 0\nwhile (true) { i = i + 1 }\nreturn i",
+        "{}",
+        "Out of Fuel",
+    ),
+    (
+        "try {\n  while (true) {}\n} catch (e) {\n  return 'caught'\n}",
+        "{}",
+        "Out of Fuel",
+    ),
     ("n.push(1)", "{\"n\": 3}", "'push' is not a function"),
-    ("n.push(1)", "{\"n\": null}", "Cannot call method 'push' on null"),
-    ("return llmPredict({ prompt: 'hi' })", "{}", "Capability 'llm.predict' missing"),
-    ("return httpFetch({ url: 'https://a.example/' })", "{}", "Fetch blocked: no allowedFetchDomains configured"),
+    (
+        "n.push(1)",
+        "{\"n\": null}",
+        "Cannot call method 'push' on null",
+    ),
+    (
+        "return llmPredict({ prompt: 'hi' })",
+        "{}",
+        "Capability 'llm.predict' missing",
+    ),
+    (
+        "return httpFetch({ url: 'https://a.example/' })",
+        "{}",
+        "Fetch blocked: no allowedFetchDomains configured",
+    ),
     ("let total = a + b\ntotal * 2", "{\"a\": 1, \"b\": 2}", ""),
     ("undeclared + 1", "{}", "'undeclared' is not defined"),
-    ("let s = 0\nfor (let i = 0; i < 3; i++) { s = s + i }\nreturn s", "{}", ""),
-    ("return new Date()", "{}", "The 'new' keyword is not supported"),
+    (
+        "let s = 0\nfor (let i = 0; i < 3; i++) { s = s + i }\nreturn s",
+        "{}",
+        "",
+    ),
+    (
+        "return new Date()",
+        "{}",
+        "The 'new' keyword is not supported",
+    ),
     ("class A {}\nreturn 1", "{}", ""),
     ("throw 'x'\nreturn 1", "{}", "'throw' is not supported"),
     ("let f = x => x\nreturn 1", "{}", ""),
     ("let o = {}\no.key = 1\nreturn o", "{}", ""),
-    ("let r = await httpFetch({ url: 'https://a.example/' })\nreturn r", "{}", ""),
+    (
+        "let r = await httpFetch({ url: 'https://a.example/' })\nreturn r",
+        "{}",
+        "",
+    ),
 ];
 
 #[test]
@@ -159,10 +223,19 @@ fn errors_match() {
                     failures.push(format!("{code:?}: result not undefined after an error"));
                 }
             }
-            other => failures.push(format!("{code:?}: expected error starting {prefix:?}, got {:?} / result {:?}", other.as_ref().map(|e| &e.message), out.result)),
+            other => failures.push(format!(
+                "{code:?}: expected error starting {prefix:?}, got {:?} / result {:?}",
+                other.as_ref().map(|e| &e.message),
+                out.result
+            )),
         }
     }
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -170,25 +243,56 @@ fn compile_errors_name_the_users_line_and_column() {
     let m = err("let x = 1\nlet x = 2\nreturn x", json!({}));
     assert!(m.ends_with(" at <source>:2:4"), "{m}");
     let m = err("let a = 1\nreturn nope", json!({}));
-    assert!(m.contains("'nope' is not defined") && m.ends_with(" at <source>:2:7"), "{m}");
+    assert!(
+        m.contains("'nope' is not defined") && m.ends_with(" at <source>:2:7"),
+        "{m}"
+    );
 }
 
 #[test]
 fn fuel_is_calibrated_to_the_seed() {
-    let out = eval("let i = 0\nwhile (i < 1000) { i = i + 1 }\nreturn i", json!({}));
+    let out = eval(
+        "let i = 0\nwhile (i < 1000) { i = i + 1 }\nreturn i",
+        json!({}),
+    );
     assert!(out.error.is_none());
-    assert!((300.0..=500.0).contains(&out.fuel_used), "while loop used {}", out.fuel_used);
+    assert!(
+        (300.0..=500.0).contains(&out.fuel_used),
+        "while loop used {}",
+        out.fuel_used
+    );
     let out = eval("a + b", json!({ "a": 1, "b": 2 }));
-    assert!(out.fuel_used > 0.0 && out.fuel_used < 1.0, "a + b used {}", out.fuel_used);
+    assert!(
+        out.fuel_used > 0.0 && out.fuel_used < 1.0,
+        "a + b used {}",
+        out.fuel_used
+    );
     // The same program on the same input costs exactly the same.
-    let again = eval("let i = 0\nwhile (i < 1000) { i = i + 1 }\nreturn i", json!({}));
-    assert_eq!(again.fuel_used, eval("let i = 0\nwhile (i < 1000) { i = i + 1 }\nreturn i", json!({})).fuel_used);
+    let again = eval(
+        "let i = 0\nwhile (i < 1000) { i = i + 1 }\nreturn i",
+        json!({}),
+    );
+    assert_eq!(
+        again.fuel_used,
+        eval(
+            "let i = 0\nwhile (i < 1000) { i = i + 1 }\nreturn i",
+            json!({})
+        )
+        .fuel_used
+    );
 }
 
 #[test]
 fn out_of_fuel_reports_the_budget() {
-    let opts = ajs::Options { fuel: 50.0, ..Default::default() };
-    let out = eval_with("let i = 0\nwhile (true) { i = i + 1 }\nreturn i", json!({}), opts);
+    let opts = ajs::Options {
+        fuel: 50.0,
+        ..Default::default()
+    };
+    let out = eval_with(
+        "let i = 0\nwhile (true) { i = i + 1 }\nreturn i",
+        json!({}),
+        opts,
+    );
     assert_eq!(out.error.unwrap().message, "Out of Fuel");
     assert!((50.0..50.5).contains(&out.fuel_used), "{}", out.fuel_used);
     assert_eq!(out.result, ajs::JsValue::Undefined);
@@ -197,25 +301,47 @@ fn out_of_fuel_reports_the_budget() {
 #[test]
 fn heap_limit_is_enforced_and_catchable() {
     let code = "let s = 'xxxxxxxxxxxxxxxx'\nlet i = 0\nwhile (i < 40) {\n  s = s + s\n  i = i + 1\n}\nreturn s.length";
-    let opts = ajs::Options { fuel: 100_000.0, ..Default::default() };
+    let opts = ajs::Options {
+        fuel: 100_000.0,
+        ..Default::default()
+    };
     let out = eval_with(code, json!({}), opts.clone());
-    assert!(out.error.as_ref().unwrap().message.starts_with("Heap limit exceeded"), "{:?}", out.error);
+    assert!(
+        out.error
+            .as_ref()
+            .unwrap()
+            .message
+            .starts_with("Heap limit exceeded"),
+        "{:?}",
+        out.error
+    );
     let caught = format!("try {{\n{code}\n}} catch (e) {{\n  return 'caught'\n}}");
     let out = eval_with(&caught, json!({}), opts);
-    assert_eq!(out.result, ajs::JsValue::String("caught".into()), "{:?}", out.error);
+    assert_eq!(
+        out.result,
+        ajs::JsValue::String("caught".into()),
+        "{:?}",
+        out.error
+    );
 }
 
 #[test]
 fn context_is_copied_not_shared() {
     let ctx = json!({ "tags": ["sale"] });
     let before = ctx.clone();
-    assert_eq!(ok("tags.push('x')\nreturn tags", ctx.clone()), Some(json!(["sale", "x"])));
+    assert_eq!(
+        ok("tags.push('x')\nreturn tags", ctx.clone()),
+        Some(json!(["sale", "x"]))
+    );
     assert_eq!(ctx, before);
 }
 
 #[test]
 fn console_goes_to_the_log() {
-    let out = eval("console.log('hi', 1, [2])\nconsole.warn('w')\nreturn 1", json!({}));
+    let out = eval(
+        "console.log('hi', 1, [2])\nconsole.warn('w')\nreturn 1",
+        json!({}),
+    );
     assert_eq!(out.result, ajs::JsValue::Number(1.0));
     assert_eq!(out.log.len(), 2);
     assert_eq!(out.log[0].message, "hi 1 [2]");
@@ -223,16 +349,31 @@ fn console_goes_to_the_log() {
 
 #[test]
 fn safe_function_budget_is_per_call() {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let f = ajs::SafeFunction::new(
         &["n"],
         "let i = 0\nwhile (i < n) {\n  i = i + 1\n}\nreturn i",
-        ajs::Options { fuel: 50.0, ..Default::default() },
+        ajs::Options {
+            fuel: 50.0,
+            ..Default::default()
+        },
     )
     .unwrap();
-    assert_eq!(rt.block_on(f.call(&[json!(5)])).result, ajs::JsValue::Number(5.0));
-    assert_eq!(rt.block_on(f.call(&[json!(5000)])).error.unwrap().message, "Out of Fuel");
-    assert_eq!(rt.block_on(f.call(&[json!(5)])).result, ajs::JsValue::Number(5.0));
+    assert_eq!(
+        rt.block_on(f.call(&[json!(5)])).result,
+        ajs::JsValue::Number(5.0)
+    );
+    assert_eq!(
+        rt.block_on(f.call(&[json!(5000)])).error.unwrap().message,
+        "Out of Fuel"
+    );
+    assert_eq!(
+        rt.block_on(f.call(&[json!(5)])).result,
+        ajs::JsValue::Number(5.0)
+    );
     let g = ajs::SafeFunction::new(&["n"], "n * 2", ajs::Options::default()).unwrap();
     let out = rt.block_on(g.call(&[json!(3)]));
     assert!(out.error.is_none() && out.result == ajs::JsValue::Undefined);
@@ -243,12 +384,26 @@ fn safe_function_budget_is_per_call() {
 fn source_and_context_caps() {
     let long = format!("'{}'.length", "a".repeat(9000));
     let out = eval(&long, json!({}));
-    assert!(out.error.unwrap().message.contains("over the 8192-byte limit"));
-    let out = eval_with(&long, json!({}), ajs::Options { max_source_bytes: 16 * 1024, ..Default::default() });
+    assert!(out
+        .error
+        .unwrap()
+        .message
+        .contains("over the 8192-byte limit"));
+    let out = eval_with(
+        &long,
+        json!({}),
+        ajs::Options {
+            max_source_bytes: 16 * 1024,
+            ..Default::default()
+        },
+    );
     assert_eq!(out.result, ajs::JsValue::Number(9000.0));
     let big = json!({ "s": "x".repeat(5 * 1024 * 1024) });
     let out = eval("s.length", big.clone());
-    assert!(out.error.unwrap().message.starts_with("Context is "), "context cap");
+    assert!(
+        out.error.unwrap().message.starts_with("Context is "),
+        "context cap"
+    );
     // an unused key costs nothing
     assert_eq!(ok("1", big), Some(json!(1)));
 }
@@ -312,9 +467,20 @@ fn differential_with_node() {
         .iter()
         .map(|e| format!("console.log(JSON.stringify([({e})]));\n"))
         .collect();
-    let node = std::process::Command::new("node").arg("-e").arg(&script).output().expect("node is installed (CI installs Node 20)");
-    assert!(node.status.success(), "node failed: {}", String::from_utf8_lossy(&node.stderr));
-    let lines: Vec<String> = String::from_utf8_lossy(&node.stdout).lines().map(str::to_string).collect();
+    let node = std::process::Command::new("node")
+        .arg("-e")
+        .arg(&script)
+        .output()
+        .expect("node is installed (CI installs Node 20)");
+    assert!(
+        node.status.success(),
+        "node failed: {}",
+        String::from_utf8_lossy(&node.stderr)
+    );
+    let lines: Vec<String> = String::from_utf8_lossy(&node.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
     assert_eq!(lines.len(), DIFFERENTIAL.len());
     let mut failures = Vec::new();
     for (e, want) in DIFFERENTIAL.iter().zip(lines) {
@@ -322,7 +488,10 @@ fn differential_with_node() {
         let got = json!([out.result.to_json().unwrap_or(Value::Null)]).to_string();
         let want: Value = serde_json::from_str(&want).unwrap();
         if out.error.is_some() || serde_json::from_str::<Value>(&got).unwrap() != want {
-            failures.push(format!("{e}: node {want}, ajs {got} {:?}", out.error.map(|e| e.message)));
+            failures.push(format!(
+                "{e}: node {want}, ajs {got} {:?}",
+                out.error.map(|e| e.message)
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

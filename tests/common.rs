@@ -11,7 +11,10 @@ pub fn eval(code: &str, context: Value) -> Outcome {
 
 /// Runs a snippet with options.
 pub fn eval_with(code: &str, context: Value, options: Options) -> Outcome {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     rt.block_on(Eval::new(code).context(context).options(options).run())
 }
 

@@ -9,12 +9,24 @@ use serde_json::json;
 
 #[test]
 fn a_computing_run_stops_at_its_timeout() {
-    let opts = Options { fuel: 1e12, timeout_ms: 100, ..Default::default() };
+    let opts = Options {
+        fuel: 1e12,
+        timeout_ms: 100,
+        ..Default::default()
+    };
     let start = Instant::now();
-    let out = common::eval_with("let i = 0\nwhile (true) { i = i + 1 }\nreturn i", json!({}), opts);
+    let out = common::eval_with(
+        "let i = 0\nwhile (true) { i = i + 1 }\nreturn i",
+        json!({}),
+        opts,
+    );
     let took = start.elapsed();
     let e = out.error.expect("timeout");
-    assert!(e.message.starts_with("Execution timeout after 100ms"), "{}", e.message);
+    assert!(
+        e.message.starts_with("Execution timeout after 100ms"),
+        "{}",
+        e.message
+    );
     assert_eq!(e.kind, ErrorKind::Timeout);
     assert!(took < Duration::from_secs(1), "took {took:?}");
     assert!(out.fuel_used > 0.0);
@@ -26,20 +38,53 @@ fn a_waiting_run_stops_at_its_timeout() {
         std::future::pending::<()>().await;
         Ok(ajs::JsValue::Null)
     });
-    let opts = Options { timeout_ms: 50, capabilities: caps, ..Default::default() };
+    let opts = Options {
+        timeout_ms: 50,
+        capabilities: caps,
+        ..Default::default()
+    };
     let start = Instant::now();
-    let out = common::eval_with("return httpFetch({ url: 'https://api.example.com/' })", json!({}), opts);
-    assert!(out.error.unwrap().message.starts_with("Execution timeout after 50ms"));
+    let out = common::eval_with(
+        "return httpFetch({ url: 'https://api.example.com/' })",
+        json!({}),
+        opts,
+    );
+    assert!(out
+        .error
+        .unwrap()
+        .message
+        .starts_with("Execution timeout after 50ms"));
     assert!(start.elapsed() < Duration::from_secs(1));
 }
 
 #[test]
 fn invalid_options_are_refused_naming_the_field() {
-    let out = common::eval_with("1", json!({}), Options { fuel: -1.0, ..Default::default() });
+    let out = common::eval_with(
+        "1",
+        json!({}),
+        Options {
+            fuel: -1.0,
+            ..Default::default()
+        },
+    );
     assert!(out.error.unwrap().message.contains("fuel"));
-    let out = common::eval_with("1", json!({}), Options { timeout_ms: 0, ..Default::default() });
+    let out = common::eval_with(
+        "1",
+        json!({}),
+        Options {
+            timeout_ms: 0,
+            ..Default::default()
+        },
+    );
     assert!(out.error.unwrap().message.contains("timeoutMs"));
-    let out = common::eval_with("1", json!({}), Options { fuel: f64::NAN, ..Default::default() });
+    let out = common::eval_with(
+        "1",
+        json!({}),
+        Options {
+            fuel: f64::NAN,
+            ..Default::default()
+        },
+    );
     assert!(out.error.is_some());
 }
 
@@ -61,14 +106,23 @@ fn cyclic_results_fail_cleanly() {
 
 #[test]
 fn a_capability_return_over_the_cap_ends_the_run_inside_try() {
-    let caps = ajs::Capabilities::default().with_fetch(|_| async { Ok(ajs::JsValue::String("x".repeat(5_000_000))) });
-    let opts = Options { capabilities: caps, ..Default::default() };
+    let caps = ajs::Capabilities::default()
+        .with_fetch(|_| async { Ok(ajs::JsValue::String("x".repeat(5_000_000))) });
+    let opts = Options {
+        capabilities: caps,
+        ..Default::default()
+    };
     let out = common::eval_with(
         "try {\n  let r = httpFetch({ url: 'https://api.example.com/' })\n  return 'got it'\n} catch (e) {\n  return 'caught'\n}",
         json!({}),
         opts,
     );
     let e = out.error.expect("boundary");
-    assert!(e.message.starts_with("Capability boundary rejected the return of 'httpFetch'"), "{}", e.message);
+    assert!(
+        e.message
+            .starts_with("Capability boundary rejected the return of 'httpFetch'"),
+        "{}",
+        e.message
+    );
     assert_eq!(e.kind, ErrorKind::Boundary);
 }

@@ -33,18 +33,38 @@ fn artifacts() -> Vec<Vec<u8>> {
     PROGRAMS
         .iter()
         .map(|src| {
-            let p = compile(src, &CompileOptions { mode: Mode::Eval, externals: &externals, atoms: &[], source_name: "<source>" })
-                .unwrap_or_else(|e| panic!("{src}: {e}"));
+            let p = compile(
+                src,
+                &CompileOptions {
+                    mode: Mode::Eval,
+                    externals: &externals,
+                    atoms: &[],
+                    source_name: "<source>",
+                },
+            )
+            .unwrap_or_else(|e| panic!("{src}: {e}"));
             p.to_bytes()
         })
         .collect()
 }
 
 fn run_bytes(bytes: &[u8]) -> &'static str {
-    let Ok(program) = Program::from_bytes(bytes) else { return "refused" };
-    let args = [JsValue::Number(3.0), JsValue::Number(4.0), JsValue::Number(50.0)];
-    let opts = VmOptions { fuel: 200_000, max_heap_bytes: 1 << 20, ..VmOptions::default() };
-    let Ok(mut vm) = Vm::new(program, &args, opts) else { return "refused" };
+    let Ok(program) = Program::from_bytes(bytes) else {
+        return "refused";
+    };
+    let args = [
+        JsValue::Number(3.0),
+        JsValue::Number(4.0),
+        JsValue::Number(50.0),
+    ];
+    let opts = VmOptions {
+        fuel: 200_000,
+        max_heap_bytes: 1 << 20,
+        ..VmOptions::default()
+    };
+    let Ok(mut vm) = Vm::new(program, &args, opts) else {
+        return "refused";
+    };
     for _ in 0..1000 {
         match vm.run(10_000) {
             Step::Done(_) => return "done",
@@ -71,8 +91,14 @@ fn originals_run() {
 
 #[test]
 fn mutated_artifacts_are_refused_or_run_within_budget() {
-    let seed = std::env::var("AJS_MUTATION_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5EED_1234_u64);
-    let rounds: usize = std::env::var("AJS_MUTATIONS").ok().and_then(|s| s.parse().ok()).unwrap_or(4000);
+    let seed = std::env::var("AJS_MUTATION_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5EED_1234_u64);
+    let rounds: usize = std::env::var("AJS_MUTATIONS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(4000);
     let mut rng = Rng(seed | 1);
     let originals = artifacts();
     let mut counts = std::collections::BTreeMap::new();
@@ -84,7 +110,11 @@ fn mutated_artifacts_are_refused_or_run_within_budget() {
             match rng.below(5) {
                 0 | 1 => {
                     // skip the header most of the time, so mutants reach the verifier
-                    let at = if len > 16 && rng.below(10) > 0 { 16 + rng.below(len - 16) } else { rng.below(len) };
+                    let at = if len > 16 && rng.below(10) > 0 {
+                        16 + rng.below(len - 16)
+                    } else {
+                        rng.below(len)
+                    };
                     bytes[at] = rng.next() as u8;
                 }
                 2 => {

@@ -79,7 +79,8 @@ impl Capabilities {
         F: Fn(JsValue) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<JsValue, String>> + Send + 'static,
     {
-        self.atoms.insert(name.into(), Arc::new(move |v| Box::pin(f(v))));
+        self.atoms
+            .insert(name.into(), Arc::new(move |v| Box::pin(f(v))));
         self
     }
 }

@@ -23,7 +23,12 @@ fn timeout_error(ms: u64) -> RunError {
 fn finish(vm: &Vm, r: Result<JsValue, RunError>) -> Outcome {
     let log = vm.log().to_vec();
     match r {
-        Ok(v) => Outcome { result: v, fuel_used: vm.fuel_used(), error: None, log },
+        Ok(v) => Outcome {
+            result: v,
+            fuel_used: vm.fuel_used(),
+            error: None,
+            log,
+        },
         Err(e) => {
             let mut o = Outcome::failed(e.message, e.kind, e.pos, vm.fuel_used());
             o.log = log;
@@ -68,7 +73,10 @@ pub(crate) async fn run_program(
                             Err(_) if until == deadline || Instant::now() >= deadline => {
                                 return finish(&vm, Err(timeout_error(options.timeout_ms)));
                             }
-                            Err(_) => Err(format!("Atom '{atom}' timed out after {}ms", own_timeout.as_millis())),
+                            Err(_) => Err(format!(
+                                "Atom '{atom}' timed out after {}ms",
+                                own_timeout.as_millis()
+                            )),
                         }
                     }
                 };
@@ -108,7 +116,11 @@ fn field<'a>(input: &'a JsValue, name: &str) -> Option<&'a JsValue> {
 }
 
 /// Turns a host call into the capability's future, or an immediate (catchable) refusal.
-fn dispatch(call: HostCall, options: &Options, depth: u32) -> Result<(HostFuture, Duration), String> {
+fn dispatch(
+    call: HostCall,
+    options: &Options,
+    depth: u32,
+) -> Result<(HostFuture, Duration), String> {
     let caps = &options.capabilities;
     match call.atom.as_str() {
         "httpFetch" => {
@@ -123,11 +135,19 @@ fn dispatch(call: HostCall, options: &Options, depth: u32) -> Result<(HostFuture
             };
             let headers = match field(&call.input, "headers") {
                 None | Some(JsValue::Undefined) | Some(JsValue::Null) => Vec::new(),
-                Some(JsValue::Object(m)) => m.iter().map(|(k, v)| (k.clone(), v.display())).collect(),
+                Some(JsValue::Object(m)) => {
+                    m.iter().map(|(k, v)| (k.clone(), v.display())).collect()
+                }
                 Some(_) => return Err("httpFetch: input 'headers' must be an object".into()),
             };
-            let body = field(&call.input, "body").cloned().unwrap_or(JsValue::Undefined);
-            let req = FetchRequest { url, method, headers };
+            let body = field(&call.input, "body")
+                .cloned()
+                .unwrap_or(JsValue::Undefined);
+            let req = FetchRequest {
+                url,
+                method,
+                headers,
+            };
             let policy = options.fetch_policy.clone().unwrap_or_default();
             admit(&req, &policy, caps.fetch.is_some(), depth)?;
             let Some(fetch) = &caps.fetch else {
@@ -135,17 +155,29 @@ fn dispatch(call: HostCall, options: &Options, depth: u32) -> Result<(HostFuture
             };
             let mut headers = req.headers;
             headers.push((DEPTH_HEADER.to_string(), (depth + 1).to_string()));
-            let fut = fetch(FetchCall { url: req.url, method: req.method, headers, body });
+            let fut = fetch(FetchCall {
+                url: req.url,
+                method: req.method,
+                headers,
+                body,
+            });
             Ok((fut, Duration::from_millis(HTTP_FETCH_TIMEOUT_MS)))
         }
         "llmPredict" => {
-            let Some(llm) = &caps.llm else { return Err("Capability 'llm.predict' missing".into()) };
+            let Some(llm) = &caps.llm else {
+                return Err("Capability 'llm.predict' missing".into());
+            };
             let prompt = match field(&call.input, "prompt") {
                 Some(JsValue::String(s)) => s.clone(),
                 _ => return Err("llmPredict: input 'prompt' must be a string".into()),
             };
-            let opts = field(&call.input, "options").cloned().unwrap_or(JsValue::Undefined);
-            Ok((llm(prompt, opts), Duration::from_millis(LLM_PREDICT_TIMEOUT_MS)))
+            let opts = field(&call.input, "options")
+                .cloned()
+                .unwrap_or(JsValue::Undefined);
+            Ok((
+                llm(prompt, opts),
+                Duration::from_millis(LLM_PREDICT_TIMEOUT_MS),
+            ))
         }
         name => match caps.atoms.get(name) {
             Some(f) => Ok((f(call.input), Duration::from_millis(HTTP_FETCH_TIMEOUT_MS))),

@@ -108,10 +108,18 @@ impl Options {
     /// [`OptionError`] naming the field, the value and the bound.
     pub fn validate(&self) -> Result<(), OptionError> {
         if !self.fuel.is_finite() || self.fuel < 0.0 {
-            return Err(OptionError { field: "fuel", value: self.fuel.to_string(), bound: "must be a finite number >= 0" });
+            return Err(OptionError {
+                field: "fuel",
+                value: self.fuel.to_string(),
+                bound: "must be a finite number >= 0",
+            });
         }
         if self.timeout_ms == 0 {
-            return Err(OptionError { field: "timeoutMs", value: "0".into(), bound: "must be at least 1" });
+            return Err(OptionError {
+                field: "timeoutMs",
+                value: "0".into(),
+                bound: "must be at least 1",
+            });
         }
         Ok(())
     }
@@ -137,7 +145,13 @@ impl Options {
                 _ => HOST_ATOM_FUEL,
             };
             let quota = quotas.get(&name).copied();
-            atoms.insert(name, AtomSpec { cost: (fuel * MILLI as f64) as u64, quota });
+            atoms.insert(
+                name,
+                AtomSpec {
+                    cost: (fuel * MILLI as f64) as u64,
+                    quota,
+                },
+            );
         }
         VmOptions {
             fuel: self.fuel_milli(),
@@ -183,11 +197,20 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    pub(crate) fn failed(message: impl Into<String>, kind: ErrorKind, pos: Option<SourcePos>, fuel_used: f64) -> Outcome {
+    pub(crate) fn failed(
+        message: impl Into<String>,
+        kind: ErrorKind,
+        pos: Option<SourcePos>,
+        fuel_used: f64,
+    ) -> Outcome {
         Outcome {
             result: JsValue::Undefined,
             fuel_used,
-            error: Some(ErrorInfo { message: message.into(), kind, pos }),
+            error: Some(ErrorInfo {
+                message: message.into(),
+                kind,
+                pos,
+            }),
             log: Vec::new(),
         }
     }
@@ -199,7 +222,12 @@ impl Outcome {
         if let Some(r) = self.result.to_json() {
             m.insert("result".into(), r);
         }
-        m.insert("fuelUsed".into(), JsValue::Number(self.fuel_used).to_json().unwrap_or(serde_json::Value::Null));
+        m.insert(
+            "fuelUsed".into(),
+            JsValue::Number(self.fuel_used)
+                .to_json()
+                .unwrap_or(serde_json::Value::Null),
+        );
         if let Some(e) = &self.error {
             m.insert("error".into(), serde_json::json!({ "message": e.message }));
         }
@@ -219,7 +247,10 @@ fn source_check(source: &str, opts: &Options) -> Result<(), String> {
 }
 
 fn compile_error(e: CompileError) -> Outcome {
-    let pos = SourcePos { line: e.line, col: e.column };
+    let pos = SourcePos {
+        line: e.line,
+        col: e.column,
+    };
     Outcome::failed(e.to_string(), ErrorKind::Input, Some(pos), 0.0)
 }
 
@@ -237,7 +268,10 @@ pub struct Eval {
 impl Eval {
     /// A snippet with an empty context and default options.
     pub fn new(code: impl Into<String>) -> Eval {
-        Eval { code: code.into(), ..Eval::default() }
+        Eval {
+            code: code.into(),
+            ..Eval::default()
+        }
     }
 
     /// Sets the context (a JSON object; anything else means an empty context).
@@ -269,7 +303,9 @@ impl Eval {
 
     /// Compiles and runs. Never panics and never returns `Err`: every failure is in `error`.
     pub async fn run(&self) -> Outcome {
-        Runner::default().run_eval(&self.code, &self.context, &self.options).await
+        Runner::default()
+            .run_eval(&self.code, &self.context, &self.options)
+            .await
     }
 }
 
@@ -301,14 +337,23 @@ impl SafeFunction {
     ///
     /// # Errors
     /// [`CreateError`] when an option is invalid, the body is too large or does not compile.
-    pub fn new<S: AsRef<str>>(params: &[S], body: &str, options: Options) -> Result<SafeFunction, CreateError> {
+    pub fn new<S: AsRef<str>>(
+        params: &[S],
+        body: &str,
+        options: Options,
+    ) -> Result<SafeFunction, CreateError> {
         options.validate()?;
         source_check(body, &options).map_err(CreateError::SourceTooLarge)?;
         let params: Vec<String> = params.iter().map(|p| p.as_ref().to_string()).collect();
         let atoms = options.atom_names();
         let program = compile(
             body,
-            &CompileOptions { mode: Mode::FunctionBody, externals: &params, atoms: &atoms, source_name: "<source>" },
+            &CompileOptions {
+                mode: Mode::FunctionBody,
+                externals: &params,
+                atoms: &atoms,
+                source_name: "<source>",
+            },
         )?;
         let program = program.verify().map_err(|e| {
             CreateError::Compile(CompileError {
@@ -318,7 +363,11 @@ impl SafeFunction {
                 column: 0,
             })
         })?;
-        Ok(SafeFunction { program, params, options })
+        Ok(SafeFunction {
+            program,
+            params,
+            options,
+        })
     }
 
     /// The compiled program (for disassembly or artifacts).
@@ -332,7 +381,10 @@ impl SafeFunction {
         let size = serde_json::Value::Array(args.to_vec()).to_string().len();
         if size > self.options.args_max_bytes {
             return Outcome::failed(
-                format!("Arguments are {size} bytes, over the {}-byte limit (argsMaxBytes)", self.options.args_max_bytes),
+                format!(
+                    "Arguments are {size} bytes, over the {}-byte limit (argsMaxBytes)",
+                    self.options.args_max_bytes
+                ),
                 ErrorKind::Input,
                 None,
                 0.0,
@@ -349,7 +401,9 @@ impl SafeFunction {
                     .map_or(JsValue::Undefined, JsValue::from_json)
             })
             .collect();
-        let vm_opts = self.options.vm_options(&HashMap::new(), ajs_vm::DEFAULT_MAX_HEAP_BYTES);
+        let vm_opts = self
+            .options
+            .vm_options(&HashMap::new(), ajs_vm::DEFAULT_MAX_HEAP_BYTES);
         driver::run_program(self.program.clone(), &values, vm_opts, &self.options, 0).await
     }
 }
@@ -368,7 +422,11 @@ pub struct Runner {
 
 impl Default for Runner {
     fn default() -> Self {
-        Runner { quotas: HashMap::new(), max_heap_bytes: ajs_vm::DEFAULT_MAX_HEAP_BYTES, depth: 0 }
+        Runner {
+            quotas: HashMap::new(),
+            max_heap_bytes: ajs_vm::DEFAULT_MAX_HEAP_BYTES,
+            depth: 0,
+        }
     }
 }
 
@@ -405,14 +463,26 @@ impl Runner {
         let atoms = options.atom_names();
         let program = match compile(
             code,
-            &CompileOptions { mode: Mode::Eval, externals: &externals, atoms: &atoms, source_name: "<source>" },
+            &CompileOptions {
+                mode: Mode::Eval,
+                externals: &externals,
+                atoms: &atoms,
+                source_name: "<source>",
+            },
         ) {
             Ok(p) => p,
             Err(e) => return compile_error(e),
         };
         let program = match program.verify() {
             Ok(p) => p,
-            Err(e) => return Outcome::failed(format!("internal compiler error: {e}"), ErrorKind::Input, None, 0.0),
+            Err(e) => {
+                return Outcome::failed(
+                    format!("internal compiler error: {e}"),
+                    ErrorKind::Input,
+                    None,
+                    0.0,
+                )
+            }
         };
         let used = &program.functions[program.entry as usize].params;
         let mut copied = serde_json::Map::new();
@@ -424,14 +494,23 @@ impl Runner {
         let size = serde_json::Value::Object(copied).to_string().len();
         if size > options.args_max_bytes {
             return Outcome::failed(
-                format!("Context is {size} bytes, over the {}-byte limit (argsMaxBytes)", options.args_max_bytes),
+                format!(
+                    "Context is {size} bytes, over the {}-byte limit (argsMaxBytes)",
+                    options.args_max_bytes
+                ),
                 ErrorKind::Input,
                 None,
                 0.0,
             );
         }
-        let args: Vec<JsValue> =
-            used.iter().map(|n| context.get(n).map_or(JsValue::Undefined, JsValue::from_json)).collect();
+        let args: Vec<JsValue> = used
+            .iter()
+            .map(|n| {
+                context
+                    .get(n)
+                    .map_or(JsValue::Undefined, JsValue::from_json)
+            })
+            .collect();
         let vm_opts = options.vm_options(&self.quotas, self.max_heap_bytes);
         driver::run_program(program.clone(), &args, vm_opts, options, self.depth).await
     }

@@ -375,7 +375,11 @@ impl fmt::Display for Op {
                 Operand::Target(t) => write!(f, "{sep}@{t}"),
                 Operand::Imm(i) => write!(f, "{sep}{i}"),
                 Operand::Native(n) => {
-                    write!(f, "{sep}{}", crate::natives::NativeId::from_u16(n).map_or("?", |n| n.js_name()))
+                    write!(
+                        f,
+                        "{sep}{}",
+                        crate::natives::NativeId::from_u16(n).map_or("?", |n| n.js_name())
+                    )
                 }
                 Operand::Func(n) => write!(f, "{sep}fn{n}"),
                 Operand::Atom(n) => write!(f, "{sep}atom{n}"),
@@ -432,7 +436,9 @@ pub fn insert_charges<S: Copy>(code: &[Op], spans: &[S]) -> (Vec<Op>, Vec<S>) {
             j += 1;
         }
         let amount: u32 = code[i..j].iter().map(|o| o.cost()).sum();
-        out.push(Op::Charge { amount: Imm(amount) });
+        out.push(Op::Charge {
+            amount: Imm(amount),
+        });
         out_spans.push(spans[i]);
         for k in i..j {
             let mut op = code[k];
@@ -470,9 +476,21 @@ mod tests {
     fn encode_decode_round_trip() {
         let ops = [
             Op::Charge { amount: Imm(300) },
-            Op::Add { dst: Dst(1), a: Src(2), b: Src(3) },
-            Op::CallNative { dst: Dst(0), native: Native(4), base: Base(7), argc: Count(2) },
-            Op::JumpIfFalse { cond: Src(9), target: Target(70000) },
+            Op::Add {
+                dst: Dst(1),
+                a: Src(2),
+                b: Src(3),
+            },
+            Op::CallNative {
+                dst: Dst(0),
+                native: Native(4),
+                base: Base(7),
+                argc: Count(2),
+            },
+            Op::JumpIfFalse {
+                cond: Src(9),
+                target: Target(70000),
+            },
             Op::TryExit {},
         ];
         let mut bytes = Vec::new();
@@ -492,7 +510,10 @@ mod tests {
     fn charges_open_every_block() {
         let code = [
             Op::LoadTrue { dst: Dst(0) },
-            Op::JumpIfFalse { cond: Src(0), target: Target(3) },
+            Op::JumpIfFalse {
+                cond: Src(0),
+                target: Target(3),
+            },
             Op::Jump { target: Target(0) },
             Op::Return { src: Src(0) },
         ];
@@ -500,7 +521,13 @@ mod tests {
         assert_eq!(out[0], Op::Charge { amount: Imm(200) });
         assert_eq!(out[3], Op::Charge { amount: Imm(100) });
         assert_eq!(out[4], Op::Jump { target: Target(0) });
-        assert_eq!(out[2], Op::JumpIfFalse { cond: Src(0), target: Target(5) });
+        assert_eq!(
+            out[2],
+            Op::JumpIfFalse {
+                cond: Src(0),
+                target: Target(5)
+            }
+        );
         assert_eq!(out[5], Op::Charge { amount: Imm(100) });
     }
 }

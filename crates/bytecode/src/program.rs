@@ -105,7 +105,9 @@ pub enum LoadError {
     #[error("artifact header truncated at offset {0}")]
     Truncated(usize),
     /// Another artifact layout.
-    #[error("artifact format version {found} is not supported (this build reads version {expected})")]
+    #[error(
+        "artifact format version {found} is not supported (this build reads version {expected})"
+    )]
     FormatVersion {
         /// In the artifact.
         found: u16,
@@ -137,7 +139,9 @@ pub enum LoadError {
         detail: String,
     },
     /// A function's code is invalid.
-    #[error("invalid code in function {func} at instruction {pc} (code byte offset {offset}): {fault}")]
+    #[error(
+        "invalid code in function {func} at instruction {pc} (code byte offset {offset}): {fault}"
+    )]
     Code {
         /// Function index.
         func: usize,
@@ -238,7 +242,12 @@ impl Program {
                     for op in &f.code {
                         op.encode(&mut code);
                     }
-                    WireFunction { name: f.name.clone(), params: f.params.clone(), nregs: f.nregs, code }
+                    WireFunction {
+                        name: f.name.clone(),
+                        params: f.params.clone(),
+                        nregs: f.nregs,
+                        code,
+                    }
                 })
                 .collect(),
             constants: self.constants.clone(),
@@ -265,27 +274,43 @@ impl Program {
     pub fn from_bytes(bytes: &[u8]) -> Result<VerifiedProgram, LoadError> {
         const HEADER: usize = 4 + 2 + 2 + 8;
         if bytes.len() < 4 || bytes[..4] != MAGIC {
-            return Err(if bytes.len() < 4 { LoadError::Truncated(bytes.len()) } else { LoadError::BadMagic });
+            return Err(if bytes.len() < 4 {
+                LoadError::Truncated(bytes.len())
+            } else {
+                LoadError::BadMagic
+            });
         }
         if bytes.len() < HEADER {
             return Err(LoadError::Truncated(bytes.len()));
         }
         let format = u16::from_le_bytes([bytes[4], bytes[5]]);
         if format != FORMAT_VERSION {
-            return Err(LoadError::FormatVersion { found: format, expected: FORMAT_VERSION });
+            return Err(LoadError::FormatVersion {
+                found: format,
+                expected: FORMAT_VERSION,
+            });
         }
         let cost = u16::from_le_bytes([bytes[6], bytes[7]]);
         if cost != COST_VERSION {
-            return Err(LoadError::CostVersion { found: cost, expected: COST_VERSION });
+            return Err(LoadError::CostVersion {
+                found: cost,
+                expected: COST_VERSION,
+            });
         }
         let mut h = [0u8; 8];
         h.copy_from_slice(&bytes[8..16]);
         let isa = u64::from_le_bytes(h);
         if isa != ISA_HASH {
-            return Err(LoadError::IsaMismatch { found: isa, expected: ISA_HASH });
+            return Err(LoadError::IsaMismatch {
+                found: isa,
+                expected: ISA_HASH,
+            });
         }
         let (wire, rest): (WireProgram, &[u8]) = postcard::take_from_bytes(&bytes[HEADER..])
-            .map_err(|e| LoadError::Malformed { offset: HEADER, detail: e.to_string() })?;
+            .map_err(|e| LoadError::Malformed {
+                offset: HEADER,
+                detail: e.to_string(),
+            })?;
         if !rest.is_empty() {
             return Err(LoadError::Malformed {
                 offset: bytes.len() - rest.len(),
@@ -298,7 +323,9 @@ impl Program {
             let mut at = 0;
             while at < wf.code.len() {
                 if code.len() >= MAX_CODE_LEN {
-                    return Err(LoadError::Program(format!("function {fi} has more than {MAX_CODE_LEN} instructions")));
+                    return Err(LoadError::Program(format!(
+                        "function {fi} has more than {MAX_CODE_LEN} instructions"
+                    )));
                 }
                 match Op::decode(&wf.code[at..]) {
                     Ok((op, len)) => {
@@ -310,13 +337,29 @@ impl Program {
                             DecodeFault::UnknownOpcode(b) => CodeFault::UnknownOpcode(b),
                             DecodeFault::Truncated => CodeFault::Truncated,
                         };
-                        return Err(LoadError::Code { func: fi, pc: code.len(), offset: at, fault });
+                        return Err(LoadError::Code {
+                            func: fi,
+                            pc: code.len(),
+                            offset: at,
+                            fault,
+                        });
                     }
                 }
             }
-            functions.push(Function { name: wf.name, params: wf.params, nregs: wf.nregs, code });
+            functions.push(Function {
+                name: wf.name,
+                params: wf.params,
+                nregs: wf.nregs,
+                code,
+            });
         }
-        let p = Program { functions, constants: wire.constants, atoms: wire.atoms, entry: wire.entry, debug: wire.debug };
+        let p = Program {
+            functions,
+            constants: wire.constants,
+            atoms: wire.atoms,
+            entry: wire.entry,
+            debug: wire.debug,
+        };
         p.verify()
     }
 
@@ -340,36 +383,55 @@ impl Program {
         if self.functions.is_empty() {
             return Err(LoadError::Program("no functions".into()));
         }
-        if self.functions.len() > MAX_FUNCTIONS || self.constants.len() > MAX_CONSTANTS || self.atoms.len() > u16::MAX as usize {
-            return Err(LoadError::Program("too many functions, constants or atoms".into()));
+        if self.functions.len() > MAX_FUNCTIONS
+            || self.constants.len() > MAX_CONSTANTS
+            || self.atoms.len() > u16::MAX as usize
+        {
+            return Err(LoadError::Program(
+                "too many functions, constants or atoms".into(),
+            ));
         }
         if self.entry as usize >= self.functions.len() {
-            return Err(LoadError::Program(format!("entry fn{} does not exist", self.entry)));
+            return Err(LoadError::Program(format!(
+                "entry fn{} does not exist",
+                self.entry
+            )));
         }
         if let Some(d) = &self.debug {
             if d.spans.len() != self.functions.len()
-                || d.spans.iter().zip(&self.functions).any(|(s, f)| s.len() != f.code.len())
+                || d.spans
+                    .iter()
+                    .zip(&self.functions)
+                    .any(|(s, f)| s.len() != f.code.len())
             {
-                return Err(LoadError::Program("span table does not match the code".into()));
+                return Err(LoadError::Program(
+                    "span table does not match the code".into(),
+                ));
             }
         }
         for (fi, f) in self.functions.iter().enumerate() {
             if f.params.len() > f.nregs as usize || f.params.len() > u8::MAX as usize {
-                return Err(LoadError::Program(format!("function {fi} has more parameters than registers")));
+                return Err(LoadError::Program(format!(
+                    "function {fi} has more parameters than registers"
+                )));
             }
             if f.code.len() > MAX_CODE_LEN {
                 return Err(LoadError::Program(format!("function {fi} is too long")));
             }
-            self.verify_function(fi, f).map_err(|(pc, fault)| LoadError::Code {
-                func: fi,
-                pc,
-                offset: f.code[..pc.min(f.code.len())].iter().map(|o| {
-                    let mut v = Vec::new();
-                    o.encode(&mut v);
-                    v.len()
-                }).sum(),
-                fault,
-            })?;
+            self.verify_function(fi, f)
+                .map_err(|(pc, fault)| LoadError::Code {
+                    func: fi,
+                    pc,
+                    offset: f.code[..pc.min(f.code.len())]
+                        .iter()
+                        .map(|o| {
+                            let mut v = Vec::new();
+                            o.encode(&mut v);
+                            v.len()
+                        })
+                        .sum(),
+                    fault,
+                })?;
         }
         Ok(VerifiedProgram(Arc::new(self)))
     }
@@ -378,7 +440,9 @@ impl Program {
         let code = &f.code;
         match code.last() {
             None => return Err((0, CodeFault::FallsOffEnd)),
-            Some(op) if !op.is_terminator() => return Err((code.len() - 1, CodeFault::FallsOffEnd)),
+            Some(op) if !op.is_terminator() => {
+                return Err((code.len() - 1, CodeFault::FallsOffEnd))
+            }
             _ => {}
         }
         let nregs = f.nregs;
@@ -395,8 +459,12 @@ impl Program {
                         base = b as u32;
                         (base > nregs as u32).then_some(CodeFault::Register { reg: base, nregs })
                     }
-                    Operand::Count(c) => (base + c as u32 > nregs as u32)
-                        .then_some(CodeFault::Register { reg: base + c as u32 - 1, nregs }),
+                    Operand::Count(c) => {
+                        (base + c as u32 > nregs as u32).then_some(CodeFault::Register {
+                            reg: base + c as u32 - 1,
+                            nregs,
+                        })
+                    }
                     o => self.check_operand(o, nregs, code.len()),
                 };
             });
@@ -409,14 +477,28 @@ impl Program {
                     if let Some(n) = NativeId::from_u16(native.0) {
                         let (min, max) = n.arity();
                         if argc.0 < min || argc.0 > max {
-                            return Err((pc, CodeFault::NativeArity { name: n.js_name(), count: argc.0, min, max }));
+                            return Err((
+                                pc,
+                                CodeFault::NativeArity {
+                                    name: n.js_name(),
+                                    count: argc.0,
+                                    min,
+                                    max,
+                                },
+                            ));
                         }
                     }
                 }
                 Op::Call { func, argc, .. } => {
                     let expected = self.functions[func.0 as usize].params.len();
                     if argc.0 as usize != expected {
-                        return Err((pc, CodeFault::CallArity { given: argc.0, expected }));
+                        return Err((
+                            pc,
+                            CodeFault::CallArity {
+                                given: argc.0,
+                                expected,
+                            },
+                        ));
                     }
                 }
                 Op::TryEnter { handler } => {
@@ -460,11 +542,19 @@ impl Program {
     }
 
     fn check_operand(&self, o: Operand, nregs: u16, len: usize) -> Option<CodeFault> {
-        let reg = |r: u32| if r < nregs as u32 { None } else { Some(CodeFault::Register { reg: r, nregs }) };
+        let reg = |r: u32| {
+            if r < nregs as u32 {
+                None
+            } else {
+                Some(CodeFault::Register { reg: r, nregs })
+            }
+        };
         match o {
             Operand::Read(r) | Operand::Write(r) => reg(r as u32),
             Operand::Base(_) | Operand::Count(_) => None,
-            Operand::Const(k) => (k as usize >= self.constants.len()).then_some(CodeFault::Constant(k)),
+            Operand::Const(k) => {
+                (k as usize >= self.constants.len()).then_some(CodeFault::Constant(k))
+            }
             Operand::Key(k) => match self.constants.get(k as usize) {
                 None => Some(CodeFault::Constant(k)),
                 Some(Constant::String(_)) => None,
@@ -472,7 +562,9 @@ impl Program {
             },
             Operand::Target(t) => (t as usize >= len).then_some(CodeFault::Target(t)),
             Operand::Imm(_) => None,
-            Operand::Native(n) => NativeId::from_u16(n).is_none().then_some(CodeFault::Native(n)),
+            Operand::Native(n) => NativeId::from_u16(n)
+                .is_none()
+                .then_some(CodeFault::Native(n)),
             Operand::Func(n) => (n as usize >= self.functions.len()).then_some(CodeFault::Func(n)),
             Operand::Atom(n) => (n as usize >= self.atoms.len()).then_some(CodeFault::Atom(n)),
         }
@@ -496,10 +588,23 @@ impl Program {
             let _ = writeln!(s, "atom{i:<2} {a}");
         }
         for (fi, f) in self.functions.iter().enumerate() {
-            let entry = if fi == self.entry as usize { " (entry)" } else { "" };
-            let _ = writeln!(s, "\nfn{fi} {}({}) regs={}{entry}", f.name, f.params.join(", "), f.nregs);
+            let entry = if fi == self.entry as usize {
+                " (entry)"
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                s,
+                "\nfn{fi} {}({}) regs={}{entry}",
+                f.name,
+                f.params.join(", "),
+                f.nregs
+            );
             for (pc, op) in f.code.iter().enumerate() {
-                let pos = self.span(fi, pc).map(|p| format!("  ; {}:{}", p.line, p.col)).unwrap_or_default();
+                let pos = self
+                    .span(fi, pc)
+                    .map(|p| format!("  ; {}:{}", p.line, p.col))
+                    .unwrap_or_default();
                 let _ = writeln!(s, "{pc:>5}  {op}{pos}");
             }
         }

@@ -71,18 +71,32 @@ pub struct FetchRequest {
 ///
 /// # Errors
 /// The refusal message the guest sees (a catchable error).
-pub fn admit(req: &FetchRequest, policy: &FetchPolicy, has_capability: bool, depth: u32) -> Result<(), String> {
+pub fn admit(
+    req: &FetchRequest,
+    policy: &FetchPolicy,
+    has_capability: bool,
+    depth: u32,
+) -> Result<(), String> {
     if depth >= MAX_AGENT_DEPTH {
         return Err(format!(
             "Agent request depth exceeded (max {MAX_AGENT_DEPTH}). This prevents recursive agent loops."
         ));
     }
-    let url = url::Url::parse(&req.url).map_err(|e| format!("Fetch blocked: invalid URL '{}': {e}", req.url))?;
+    let url = url::Url::parse(&req.url)
+        .map_err(|e| format!("Fetch blocked: invalid URL '{}': {e}", req.url))?;
     if url.scheme() != "http" && url.scheme() != "https" {
-        return Err(format!("Fetch blocked: only http: and https: URLs are allowed, got '{}:'", url.scheme()));
+        return Err(format!(
+            "Fetch blocked: only http: and https: URLs are allowed, got '{}:'",
+            url.scheme()
+        ));
     }
-    let method_ok = DEFAULT_METHODS.iter().any(|m| m.eq_ignore_ascii_case(&req.method))
-        || policy.methods.iter().any(|m| m.eq_ignore_ascii_case(&req.method));
+    let method_ok = DEFAULT_METHODS
+        .iter()
+        .any(|m| m.eq_ignore_ascii_case(&req.method))
+        || policy
+            .methods
+            .iter()
+            .any(|m| m.eq_ignore_ascii_case(&req.method));
     if !method_ok {
         let mut allowed: Vec<String> = DEFAULT_METHODS.iter().map(|s| s.to_string()).collect();
         allowed.extend(policy.methods.iter().map(|m| m.to_ascii_uppercase()));
@@ -102,10 +116,17 @@ pub fn admit(req: &FetchRequest, policy: &FetchPolicy, has_capability: bool, dep
     }
     match &policy.domains {
         Some(domains) => {
-            let host = url.host_str().unwrap_or("").trim_end_matches('.').to_ascii_lowercase();
+            let host = url
+                .host_str()
+                .unwrap_or("")
+                .trim_end_matches('.')
+                .to_ascii_lowercase();
             let host = host.trim_start_matches('[').trim_end_matches(']');
             if !domains.iter().any(|d| domain_matches(host, d)) {
-                return Err(format!("Fetch blocked: domain not in allowlist. Allowed: {}", domains.join(", ")));
+                return Err(format!(
+                    "Fetch blocked: domain not in allowlist. Allowed: {}",
+                    domains.join(", ")
+                ));
             }
         }
         None if !has_capability => {
@@ -134,7 +155,10 @@ mod tests {
         FetchRequest {
             url: url.into(),
             method: method.into(),
-            headers: headers.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect(),
+            headers: headers
+                .iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect(),
         }
     }
 
@@ -142,18 +166,63 @@ mod tests {
     fn admission_rules() {
         let open = FetchPolicy::default();
         assert!(admit(&req("https://a.com/", "GET", &[]), &open, true, 0).is_ok());
-        assert!(admit(&req("https://a.com/", "GET", &[]), &open, false, 0).unwrap_err().starts_with("Fetch blocked: no allowedFetchDomains"));
+        assert!(admit(&req("https://a.com/", "GET", &[]), &open, false, 0)
+            .unwrap_err()
+            .starts_with("Fetch blocked: no allowedFetchDomains"));
         assert!(admit(&req("file:///etc/passwd", "GET", &[]), &open, true, 0).is_err());
-        assert!(admit(&req("https://a.com/", "POST", &[]), &open, true, 0).unwrap_err().contains("method 'POST' is not allowed"));
-        let post = FetchPolicy { methods: vec!["post".into()], ..Default::default() };
+        assert!(admit(&req("https://a.com/", "POST", &[]), &open, true, 0)
+            .unwrap_err()
+            .contains("method 'POST' is not allowed"));
+        let post = FetchPolicy {
+            methods: vec!["post".into()],
+            ..Default::default()
+        };
         assert!(admit(&req("https://a.com/", "POST", &[]), &post, true, 0).is_ok());
-        assert_eq!(admit(&req("https://a.com/", "GET", &[("Cookie", "x")]), &open, true, 0).unwrap_err(), "Fetch blocked: header 'Cookie' is not allowed");
-        assert!(admit(&req("https://a.com/", "GET", &[("X-API-Key", "k")]), &open, true, 0).is_ok());
-        assert!(admit(&req("https://a.com/", "GET", &[("X-Agent-Depth", "1")]), &open, true, 0).is_err());
-        assert!(admit(&req("https://a.com/", "GET", &[]), &open, true, 10).unwrap_err().starts_with("Agent request depth exceeded"));
-        let wild = FetchPolicy { domains: Some(vec!["*.example.com".into()]), ..Default::default() };
-        assert!(admit(&req("https://API.example.com/x", "GET", &[]), &wild, false, 0).is_ok());
+        assert_eq!(
+            admit(
+                &req("https://a.com/", "GET", &[("Cookie", "x")]),
+                &open,
+                true,
+                0
+            )
+            .unwrap_err(),
+            "Fetch blocked: header 'Cookie' is not allowed"
+        );
+        assert!(admit(
+            &req("https://a.com/", "GET", &[("X-API-Key", "k")]),
+            &open,
+            true,
+            0
+        )
+        .is_ok());
+        assert!(admit(
+            &req("https://a.com/", "GET", &[("X-Agent-Depth", "1")]),
+            &open,
+            true,
+            0
+        )
+        .is_err());
+        assert!(admit(&req("https://a.com/", "GET", &[]), &open, true, 10)
+            .unwrap_err()
+            .starts_with("Agent request depth exceeded"));
+        let wild = FetchPolicy {
+            domains: Some(vec!["*.example.com".into()]),
+            ..Default::default()
+        };
+        assert!(admit(
+            &req("https://API.example.com/x", "GET", &[]),
+            &wild,
+            false,
+            0
+        )
+        .is_ok());
         assert!(admit(&req("https://example.com/x", "GET", &[]), &wild, false, 0).is_ok());
-        assert!(admit(&req("https://badexample.com/x", "GET", &[]), &wild, false, 0).is_err());
+        assert!(admit(
+            &req("https://badexample.com/x", "GET", &[]),
+            &wild,
+            false,
+            0
+        )
+        .is_err());
     }
 }

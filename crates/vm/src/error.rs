@@ -47,7 +47,11 @@ pub struct RunError {
 impl RunError {
     /// A new error without position.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> RunError {
-        RunError { kind, message: message.into(), pos: None }
+        RunError {
+            kind,
+            message: message.into(),
+            pos: None,
+        }
     }
     /// `Out of Fuel`.
     pub fn out_of_fuel() -> RunError {

@@ -70,7 +70,15 @@ const FIRST_GC: usize = 4 << 20;
 impl Heap {
     /// An empty heap with a ceiling of `limit` live bytes.
     pub fn new(limit: usize) -> Heap {
-        Heap { cells: Vec::new(), marks: Vec::new(), free: Vec::new(), live: 0, limit, next_gc: FIRST_GC.min(limit), collections: 0 }
+        Heap {
+            cells: Vec::new(),
+            marks: Vec::new(),
+            free: Vec::new(),
+            live: 0,
+            limit,
+            next_gc: FIRST_GC.min(limit),
+            collections: 0,
+        }
     }
 
     /// Live bytes as accounted.
@@ -143,7 +151,9 @@ impl Heap {
             }
         }
         while let Some(g) = stack.pop() {
-            let Some(m) = self.marks.get_mut(g as usize) else { continue };
+            let Some(m) = self.marks.get_mut(g as usize) else {
+                continue;
+            };
             if *m {
                 continue;
             }

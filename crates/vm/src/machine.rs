@@ -166,12 +166,21 @@ impl Vm {
     /// # Errors
     /// A [`RunError`] of kind `Input` when the program needs an atom the options do not provide;
     /// of kind `Guest` with the heap message when the arguments alone exceed the heap ceiling.
-    pub fn new(program: VerifiedProgram, args: &[JsValue], opts: VmOptions) -> Result<Vm, RunError> {
+    pub fn new(
+        program: VerifiedProgram,
+        args: &[JsValue],
+        opts: VmOptions,
+    ) -> Result<Vm, RunError> {
         let mut atom_cost = Vec::with_capacity(program.atoms.len());
         let mut atom_quota = Vec::with_capacity(program.atoms.len());
         for a in &program.atoms {
             let spec = opts.atoms.get(a).ok_or_else(|| {
-                RunError::new(ErrorKind::Input, format!("This program calls the atom '{a}', which this runner does not provide"))
+                RunError::new(
+                    ErrorKind::Input,
+                    format!(
+                        "This program calls the atom '{a}', which this runner does not provide"
+                    ),
+                )
             })?;
             atom_cost.push(spec.cost);
             atom_quota.push(spec.quota);
@@ -183,7 +192,12 @@ impl Vm {
             heap: Heap::new(opts.max_heap_bytes),
             consts: Vec::with_capacity(program.constants.len()),
             regs: vec![Value::Undefined; nregs],
-            frames: vec![Frame { func: program.entry, pc: 0, base: 0, ret: 0 }],
+            frames: vec![Frame {
+                func: program.entry,
+                pc: 0,
+                base: 0,
+                ret: 0,
+            }],
             tries: Vec::new(),
             fuel_budget: opts.fuel,
             fuel_left: opts.fuel,
@@ -205,7 +219,9 @@ impl Vm {
             let v = match c {
                 Constant::Number(n) => Value::Num(*n),
                 Constant::String(s) => {
-                    let g = vm.alloc_str_raw(s.clone().into_boxed_slice()).map_err(fault_to_error)?;
+                    let g = vm
+                        .alloc_str_raw(s.clone().into_boxed_slice())
+                        .map_err(fault_to_error)?;
                     Value::Str(g)
                 }
             };
@@ -250,7 +266,12 @@ impl Vm {
 
     /// Calls made so far to each atom of the program, by name.
     pub fn atom_calls(&self) -> Vec<(String, u32)> {
-        self.program.atoms.iter().cloned().zip(self.atom_used.iter().copied()).collect()
+        self.program
+            .atoms
+            .iter()
+            .cloned()
+            .zip(self.atom_used.iter().copied())
+            .collect()
     }
 
     /// The source position of the instruction the run is at (the failing one after an error).
@@ -267,7 +288,10 @@ impl Vm {
     /// an `Input` error when no host call is pending.
     pub fn resume(&mut self, answer: Result<JsValue, String>) -> Result<(), RunError> {
         let Status::AwaitingHost { dst } = self.status else {
-            return Err(RunError::new(ErrorKind::Input, "resume called while no host call is pending"));
+            return Err(RunError::new(
+                ErrorKind::Input,
+                "resume called while no host call is pending",
+            ));
         };
         self.status = Status::Running;
         match answer {
@@ -299,9 +323,14 @@ impl Vm {
     /// Runs until the program finishes, fails, needs the host, or has spent `slice` milli-fuel.
     pub fn run(&mut self, slice: u64) -> Step {
         match self.status {
-            Status::Finished => return Step::Failed(RunError::new(ErrorKind::Input, "the run has already ended")),
+            Status::Finished => {
+                return Step::Failed(RunError::new(ErrorKind::Input, "the run has already ended"))
+            }
             Status::AwaitingHost { .. } => {
-                return Step::Failed(RunError::new(ErrorKind::Input, "the run is waiting for a host answer (call resume)"))
+                return Step::Failed(RunError::new(
+                    ErrorKind::Input,
+                    "the run is waiting for a host answer (call resume)",
+                ))
             }
             Status::Running => {}
         }
@@ -327,7 +356,10 @@ impl Vm {
                     match self.export(input) {
                         Ok(j) => {
                             self.status = Status::AwaitingHost { dst };
-                            return Step::Host(HostCall { atom: name, input: j });
+                            return Step::Host(HostCall {
+                                atom: name,
+                                input: j,
+                            });
                         }
                         Err(e) => return self.fail(e),
                     }
@@ -471,8 +503,12 @@ impl Vm {
                     }
                     Op::Eq { dst, a, b } => r!(dst) = Value::Bool(self.loose_eq(r!(a), r!(b))),
                     Op::Ne { dst, a, b } => r!(dst) = Value::Bool(!self.loose_eq(r!(a), r!(b))),
-                    Op::StrictEq { dst, a, b } => r!(dst) = Value::Bool(self.strict_eq(r!(a), r!(b))),
-                    Op::StrictNe { dst, a, b } => r!(dst) = Value::Bool(!self.strict_eq(r!(a), r!(b))),
+                    Op::StrictEq { dst, a, b } => {
+                        r!(dst) = Value::Bool(self.strict_eq(r!(a), r!(b)))
+                    }
+                    Op::StrictNe { dst, a, b } => {
+                        r!(dst) = Value::Bool(!self.strict_eq(r!(a), r!(b)))
+                    }
                     Op::Lt { dst, a, b } => {
                         let v = match (r!(a), r!(b)) {
                             (Value::Num(x), Value::Num(y)) => x < y,
@@ -505,9 +541,16 @@ impl Vm {
                         let t = self.type_of(r!(src));
                         r!(dst) = tryop!(self.str_value(t));
                     }
-                    Op::Concat { dst, base: b, count } => {
-                        let parts: smallvec::SmallVec<[Value; 8]> =
-                            self.regs[base + b.0 as usize..base + b.0 as usize + count.0 as usize].iter().copied().collect();
+                    Op::Concat {
+                        dst,
+                        base: b,
+                        count,
+                    } => {
+                        let parts: smallvec::SmallVec<[Value; 8]> = self.regs
+                            [base + b.0 as usize..base + b.0 as usize + count.0 as usize]
+                            .iter()
+                            .copied()
+                            .collect();
                         r!(dst) = tryop!(self.template(&parts));
                     }
                     Op::Jump { target } => {
@@ -544,7 +587,9 @@ impl Vm {
                         while self.tries.last().is_some_and(|t| t.frame >= depth) {
                             self.tries.pop();
                         }
-                        let Some(done) = self.frames.pop() else { return Ok(Exit::Done(v)) };
+                        let Some(done) = self.frames.pop() else {
+                            return Ok(Exit::Done(v));
+                        };
                         if self.frames.is_empty() {
                             self.frames.push(done);
                             return Ok(Exit::Done(v));
@@ -553,15 +598,24 @@ impl Vm {
                         self.regs[done.ret as usize] = v;
                         continue 'frames;
                     }
-                    Op::NewArray { dst, base: b, count } => {
+                    Op::NewArray {
+                        dst,
+                        base: b,
+                        count,
+                    } => {
                         let n = count.0 as usize;
                         tryop!(self.charge(n as u64 * MILLI_PER_ELEMENT));
                         tryop!(self.reserve(arr_bytes(n), &[]));
-                        let items = self.regs[base + b.0 as usize..base + b.0 as usize + n].to_vec();
+                        let items =
+                            self.regs[base + b.0 as usize..base + b.0 as usize + n].to_vec();
                         let g = self.heap.insert(Cell::Arr(items));
                         r!(dst) = Value::Arr(g);
                     }
-                    Op::ArrayAppend { arr, base: b, count } => {
+                    Op::ArrayAppend {
+                        arr,
+                        base: b,
+                        count,
+                    } => {
                         let n = count.0 as usize;
                         tryop!(self.charge(n as u64 * MILLI_PER_ELEMENT));
                         let Value::Arr(g) = r!(arr) else {
@@ -570,8 +624,11 @@ impl Vm {
                         };
                         tryop!(self.reserve(8 * n, &[]));
                         self.heap.grow(8 * n);
-                        let items: smallvec::SmallVec<[Value; 16]> =
-                            self.regs[base + b.0 as usize..base + b.0 as usize + n].iter().copied().collect();
+                        let items: smallvec::SmallVec<[Value; 16]> = self.regs
+                            [base + b.0 as usize..base + b.0 as usize + n]
+                            .iter()
+                            .copied()
+                            .collect();
                         if let Some(Cell::Arr(a)) = self.heap.get_mut(g) {
                             a.extend_from_slice(&items);
                         }
@@ -598,16 +655,29 @@ impl Vm {
                         let (o, k) = (r!(obj), r!(key));
                         r!(dst) = tryop!(self.get_member(o, k));
                     }
-                    Op::CallNative { dst, native, base: b, argc } => {
+                    Op::CallNative {
+                        dst,
+                        native,
+                        base: b,
+                        argc,
+                    } => {
                         let start = base + b.0 as usize;
-                        let args: smallvec::SmallVec<[Value; 8]> =
-                            self.regs[start..start + argc.0 as usize].iter().copied().collect();
+                        let args: smallvec::SmallVec<[Value; 8]> = self.regs
+                            [start..start + argc.0 as usize]
+                            .iter()
+                            .copied()
+                            .collect();
                         let id = NativeId::from_u16(native.0).unwrap_or(NativeId::MathAbs);
                         save_pc!();
                         let v = self.call_native(id, &args)?;
                         r!(dst) = v;
                     }
-                    Op::Call { dst, func: callee, base: b, argc } => {
+                    Op::Call {
+                        dst,
+                        func: callee,
+                        base: b,
+                        argc,
+                    } => {
                         if self.frames.len() >= self.max_call_depth {
                             save_pc!();
                             let name = &prog.functions[callee.0 as usize].name;
@@ -618,14 +688,20 @@ impl Vm {
                         }
                         let f = &prog.functions[callee.0 as usize];
                         let new_base = self.regs.len();
-                        self.regs.resize(new_base + f.nregs as usize, Value::Undefined);
+                        self.regs
+                            .resize(new_base + f.nregs as usize, Value::Undefined);
                         let start = base + b.0 as usize;
                         for i in 0..argc.0 as usize {
                             self.regs[new_base + i] = self.regs[start + i];
                         }
                         pc += 1;
                         save_pc!();
-                        self.frames.push(Frame { func: callee.0, pc: 0, base: new_base as u32, ret: (base + dst.0 as usize) as u32 });
+                        self.frames.push(Frame {
+                            func: callee.0,
+                            pc: 0,
+                            base: new_base as u32,
+                            ret: (base + dst.0 as usize) as u32,
+                        });
                         continue 'frames;
                     }
                     Op::CallAtom { dst, atom, arg } => {
@@ -655,7 +731,10 @@ impl Vm {
                         return Err(Fault::Guest(msg));
                     }
                     Op::TryEnter { handler } => {
-                        self.tries.push(TryEntry { frame: self.frames.len() as u32 - 1, handler: handler.0 });
+                        self.tries.push(TryEntry {
+                            frame: self.frames.len() as u32 - 1,
+                            handler: handler.0,
+                        });
                     }
                     Op::TryExit {} => {
                         let depth = self.frames.len() as u32 - 1;
@@ -695,7 +774,11 @@ impl Vm {
         if self.heap.fits_without_gc(bytes) {
             return Ok(());
         }
-        let roots = self.regs.iter().chain(self.consts.iter()).chain(extra_roots.iter());
+        let roots = self
+            .regs
+            .iter()
+            .chain(self.consts.iter())
+            .chain(extra_roots.iter());
         self.heap.collect(roots);
         if self.heap.fits(bytes) {
             return Ok(());
@@ -741,7 +824,9 @@ impl Vm {
     }
 
     fn set_prop(&mut self, o: Value, key: Gc, v: Value) -> OpResult<()> {
-        let Value::Obj(og) = o else { return guest("property definition on a non-object") };
+        let Value::Obj(og) = o else {
+            return guest("property definition on a non-object");
+        };
         let k: Box<[u16]> = self.units(key).into();
         let exists = matches!(self.heap.get(og), Cell::Obj(m) if m.contains_key(&k));
         if !exists {
@@ -798,9 +883,10 @@ impl Vm {
                 }
                 _ => Ok(Value::Undefined),
             },
-            Value::Arr(_) | Value::Obj(_) => {
-                guest(format!("Cannot use an {} as a property key; use a string or a number", self.kind_name(k)))
-            }
+            Value::Arr(_) | Value::Obj(_) => guest(format!(
+                "Cannot use an {} as a property key; use a string or a number",
+                self.kind_name(k)
+            )),
             Value::Bool(_) | Value::Null | Value::Undefined => {
                 let s = match k {
                     Value::Bool(b) => b.to_string(),
@@ -810,7 +896,9 @@ impl Vm {
                 let kv = self.str_value(&s)?;
                 self.get_member(o, kv)
             }
-            Value::Pending(_) => guest("a host result that has not settled cannot be used as a property key"),
+            Value::Pending(_) => {
+                guest("a host result that has not settled cannot be used as a property key")
+            }
         }
     }
 
@@ -868,7 +956,11 @@ impl Vm {
                     let x = self.import_rooted(it, depth, &vals)?;
                     vals.push(x);
                 }
-                let bytes = 16 + map.keys().map(|k| prop_bytes(k.encode_utf16().count())).sum::<usize>();
+                let bytes = 16
+                    + map
+                        .keys()
+                        .map(|k| prop_bytes(k.encode_utf16().count()))
+                        .sum::<usize>();
                 self.reserve(bytes, &vals)?;
                 let mut m = PropMap::with_capacity_and_hasher(map.len(), Default::default());
                 for ((k, _), v) in map.iter().zip(vals) {
@@ -883,7 +975,11 @@ impl Vm {
         // Children already built are only held in `siblings`: keep them alive across a collection
         // by making them roots while the next child is allocated.
         if !self.heap.fits_without_gc(64) {
-            let roots = self.regs.iter().chain(self.consts.iter()).chain(siblings.iter());
+            let roots = self
+                .regs
+                .iter()
+                .chain(self.consts.iter())
+                .chain(siblings.iter());
             self.heap.collect(roots);
         }
         self.import(v, depth + 1)
@@ -903,11 +999,17 @@ impl Vm {
             Value::Num(n) => JsValue::Number(n),
             Value::Str(g) => JsValue::String(String::from_utf16_lossy(self.units(g))),
             Value::Pending(_) => {
-                return Err(RunError::new(ErrorKind::Boundary, "a host result that has not settled cannot leave the VM"))
+                return Err(RunError::new(
+                    ErrorKind::Boundary,
+                    "a host result that has not settled cannot leave the VM",
+                ))
             }
             Value::Arr(g) | Value::Obj(g) => {
                 if path.contains(&g) {
-                    return Err(RunError::new(ErrorKind::Guest, "Converting circular structure to JSON: the value contains itself"));
+                    return Err(RunError::new(
+                        ErrorKind::Guest,
+                        "Converting circular structure to JSON: the value contains itself",
+                    ));
                 }
                 if path.len() >= MAX_BOUNDARY_DEPTH {
                     return Err(RunError::new(

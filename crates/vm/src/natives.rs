@@ -15,14 +15,21 @@ impl Vm {
         let arg = |i: usize| args.get(i).copied().unwrap_or(Value::Undefined);
         let name = id.js_name();
         let num = |vm: &Vm, i: usize| vm.to_number(arg(i), name);
-        let math1 = |vm: &Vm, f: fn(f64) -> f64| -> OpResult<Value> { Ok(Value::Num(f(num(vm, 0)?))) };
+        let math1 =
+            |vm: &Vm, f: fn(f64) -> f64| -> OpResult<Value> { Ok(Value::Num(f(num(vm, 0)?))) };
         match id {
             MathAbs => math1(self, f64::abs),
             MathCeil => math1(self, f64::ceil),
             MathFloor => math1(self, f64::floor),
             MathRound => math1(self, js_round),
             MathTrunc => math1(self, f64::trunc),
-            MathSign => math1(self, |x| if x.is_nan() || x == 0.0 { x } else { x.signum() }),
+            MathSign => math1(self, |x| {
+                if x.is_nan() || x == 0.0 {
+                    x
+                } else {
+                    x.signum()
+                }
+            }),
             MathSqrt => math1(self, f64::sqrt),
             MathCbrt => math1(self, f64::cbrt),
             MathExp => math1(self, f64::exp),
@@ -45,9 +52,14 @@ impl Vm {
             MathAtanh => math1(self, f64::atanh),
             MathFround => math1(self, |x| x as f32 as f64),
             MathClz32 => Ok(Value::Num(to_uint32(num(self, 0)?).leading_zeros() as f64)),
-            MathPow => Ok(Value::Num(crate::machine::js_pow(num(self, 0)?, num(self, 1)?))),
+            MathPow => Ok(Value::Num(crate::machine::js_pow(
+                num(self, 0)?,
+                num(self, 1)?,
+            ))),
             MathAtan2 => Ok(Value::Num(num(self, 0)?.atan2(num(self, 1)?))),
-            MathImul => Ok(Value::Num(to_int32(num(self, 0)?).wrapping_mul(to_int32(num(self, 1)?)) as f64)),
+            MathImul => Ok(Value::Num(
+                to_int32(num(self, 0)?).wrapping_mul(to_int32(num(self, 1)?)) as f64,
+            )),
             MathHypot => {
                 self.charge(args.len() as u64 * MILLI_PER_ELEMENT)?;
                 let mut sum = 0.0f64;
@@ -74,7 +86,11 @@ impl Vm {
             MathMin | MathMax => {
                 self.charge(args.len() as u64 * MILLI_PER_ELEMENT)?;
                 let is_max = id == MathMax;
-                let mut acc = if is_max { f64::NEG_INFINITY } else { f64::INFINITY };
+                let mut acc = if is_max {
+                    f64::NEG_INFINITY
+                } else {
+                    f64::INFINITY
+                };
                 for i in 0..args.len() {
                     let x = num(self, i)?;
                     if x.is_nan() || acc.is_nan() {
@@ -82,7 +98,11 @@ impl Vm {
                         continue;
                     }
                     acc = if is_max {
-                        if x > acc || (x == 0.0 && acc == 0.0 && acc.is_sign_negative()) { x } else { acc }
+                        if x > acc || (x == 0.0 && acc == 0.0 && acc.is_sign_negative()) {
+                            x
+                        } else {
+                            acc
+                        }
                     } else if x < acc || (x == 0.0 && acc == 0.0 && x.is_sign_negative()) {
                         x
                     } else {
@@ -135,10 +155,14 @@ impl Vm {
                         };
                         Ok(Value::Num(len as f64))
                     }
-                    Value::Null | Value::Undefined => {
-                        guest(format!("Cannot call method 'push' on {}", self.type_of_null(recv)))
-                    }
-                    other => guest(format!("'push' is not a function on a {}", self.kind_name(other))),
+                    Value::Null | Value::Undefined => guest(format!(
+                        "Cannot call method 'push' on {}",
+                        self.type_of_null(recv)
+                    )),
+                    other => guest(format!(
+                        "'push' is not a function on a {}",
+                        self.kind_name(other)
+                    )),
                 }
             }
         }

@@ -9,7 +9,11 @@ pub fn number_to_string(n: f64) -> String {
         return "0".into();
     }
     if n.is_infinite() {
-        return if n > 0.0 { "Infinity".into() } else { "-Infinity".into() };
+        return if n > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        };
     }
     let mut buf = ryu_js::Buffer::new();
     buf.format_finite(n).to_string()
@@ -18,8 +22,14 @@ pub fn number_to_string(n: f64) -> String {
 fn is_js_whitespace(c: char) -> bool {
     matches!(
         c,
-        '\u{9}' | '\u{A}' | '\u{B}' | '\u{C}' | '\u{D}' | ' ' | '\u{A0}' | '\u{1680}' | '\u{2000}'..='\u{200A}'
-            | '\u{2028}' | '\u{2029}' | '\u{202F}' | '\u{205F}' | '\u{3000}' | '\u{FEFF}'
+        '\u{9}' | '\u{A}' | '\u{B}' | '\u{C}' | '\u{D}' | ' ' | '\u{A0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200A}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202F}'
+                | '\u{205F}'
+                | '\u{3000}'
+                | '\u{FEFF}'
     )
 }
 
@@ -33,7 +43,9 @@ pub fn string_to_number(s: &str) -> f64 {
         if p.is_empty() || !p.chars().all(|c| c.is_digit(r)) {
             return f64::NAN;
         }
-        p.chars().fold(0.0, |acc, c| acc * r as f64 + c.to_digit(r).unwrap_or(0) as f64)
+        p.chars().fold(0.0, |acc, c| {
+            acc * r as f64 + c.to_digit(r).unwrap_or(0) as f64
+        })
     };
     if let Some(p) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
         return radix(p, 16);

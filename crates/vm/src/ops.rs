@@ -44,8 +44,12 @@ impl Vm {
     fn refuse_container(&self, v: Value, op: &str) -> OpResult<()> {
         match v {
             Value::Arr(_) => guest(format!("Cannot use '{op}' on an array; use .join() first")),
-            Value::Obj(_) => guest(format!("Cannot use '{op}' on an object; use JSON.stringify() first")),
-            Value::Pending(_) => guest(format!("Cannot use '{op}' on a host result that has not settled")),
+            Value::Obj(_) => guest(format!(
+                "Cannot use '{op}' on an object; use JSON.stringify() first"
+            )),
+            Value::Pending(_) => guest(format!(
+                "Cannot use '{op}' on a host result that has not settled"
+            )),
             _ => Ok(()),
         }
     }
@@ -114,8 +118,14 @@ impl Vm {
         let mut total = 0;
         for &p in parts {
             match p {
-                Value::Arr(_) => return guest("Cannot use an array in a template literal; use .join() first"),
-                Value::Obj(_) => return guest("Cannot use an object in a template literal; use JSON.stringify() first"),
+                Value::Arr(_) => {
+                    return guest("Cannot use an array in a template literal; use .join() first")
+                }
+                Value::Obj(_) => {
+                    return guest(
+                        "Cannot use an object in a template literal; use JSON.stringify() first",
+                    )
+                }
                 _ => total += self.units_len(p),
             }
         }
@@ -164,7 +174,10 @@ impl Vm {
     pub(crate) fn message_of(&self, v: Value) -> String {
         match v {
             Value::Str(g) => String::from_utf16_lossy(self.units(g)),
-            Value::Arr(_) | Value::Obj(_) => self.export(v).map(|j| j.display()).unwrap_or_else(|e| e.message),
+            Value::Arr(_) | Value::Obj(_) => self
+                .export(v)
+                .map(|j| j.display())
+                .unwrap_or_else(|e| e.message),
             other => String::from_utf16_lossy(&self.to_units(other, "Error").unwrap_or_default()),
         }
     }
@@ -174,7 +187,10 @@ impl Vm {
         match v {
             Value::Str(g) => String::from_utf16_lossy(self.units(g)),
             Value::Undefined => "undefined".into(),
-            Value::Arr(_) | Value::Obj(_) => self.export(v).map(|j| j.display()).unwrap_or_else(|e| e.message),
+            Value::Arr(_) | Value::Obj(_) => self
+                .export(v)
+                .map(|j| j.display())
+                .unwrap_or_else(|e| e.message),
             other => self.message_of(other),
         }
     }

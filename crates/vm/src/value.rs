@@ -69,10 +69,14 @@ impl JsValue {
             serde_json::Value::Bool(b) => JsValue::Bool(*b),
             serde_json::Value::Number(n) => JsValue::Number(n.as_f64().unwrap_or(f64::NAN)),
             serde_json::Value::String(s) => JsValue::String(s.clone()),
-            serde_json::Value::Array(a) => JsValue::Array(a.iter().map(JsValue::from_json).collect()),
-            serde_json::Value::Object(o) => {
-                JsValue::Object(o.iter().map(|(k, v)| (k.clone(), JsValue::from_json(v))).collect())
+            serde_json::Value::Array(a) => {
+                JsValue::Array(a.iter().map(JsValue::from_json).collect())
             }
+            serde_json::Value::Object(o) => JsValue::Object(
+                o.iter()
+                    .map(|(k, v)| (k.clone(), JsValue::from_json(v)))
+                    .collect(),
+            ),
         }
     }
 
@@ -89,19 +93,24 @@ impl JsValue {
                     if *n == n.trunc() && n.abs() < 9.007_199_254_740_992e15 {
                         serde_json::Value::Number(serde_json::Number::from(*n as i64))
                     } else {
-                        serde_json::Number::from_f64(*n).map_or(serde_json::Value::Null, serde_json::Value::Number)
+                        serde_json::Number::from_f64(*n)
+                            .map_or(serde_json::Value::Null, serde_json::Value::Number)
                     }
                 } else {
                     serde_json::Value::Null
                 }
             }
             JsValue::String(s) => serde_json::Value::String(s.clone()),
-            JsValue::Array(a) => {
-                serde_json::Value::Array(a.iter().map(|v| v.to_json().unwrap_or(serde_json::Value::Null)).collect())
-            }
-            JsValue::Object(o) => {
-                serde_json::Value::Object(o.iter().filter_map(|(k, v)| Some((k.clone(), v.to_json()?))).collect())
-            }
+            JsValue::Array(a) => serde_json::Value::Array(
+                a.iter()
+                    .map(|v| v.to_json().unwrap_or(serde_json::Value::Null))
+                    .collect(),
+            ),
+            JsValue::Object(o) => serde_json::Value::Object(
+                o.iter()
+                    .filter_map(|(k, v)| Some((k.clone(), v.to_json()?)))
+                    .collect(),
+            ),
         })
     }
 
