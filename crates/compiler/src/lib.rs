@@ -117,7 +117,12 @@ pub fn compile(source: &str, opts: &CompileOptions) -> Result<Program, CompileEr
             .unwrap_or_else(|_| Err(Fail::new(0, "internal compiler error")))
     };
     // Parse and compile on a thread with a large stack, so that deep (but bounded) nesting never
-    // overflows; fall back to the current thread if one cannot be started.
+    // overflows; fall back to the current thread if one cannot be started. A source with few
+    // tokens that can nest cannot recurse deeply: it compiles on the current thread, which keeps
+    // small snippets (formulas, rules) fast.
+    if nesting_tokens(source) <= INLINE_NESTING_TOKENS {
+        return run().map_err(|f| to_error(source, name, f));
+    }
     let result = std::thread::scope(|s| {
         match std::thread::Builder::new()
             .name("ajs-compile".into())
@@ -130,16 +135,35 @@ pub fn compile(source: &str, opts: &CompileOptions) -> Result<Program, CompileEr
             Err(_) => run(),
         }
     });
-    result.map_err(|f| {
-        let idx = LineIndex::new(source);
-        let p = idx.pos(f.offset);
-        CompileError {
-            message: f.message,
-            source_name: name.to_string(),
-            line: p.line,
-            column: p.col,
-        }
-    })
+    result.map_err(|f| to_error(source, name, f))
+}
+
+/// Most tokens that can open a nesting level for which compiling stays on the caller's stack.
+const INLINE_NESTING_TOKENS: usize = 48;
+
+/// An upper bound on how deeply `source` can nest: every bracket, `?`, prefix-operator character
+/// and keyword that can start a nested statement counts one.
+fn nesting_tokens(source: &str) -> usize {
+    let b = source.as_bytes();
+    let mut n = b
+        .iter()
+        .filter(|c| matches!(c, b'(' | b'[' | b'{' | b'?' | b'!' | b'~' | b'-' | b'+' | b'=' | b'`' | b'$'))
+        .count();
+    for kw in ["if", "else", "while", "try", "catch", "typeof", "void", "delete", "await", "new", "yield"] {
+        n += source.matches(kw).count();
+    }
+    n
+}
+
+fn to_error(source: &str, name: &str, f: Fail) -> CompileError {
+    let idx = LineIndex::new(source);
+    let p = idx.pos(f.offset);
+    CompileError {
+        message: f.message,
+        source_name: name.to_string(),
+        line: p.line,
+        column: p.col,
+    }
 }
 
 fn compile_inner(source: &str, opts: &CompileOptions) -> Result<Program, Fail> {
