@@ -147,9 +147,16 @@ fn nesting_tokens(source: &str) -> usize {
     let b = source.as_bytes();
     let mut n = b
         .iter()
-        .filter(|c| matches!(c, b'(' | b'[' | b'{' | b'?' | b'!' | b'~' | b'-' | b'+' | b'=' | b'`' | b'$'))
+        .filter(|c| {
+            matches!(
+                c,
+                b'(' | b'[' | b'{' | b'?' | b'!' | b'~' | b'-' | b'+' | b'=' | b'`' | b'$'
+            )
+        })
         .count();
-    for kw in ["if", "else", "while", "try", "catch", "typeof", "void", "delete", "await", "new", "yield"] {
+    for kw in [
+        "if", "else", "while", "try", "catch", "typeof", "void", "delete", "await", "new", "yield",
+    ] {
         n += source.matches(kw).count();
     }
     n
@@ -202,7 +209,14 @@ fn compile_inner(source: &str, opts: &CompileOptions) -> Result<Program, Fail> {
                 if has_return {
                     return lower::lower_statements(source, &ret.program.body, opts, "<eval>");
                 }
-                return Err(expr_err);
+                // Statements without a `return`: say how to get a result out.
+                return Err(Fail::new(
+                    expr_err.offset,
+                    format!(
+                        "{} (code made of statements must `return` its result; without a `return`, Eval reads the code as one expression)",
+                        expr_err.message
+                    ),
+                ));
             }
             if has_return {
                 // A block with a return and a syntax error: the script's error is the useful one.
