@@ -1,1 +1,283 @@
-fn main() {}
+//! `ajs`: run AJS snippets, conformance cases and disassemble programs.
+
+mod cases;
+mod matchers;
+mod scripted;
+
+use std::io::{Read, Write};
+use std::process::ExitCode;
+
+use ajs::{Eval, Options};
+use serde_json::{Map, Value};
+
+const USAGE: &str = "\
+ajs: run untrusted AJS code in a fuel-metered VM
+
+Usage:
+  ajs eval CODE [--context JSON] [--fuel N] [--timeout-ms N] [--max-source-bytes N]
+      Runs a snippet (CODE '-' reads it from stdin) and prints its outcome as one JSON line:
+      {\"result\": …, \"fuelUsed\": …, \"error\": {\"message\": …}}. Exits 0 even when the run
+      fails (the error is in the JSON); exits 2 on bad usage.
+  ajs cases FILE…
+      Runs conformance case files (shared/conformance/README.md): one line per failing case,
+      then `N passed, M failed`; exits 1 if any case failed.
+  ajs disasm FILE [--context JSON | --params a,b]
+      Prints the disassembly of a compiled artifact (a file starting with `AJSB`) or of AJS
+      source, compiled as an Eval snippet whose context declares the given names (or, with
+      --params, as a function body with these parameters). FILE '-' reads stdin.
+  ajs --help
+      Shows this text.
+
+Options take `--name value` or `--name=value`; `--` ends the options.
+";
+
+/// Bad command-line usage: the message, printed to stderr with exit code 2.
+struct Usage(String);
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        None | Some("--help" | "-h" | "help") => {
+            print!("{USAGE}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Some("eval") => cmd_eval(&args[1..]),
+        Some("cases") => cmd_cases(&args[1..]),
+        Some("disasm") => cmd_disasm(&args[1..]),
+        Some(other) => Err(Usage(format!("unknown command '{other}'"))),
+    };
+    match result {
+        Ok(code) => code,
+        Err(Usage(msg)) => {
+            eprintln!("ajs: {msg}\nRun 'ajs --help' for usage.");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, Usage> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Usage(format!("cannot start the async runtime: {e}")))
+}
+
+/// Splits `--name value` / `--name=value` options from positional arguments.
+struct Parsed {
+    positional: Vec<String>,
+    options: Vec<(String, String)>,
+}
+
+fn parse_args(args: &[String], known: &[&str]) -> Result<Parsed, Usage> {
+    let mut p = Parsed {
+        positional: Vec::new(),
+        options: Vec::new(),
+    };
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        if a == "--" {
+            p.positional.extend(args[i + 1..].iter().cloned());
+            break;
+        }
+        if a.starts_with("--") && a.len() > 2 {
+            let (name, inline) = match a.split_once('=') {
+                Some((n, v)) => (n.to_string(), Some(v.to_string())),
+                None => (a.clone(), None),
+            };
+            if !known.contains(&name.as_str()) {
+                return Err(Usage(format!("unknown option '{name}'")));
+            }
+            let value = match inline {
+                Some(v) => v,
+                None => {
+                    i += 1;
+                    args.get(i)
+                        .cloned()
+                        .ok_or_else(|| Usage(format!("option '{name}' needs a value")))?
+                }
+            };
+            p.options.push((name, value));
+        } else {
+            p.positional.push(a.clone());
+        }
+        i += 1;
+    }
+    Ok(p)
+}
+
+fn parse_context(text: &str) -> Result<Map<String, Value>, Usage> {
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(other) => Err(Usage(format!(
+            "--context must be a JSON object, not {other}"
+        ))),
+        Err(e) => Err(Usage(format!("--context is not valid JSON: {e}"))),
+    }
+}
+
+fn parse_num<T: std::str::FromStr>(name: &str, v: &str) -> Result<T, Usage> {
+    v.trim()
+        .parse()
+        .map_err(|_| Usage(format!("{name} expects a non-negative number, not '{v}'")))
+}
+
+fn read_stdin() -> Result<Vec<u8>, Usage> {
+    let mut buf = Vec::new();
+    std::io::stdin()
+        .read_to_end(&mut buf)
+        .map_err(|e| Usage(format!("cannot read stdin: {e}")))?;
+    Ok(buf)
+}
+
+fn cmd_eval(args: &[String]) -> Result<ExitCode, Usage> {
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        print!("{USAGE}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let p = parse_args(
+        args,
+        &["--context", "--fuel", "--timeout-ms", "--max-source-bytes"],
+    )?;
+    let code = match p.positional.as_slice() {
+        [c] if c == "-" => String::from_utf8(read_stdin()?)
+            .map_err(|_| Usage("the code on stdin is not valid UTF-8".into()))?,
+        [c] => c.clone(),
+        [] => {
+            return Err(Usage(
+                "eval needs the code to run (or '-' to read it from stdin)".into(),
+            ))
+        }
+        more => {
+            return Err(Usage(format!(
+                "eval takes one CODE argument, got {}",
+                more.len()
+            )))
+        }
+    };
+    let mut options = Options::default();
+    let mut context = Map::new();
+    for (name, value) in &p.options {
+        match name.as_str() {
+            "--context" => context = parse_context(value)?,
+            "--fuel" => options.fuel = parse_num(name, value)?,
+            "--timeout-ms" => options.timeout_ms = parse_num(name, value)?,
+            _ => options.max_source_bytes = parse_num(name, value)?,
+        }
+    }
+    options.validate().map_err(|e| Usage(e.to_string()))?;
+    let eval = Eval {
+        code,
+        context,
+        options,
+    };
+    let outcome = runtime()?.block_on(eval.run());
+    println!("{}", outcome.to_json());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn cmd_cases(args: &[String]) -> Result<ExitCode, Usage> {
+    if args.is_empty() {
+        return Err(Usage("cases needs at least one case file".into()));
+    }
+    if let Some(opt) = args.iter().find(|a| a.starts_with("--")) {
+        return Err(Usage(format!("unknown option '{opt}'")));
+    }
+    let rt = runtime()?;
+    let local = tokio::task::LocalSet::new();
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let failed = local
+        .block_on(&rt, cases::run_files(args, &mut out))
+        .map_err(|e| Usage(format!("cannot write the report: {e}")))?;
+    let _ = out.flush();
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn cmd_disasm(args: &[String]) -> Result<ExitCode, Usage> {
+    let p = parse_args(args, &["--context", "--params"])?;
+    let file = match p.positional.as_slice() {
+        [f] => f.clone(),
+        [] => return Err(Usage("disasm needs a FILE".into())),
+        more => {
+            return Err(Usage(format!(
+                "disasm takes one FILE argument, got {}",
+                more.len()
+            )))
+        }
+    };
+    let mut externals: Vec<String> = Vec::new();
+    let mut mode = ajs_compiler::Mode::Eval;
+    for (name, value) in &p.options {
+        if name == "--context" {
+            externals = parse_context(value)?.keys().cloned().collect();
+        } else {
+            mode = ajs_compiler::Mode::FunctionBody;
+            externals = value
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect();
+        }
+    }
+    let bytes = if file == "-" {
+        read_stdin()?
+    } else {
+        match std::fs::read(&file) {
+            Ok(b) => b,
+            Err(e) => {
+                eprintln!("ajs disasm: cannot read {file}: {e}");
+                return Ok(ExitCode::from(1));
+            }
+        }
+    };
+    if bytes.starts_with(&ajs_bytecode::program::MAGIC) {
+        return Ok(match ajs_bytecode::Program::from_bytes(&bytes) {
+            Ok(program) => {
+                print!("{}", program.disassemble());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("ajs disasm: {file}: {e}");
+                ExitCode::from(1)
+            }
+        });
+    }
+    let Ok(source) = String::from_utf8(bytes) else {
+        eprintln!("ajs disasm: {file} is neither an ajs artifact nor UTF-8 source");
+        return Ok(ExitCode::from(1));
+    };
+    let atoms = ["httpFetch".to_string(), "llmPredict".to_string()];
+    let source_name = if file == "-" {
+        "<stdin>"
+    } else {
+        file.as_str()
+    };
+    let opts = ajs_compiler::CompileOptions {
+        mode,
+        externals: &externals,
+        atoms: &atoms,
+        source_name,
+    };
+    match ajs_compiler::compile(&source, &opts) {
+        Ok(program) => {
+            print!("{}", program.disassemble());
+            match program.verify() {
+                Ok(_) => Ok(ExitCode::SUCCESS),
+                Err(e) => {
+                    eprintln!("ajs disasm: the compiled program does not verify: {e}");
+                    Ok(ExitCode::from(1))
+                }
+            }
+        }
+        Err(e) => {
+            eprintln!("ajs disasm: {e}");
+            Ok(ExitCode::from(1))
+        }
+    }
+}
