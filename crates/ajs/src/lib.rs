@@ -21,6 +21,7 @@
 
 mod capabilities;
 mod driver;
+mod signature;
 
 use std::collections::HashMap;
 
@@ -235,6 +236,17 @@ impl Outcome {
     }
 }
 
+fn json_kind(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "boolean",
+        serde_json::Value::Number(_) => "number",
+        serde_json::Value::String(_) => "string",
+        serde_json::Value::Array(_) => "array",
+        serde_json::Value::Object(_) => "object",
+    }
+}
+
 fn source_check(source: &str, opts: &Options) -> Result<(), String> {
     if opts.max_source_bytes != 0 && source.len() > opts.max_source_bytes {
         return Err(format!(
@@ -444,6 +456,116 @@ impl Runner {
             });
         }
         Ok(())
+    }
+
+    /// Compiles an agent program (top-level functions, the last one the entry).
+    ///
+    /// # Errors
+    /// [`CreateError`] when an option is invalid, the source is too large or does not compile.
+    pub fn compile_agent(source: &str, options: &Options) -> Result<VerifiedProgram, CreateError> {
+        options.validate()?;
+        source_check(source, options).map_err(CreateError::SourceTooLarge)?;
+        let atoms = options.atom_names();
+        let program = compile(
+            source,
+            &CompileOptions {
+                mode: Mode::Agent,
+                externals: &[],
+                atoms: &atoms,
+                source_name: "<source>",
+            },
+        )?;
+        program.verify().map_err(|e| {
+            CreateError::Compile(CompileError {
+                message: format!("internal compiler error: {e}"),
+                source_name: "<source>".into(),
+                line: 1,
+                column: 0,
+            })
+        })
+    }
+
+    /// Compiles and runs an agent program with `args` (a JSON object keyed by parameter name).
+    pub async fn run_agent(
+        &self,
+        source: &str,
+        args: &serde_json::Value,
+        options: &Options,
+    ) -> Outcome {
+        match Runner::compile_agent(source, options) {
+            Ok(p) => self.run_program(&p, args, options).await,
+            Err(CreateError::Compile(e)) => compile_error(e),
+            Err(e) => Outcome::failed(e.to_string(), ErrorKind::Input, None, 0.0),
+        }
+    }
+
+    /// Runs a compiled agent program (for example one loaded from an artifact) with `args`,
+    /// checked against the entry's signature. The entry must return an object, `null` or nothing.
+    pub async fn run_program(
+        &self,
+        program: &VerifiedProgram,
+        args: &serde_json::Value,
+        options: &Options,
+    ) -> Outcome {
+        if let Err(e) = options.validate().and_then(|_| self.validate()) {
+            return Outcome::failed(e.to_string(), ErrorKind::Input, None, 0.0);
+        }
+        let empty = serde_json::Map::new();
+        let obj = match args {
+            serde_json::Value::Object(m) => m,
+            serde_json::Value::Null => &empty,
+            other => {
+                return Outcome::failed(
+                    format!(
+                        "Arguments must be an object keyed by parameter name, got {}",
+                        json_kind(other)
+                    ),
+                    ErrorKind::Input,
+                    None,
+                    0.0,
+                )
+            }
+        };
+        let size = args.to_string().len();
+        if size > options.args_max_bytes {
+            return Outcome::failed(
+                format!(
+                    "Arguments are {size} bytes, over the {}-byte limit (argsMaxBytes)",
+                    options.args_max_bytes
+                ),
+                ErrorKind::Input,
+                None,
+                0.0,
+            );
+        }
+        let values = match signature::check_args(program, obj) {
+            Ok(v) => v,
+            Err(m) => return Outcome::failed(m, ErrorKind::Input, None, 0.0),
+        };
+        let vm_opts = options.vm_options(&self.quotas, self.max_heap_bytes);
+        let mut out =
+            driver::run_program(program.clone(), &values, vm_opts, options, self.depth).await;
+        if out.error.is_none() {
+            let kind = match &out.result {
+                JsValue::Object(_) | JsValue::Null | JsValue::Undefined => None,
+                JsValue::Array(_) => Some("array"),
+                JsValue::String(_) => Some("string"),
+                JsValue::Number(_) => Some("number"),
+                JsValue::Bool(_) => Some("boolean"),
+            };
+            if let Some(k) = kind {
+                let fuel = out.fuel_used;
+                let log = std::mem::take(&mut out.log);
+                out = Outcome::failed(
+                    format!("Agent must return an object, got {k}"),
+                    ErrorKind::Guest,
+                    None,
+                    fuel,
+                );
+                out.log = log;
+            }
+        }
+        out
     }
 
     /// Compiles and runs a snippet by `Eval`'s rules under this runner's quotas and heap ceiling.

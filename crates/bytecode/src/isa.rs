@@ -80,10 +80,22 @@ pub trait OperandKind: Copy + fmt::Debug {
     fn decode(b: &[u8]) -> Self;
     /// The verifier's view.
     fn operand(self) -> Operand;
+    /// Rewrites the register this operand names, if it names one.
+    fn map_register(&mut self, _f: &dyn Fn(u16) -> u16) {}
 }
 
 macro_rules! u16_kind {
+    ($t:ident, $v:ident, reg) => {
+        u16_kind!($t, $v, {
+            fn map_register(&mut self, f: &dyn Fn(u16) -> u16) {
+                self.0 = f(self.0);
+            }
+        });
+    };
     ($t:ident, $v:ident) => {
+        u16_kind!($t, $v, {});
+    };
+    ($t:ident, $v:ident, { $($extra:tt)* }) => {
         impl OperandKind for $t {
             const SIZE: usize = 2;
             fn encode(self, out: &mut Vec<u8>) {
@@ -95,6 +107,7 @@ macro_rules! u16_kind {
             fn operand(self) -> Operand {
                 Operand::$v(self.0)
             }
+            $($extra)*
         }
     };
 }
@@ -114,9 +127,9 @@ macro_rules! u32_kind {
         }
     };
 }
-u16_kind!(Src, Read);
-u16_kind!(Base, Base);
-u16_kind!(Dst, Write);
+u16_kind!(Src, Read, reg);
+u16_kind!(Base, Base, reg);
+u16_kind!(Dst, Write, reg);
 u16_kind!(Const, Const);
 u16_kind!(Key, Key);
 u16_kind!(Native, Native);
@@ -214,6 +227,12 @@ macro_rules! define_ops {
                     other => Err(DecodeFault::UnknownOpcode(other)),
                 }
             }
+            /// Rewrites every register operand (reads, writes, run bases) through `f`.
+            pub fn map_registers(&mut self, f: &dyn Fn(u16) -> u16) {
+                match self {
+                    $( Op::$name { $($field),* } => { $( OperandKind::map_register($field, f); )* } )*
+                }
+            }
             /// Calls `f` with every operand, in declaration order (the verifier's view).
             pub fn operands(&self, mut f: impl FnMut(Operand)) {
                 match *self {
@@ -305,6 +324,9 @@ define_ops! {
     GetProp = 0x44 { dst: Dst, obj: Src, key: Key } cost BASE;
     /// `dst = obj[key]`; null-safe.
     GetIndex = 0x45 { dst: Dst, obj: Src, key: Src } cost BASE;
+    /// `dst` = the length of the array in `arr`, for a callback method named by the string
+    /// constant `method`; raises a guest error when `arr` is not an array.
+    ArrayLen = 0x46 { dst: Dst, arr: Src, method: Key } cost BASE;
     /// `dst = native(args…)`; for a method the receiver is the first register of `args`.
     CallNative = 0x50 { dst: Dst, native: Native, base: Base, argc: Count } cost BASE;
     /// `dst = func(args…)`: calls a function of this program.

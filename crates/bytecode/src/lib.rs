@@ -16,6 +16,7 @@
 //!     atoms: vec![],
 //!     entry: 0,
 //!     debug: None,
+//!     signature: None,
 //! };
 //! let bytes = p.to_bytes();
 //! let loaded = Program::from_bytes(&bytes).expect("verifies");
@@ -29,4 +30,7 @@ pub mod program;
 
 pub use isa::{Op, ISA_HASH};
 pub use natives::NativeId;
-pub use program::{Constant, Function, LoadError, Program, SourcePos, VerifiedProgram};
+pub use program::{
+    Constant, Function, LoadError, ParamSpec, Program, Signature, SourcePos, TypeSpec,
+    VerifiedProgram,
+};

@@ -100,6 +100,130 @@ define_natives! {
     ConsoleError = "console.error", 0..=255;
     /// `array.push(…)`: appends, returns the new length.
     Push = ".push", 1..=255;
+    /// `parseInt(string, radix?)`.
+    ParseInt = "parseInt", 0..=2;
+    /// `parseFloat(string)`.
+    ParseFloat = "parseFloat", 0..=1;
+    /// `isNaN(x)` (coercing).
+    IsNaN = "isNaN", 0..=1;
+    /// `isFinite(x)` (coercing).
+    IsFinite = "isFinite", 0..=1;
+    /// `encodeURIComponent(s)`.
+    EncodeUriComponent = "encodeURIComponent", 0..=1;
+    /// `decodeURIComponent(s)`.
+    DecodeUriComponent = "decodeURIComponent", 0..=1;
+    /// `encodeURI(s)`.
+    EncodeUri = "encodeURI", 0..=1;
+    /// `decodeURI(s)`.
+    DecodeUri = "decodeURI", 0..=1;
+    /// `JSON.parse(text)`: parse errors are guest errors.
+    JsonParse = "JSON.parse", 0..=1;
+    /// `JSON.stringify(value, replacer?, space?)`.
+    JsonStringify = "JSON.stringify", 0..=3;
+    /// `Object.keys(o)`.
+    ObjectKeys = "Object.keys", 0..=1;
+    /// `Object.values(o)`.
+    ObjectValues = "Object.values", 0..=1;
+    /// `Object.entries(o)`.
+    ObjectEntries = "Object.entries", 0..=1;
+    /// `Object.fromEntries(entries)`.
+    ObjectFromEntries = "Object.fromEntries", 0..=1;
+    /// `Object.assign(target, ...sources)`: copies into a fresh object, never mutates.
+    ObjectAssign = "Object.assign", 0..=255;
+    /// `Object.hasOwn(o, key)`.
+    ObjectHasOwn = "Object.hasOwn", 0..=2;
+    /// `Array.isArray(x)`.
+    ArrayIsArray = "Array.isArray", 0..=1;
+    /// `Array.of(...)`.
+    ArrayOf = "Array.of", 0..=255;
+    /// `Number.isNaN(x)` (no coercion).
+    NumberIsNaN = "Number.isNaN", 0..=1;
+    /// `Number.isFinite(x)` (no coercion).
+    NumberIsFinite = "Number.isFinite", 0..=1;
+    /// `Number.isInteger(x)`.
+    NumberIsInteger = "Number.isInteger", 0..=1;
+    /// `Number.isSafeInteger(x)`.
+    NumberIsSafeInteger = "Number.isSafeInteger", 0..=1;
+    /// `Number.parseFloat(string)`.
+    NumberParseFloat = "Number.parseFloat", 0..=1;
+    /// `Number.parseInt(string, radix?)`.
+    NumberParseInt = "Number.parseInt", 0..=2;
+    /// `String.fromCharCode(...codes)`.
+    StringFromCharCode = "String.fromCharCode", 0..=255;
+    /// `String.fromCodePoint(...points)`.
+    StringFromCodePoint = "String.fromCodePoint", 0..=255;
+    /// `s.toUpperCase()`.
+    ToUpperCase = ".toUpperCase", 1..=1;
+    /// `s.toLowerCase()`.
+    ToLowerCase = ".toLowerCase", 1..=1;
+    /// `s.trim()`.
+    Trim = ".trim", 1..=1;
+    /// `s.trimStart()`.
+    TrimStart = ".trimStart", 1..=1;
+    /// `s.trimEnd()`.
+    TrimEnd = ".trimEnd", 1..=1;
+    /// `s.charAt(i)`.
+    CharAt = ".charAt", 1..=2;
+    /// `s.charCodeAt(i)`.
+    CharCodeAt = ".charCodeAt", 1..=2;
+    /// `s.codePointAt(i)`.
+    CodePointAt = ".codePointAt", 1..=2;
+    /// `s.includes(t, pos?)` / `a.includes(x, from?)`.
+    Includes = ".includes", 1..=3;
+    /// `s.indexOf(t, pos?)` / `a.indexOf(x, from?)`.
+    IndexOf = ".indexOf", 1..=3;
+    /// `s.lastIndexOf(t, pos?)` / `a.lastIndexOf(x, from?)`.
+    LastIndexOf = ".lastIndexOf", 1..=3;
+    /// `s.startsWith(t, pos?)`.
+    StartsWith = ".startsWith", 1..=3;
+    /// `s.endsWith(t, end?)`.
+    EndsWith = ".endsWith", 1..=3;
+    /// `s.slice(start?, end?)` / `a.slice(start?, end?)`.
+    Slice = ".slice", 1..=3;
+    /// `s.substring(start, end?)`.
+    Substring = ".substring", 1..=3;
+    /// `s.split(separator?, limit?)` (string separators).
+    Split = ".split", 1..=3;
+    /// `s.repeat(n)`.
+    Repeat = ".repeat", 1..=2;
+    /// `s.padStart(n, fill?)`.
+    PadStart = ".padStart", 1..=3;
+    /// `s.padEnd(n, fill?)`.
+    PadEnd = ".padEnd", 1..=3;
+    /// `s.concat(...)` / `a.concat(...)`.
+    Concat = ".concat", 1..=255;
+    /// `s.at(i)` / `a.at(i)`.
+    At = ".at", 1..=2;
+    /// `s.replace(pattern, replacement)` (string patterns).
+    Replace = ".replace", 1..=3;
+    /// `s.replaceAll(pattern, replacement)` (string patterns).
+    ReplaceAll = ".replaceAll", 1..=3;
+    /// `s.localeCompare(t)`: code-unit order.
+    LocaleCompare = ".localeCompare", 1..=4;
+    /// `v.toString(radix?)`.
+    ToString = ".toString", 1..=2;
+    /// `a.join(separator?)`.
+    Join = ".join", 1..=2;
+    /// `a.reverse()`: in place.
+    Reverse = ".reverse", 1..=1;
+    /// `a.pop()`.
+    Pop = ".pop", 1..=1;
+    /// `a.shift()`.
+    Shift = ".shift", 1..=1;
+    /// `a.unshift(...)`: returns the new length.
+    Unshift = ".unshift", 1..=255;
+    /// `a.splice(start, deleteCount?, ...items)`: returns the removed elements.
+    Splice = ".splice", 1..=255;
+    /// `a.fill(value, start?, end?)`: in place.
+    Fill = ".fill", 1..=4;
+    /// `a.flat(depth?)`.
+    Flat = ".flat", 1..=2;
+    /// `a.toReversed()`.
+    ToReversed = ".toReversed", 1..=1;
+    /// `n.toFixed(digits?)`.
+    ToFixed = ".toFixed", 1..=2;
+    /// `n.toPrecision(p?)`.
+    ToPrecision = ".toPrecision", 1..=2;
 }
 
 impl NativeId {
@@ -143,4 +267,16 @@ pub const MATH_CONSTANTS: &[(&str, f64)] = &[
     ("LOG10E", std::f64::consts::LOG10_E),
     ("SQRT2", std::f64::consts::SQRT_2),
     ("SQRT1_2", std::f64::consts::FRAC_1_SQRT_2),
+];
+
+/// Numeric constants of the `Number` namespace, resolved at compile time.
+pub const NUMBER_CONSTANTS: &[(&str, f64)] = &[
+    ("MAX_SAFE_INTEGER", 9_007_199_254_740_991.0),
+    ("MIN_SAFE_INTEGER", -9_007_199_254_740_991.0),
+    ("MAX_VALUE", f64::MAX),
+    ("MIN_VALUE", 5e-324),
+    ("EPSILON", f64::EPSILON),
+    ("POSITIVE_INFINITY", f64::INFINITY),
+    ("NEGATIVE_INFINITY", f64::NEG_INFINITY),
+    ("NaN", f64::NAN),
 ];

@@ -62,6 +62,66 @@ pub struct DebugInfo {
     pub spans: Vec<Vec<SourcePos>>,
 }
 
+/// The type an agent parameter is checked against, inferred from its example value.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum TypeSpec {
+    /// Anything.
+    Any,
+    /// A string.
+    String,
+    /// A number.
+    Number,
+    /// A boolean.
+    Boolean,
+    /// `null`.
+    Null,
+    /// An array whose elements all match.
+    Array(Box<TypeSpec>),
+    /// An object with (at least) these typed keys.
+    Object(Vec<(String, TypeSpec)>),
+}
+
+impl TypeSpec {
+    /// How the type reads in messages (`string`, `array of number`, …).
+    pub fn describe(&self) -> String {
+        match self {
+            TypeSpec::Any => "any value".into(),
+            TypeSpec::String => "a string".into(),
+            TypeSpec::Number => "a number".into(),
+            TypeSpec::Boolean => "a boolean".into(),
+            TypeSpec::Null => "null".into(),
+            TypeSpec::Array(t) if **t == TypeSpec::Any => "an array".into(),
+            TypeSpec::Array(t) => format!(
+                "an array of {}",
+                t.describe()
+                    .trim_start_matches("a ")
+                    .trim_start_matches("an ")
+            ),
+            TypeSpec::Object(_) => "an object".into(),
+        }
+    }
+}
+
+/// One parameter of an agent's entry function.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ParamSpec {
+    /// Its name (the key of the arguments object).
+    pub name: String,
+    /// Whether the caller must pass it.
+    pub required: bool,
+    /// The type its example value implies.
+    pub ty: TypeSpec,
+}
+
+/// The entry function's parameters, for checking a run's arguments before it starts.
+#[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
+pub struct Signature {
+    /// The entry's name.
+    pub name: String,
+    /// Its parameters, in order (argument `i` arrives in register `i`).
+    pub params: Vec<ParamSpec>,
+}
+
 /// A compiled program. Build one with the compiler or [`Program::from_bytes`]; run it only after
 /// [`Program::verify`].
 #[derive(Clone, Debug, PartialEq)]
@@ -76,6 +136,8 @@ pub struct Program {
     pub entry: u16,
     /// Source positions, unless stripped.
     pub debug: Option<DebugInfo>,
+    /// For an agent program: the entry's parameters and their types.
+    pub signature: Option<Signature>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -93,6 +155,7 @@ struct WireProgram {
     atoms: Vec<String>,
     entry: u16,
     debug: Option<DebugInfo>,
+    signature: Option<Signature>,
 }
 
 /// Why a program was refused. Every variant says where.
@@ -254,6 +317,7 @@ impl Program {
             atoms: self.atoms.clone(),
             entry: self.entry,
             debug: self.debug.clone(),
+            signature: self.signature.clone(),
         };
         let mut out = Vec::new();
         out.extend_from_slice(&MAGIC);
@@ -359,6 +423,7 @@ impl Program {
             atoms: wire.atoms,
             entry: wire.entry,
             debug: wire.debug,
+            signature: wire.signature,
         };
         p.verify()
     }

@@ -12,9 +12,6 @@ use serde_json::{Map, Value};
 use crate::matchers::{describe_error, ErrorExpect, Expect, Mismatch};
 use crate::scripted::{Counters, Script};
 
-/// What an agent case reports until the facade has an agent runner.
-pub const AGENT_UNSUPPORTED: &str = "agent programs are not supported yet";
-
 /// Extra wall time the runner grants a case beyond its own `timeoutMs` before giving up on it.
 const GRACE: Duration = Duration::from_secs(10);
 
@@ -91,7 +88,7 @@ pub struct Call {
     pub expect: Expect,
 }
 
-/// An `agent` case's program (parsed for validity; not runnable yet).
+/// An `agent` case: a program run by the agent runner with arguments.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AgentSpec {
     /// `source`.
@@ -471,9 +468,33 @@ fn check_outcome(expect: &Expect, o: &Outcome, calls: &BTreeMap<String, u64>) ->
 /// Runs one parsed case; `Ok(())` if it passed, else the failure text (expected and got).
 pub async fn run_case(case: &Case) -> Result<(), String> {
     match &case.kind {
-        CaseKind::Agent(..) => Err(format!(
-            "expected the agent program to run, got \"{AGENT_UNSUPPORTED}\""
-        )),
+        CaseKind::Agent(spec, expect) => {
+            let counters = Counters::default();
+            let opts = spec.options.options(case.script.capabilities(&counters));
+            let outcome = if let Some(e) = &spec.options.invalid {
+                refused(e)
+            } else {
+                let runner = Runner {
+                    quotas: spec.options.quotas.clone().unwrap_or_default(),
+                    max_heap_bytes: spec
+                        .options
+                        .max_heap_bytes
+                        .unwrap_or(Runner::default().max_heap_bytes),
+                    ..Runner::default()
+                };
+                let source = spec.source.clone();
+                let args = spec.args.clone();
+                let limit = limit_for(&opts);
+                guarded(limit, async move {
+                    runner.run_agent(&source, &args, &opts).await
+                })
+                .await?
+            };
+            report(
+                check_outcome(expect, &outcome, &counters.snapshot()),
+                &outcome,
+            )
+        }
         CaseKind::Eval(spec, expect) => {
             let counters = Counters::default();
             let opts = spec.options.options(case.script.capabilities(&counters));

@@ -146,9 +146,11 @@ impl Rule {
         if let Some(n) = m.get("respondBytes") {
             match n.as_u64() {
                 Some(n) if n <= MAX_RESPOND_BYTES => answers.push(Answer::RespondBytes(n as usize)),
-                _ => return Err(format!(
+                _ => {
+                    return Err(format!(
                     "{at}: respondBytes must be an integer from 0 to {MAX_RESPOND_BYTES}, not {n}"
-                )),
+                ))
+                }
             }
         }
         if answers.len() != 1 {

@@ -187,7 +187,7 @@ fn cases_report_and_exit_code() {
     );
     assert!(line("t/malformed-expect").contains("expect.error"), "{out}");
     assert!(
-        line("t/agent").contains("agent programs are not supported yet"),
+        line("t/agent").contains("Agent must return an object, got number"),
         "{out}"
     );
     assert!(line("t/two-kinds").contains("exactly one of"), "{out}");

@@ -3,6 +3,7 @@
 //! Entry point: [`compile`]. The produced [`Program`] holds one function whose parameters are the
 //! externals the code uses (see [`CompileOptions`]), with fuel `Charge`s inserted and a span table
 //! pointing into the user's source.
+#![deny(missing_docs)]
 
 /// The first diagnostic of a parse as (message, byte offset of its first label).
 macro_rules! first_diag {
@@ -17,6 +18,7 @@ macro_rules! first_diag {
 }
 
 mod lower;
+mod params;
 mod pos;
 
 use ajs_bytecode::Program;
@@ -38,6 +40,10 @@ pub enum Mode {
     Eval,
     /// SafeFunction body: parse as a script with return allowed; a missing return gives undefined.
     FunctionBody,
+    /// An agent program: top-level `function` declarations, the last one the entry, parameters
+    /// typed by example values (decision 8). `externals` is ignored; the entry's parameters and
+    /// their types are in [`Program::signature`].
+    Agent,
 }
 
 /// Options of one compilation.
@@ -183,6 +189,15 @@ fn compile_inner(source: &str, opts: &CompileOptions) -> Result<Program, Fail> {
         ..ParseOptions::default()
     };
     match opts.mode {
+        Mode::Agent => {
+            let (rewritten, raw) = params::rewrite(source);
+            let alloc = Allocator::default();
+            let ret = Parser::new(&alloc, &rewritten, SourceType::script()).parse();
+            if ret.panicked || !ret.diagnostics.is_empty() {
+                return Err(diag_fail(&rewritten, first_diag!(ret.diagnostics)));
+            }
+            lower::lower_agent(&rewritten, &ret.program.body, &raw, opts)
+        }
         Mode::FunctionBody => {
             let alloc = Allocator::default();
             let ret = Parser::new(&alloc, source, SourceType::script())

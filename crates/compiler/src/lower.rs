@@ -9,14 +9,21 @@
 use std::collections::HashMap;
 
 use ajs_bytecode::isa::{insert_charges, Atom, Base, Const, Count, Dst, Key, Native, Src, Target};
-use ajs_bytecode::natives::{NativeId, MATH_CONSTANTS};
-use ajs_bytecode::program::{Constant, DebugInfo, Function, MAX_CONSTANTS};
+use ajs_bytecode::natives::{NativeId, MATH_CONSTANTS, NUMBER_CONSTANTS};
+use ajs_bytecode::program::{Constant, DebugInfo, Function, SourcePos, MAX_CONSTANTS};
 use ajs_bytecode::{Op, Program};
 use oxc_ast::ast::*;
 use oxc_span::{GetSpan, Span};
 
 use crate::pos::LineIndex;
 use crate::{CompileOptions, Fail, Mode, MAX_NESTING};
+
+mod agent;
+mod callbacks;
+
+pub(crate) use agent::lower_agent;
+
+use callbacks::CallbackCtx;
 
 type R<T> = Result<T, Fail>;
 
@@ -87,6 +94,27 @@ fn unsupported_builtin(name: &str) -> Option<String> {
     })
 }
 
+/// The message for a member of a builtin namespace that AJS does not have (reference §3.3): an
+/// alternative when there is one, the function hint when it is a function read as a value.
+fn namespace_member_msg(ns: &str, m: &str) -> String {
+    let alt = match (ns, m) {
+        (_, "prototype") | ("Object", "getPrototypeOf") => Some("Prototype access is not allowed."),
+        ("Object", "create") => Some("Use object literals instead."),
+        ("Object", "defineProperty" | "defineProperties") => {
+            Some("Property descriptors are not supported.")
+        }
+        ("Object", "setPrototypeOf") => Some("Prototype modification is not allowed."),
+        _ => None,
+    };
+    if let Some(alt) = alt {
+        return format!("{ns}.{m} is not available. {alt}");
+    }
+    if NativeId::lookup(&format!("{ns}.{m}")).is_some() {
+        return format!("{ns}.{m} is a function: call it, e.g. {ns}.{m}(x)");
+    }
+    format!("{ns}.{m} is not supported in AsyncJS. Check docs for available {ns} methods.")
+}
+
 fn new_suggestion(name: Option<&str>) -> String {
     let tail = match name {
         Some("Date") => " Use Date() or Date('2024-01-15') instead - no 'new' needed.".to_string(),
@@ -148,6 +176,15 @@ struct LoopCtx {
     try_depth: u32,
 }
 
+/// What the functions of one program share: constants and the atoms table.
+#[derive(Default)]
+pub(crate) struct Pool {
+    constants: Vec<Constant>,
+    num_map: HashMap<u64, u16>,
+    str_map: HashMap<Vec<u16>, u16>,
+    atoms: Vec<String>,
+}
+
 enum Resolved {
     Local { reg: u16, is_const: bool },
     Ext(u16),
@@ -171,6 +208,10 @@ pub(crate) struct Lowerer<'o> {
     try_depth: u32,
     depth: u32,
     chain: Option<Vec<usize>>,
+    /// Callback bodies being lowered, innermost last.
+    callbacks: Vec<CallbackCtx>,
+    /// Helper functions of an agent program: name -> (function index, arity).
+    helpers: HashMap<String, (u16, usize)>,
 }
 
 /// Compiles one expression (Eval expression mode).
@@ -233,6 +274,8 @@ impl<'o> Lowerer<'o> {
             try_depth: 0,
             depth: 0,
             chain: None,
+            callbacks: Vec::new(),
+            helpers: HashMap::new(),
         }
     }
 
@@ -367,6 +410,28 @@ impl<'o> Lowerer<'o> {
     // ---------------------------------------------------------------- finishing
 
     fn finish(self, src: &str, name: &str) -> R<Program> {
+        let (function, pos, pool) = self.finish_function(src, name)?;
+        Ok(Program {
+            functions: vec![function],
+            constants: pool.constants,
+            atoms: pool.atoms,
+            entry: 0,
+            debug: Some(DebugInfo { spans: vec![pos] }),
+            signature: None,
+        })
+    }
+
+    /// Moves the constant pool and the atoms table in (functions of one program share them).
+    fn set_pool(&mut self, pool: Pool) {
+        self.constants = pool.constants;
+        self.num_map = pool.num_map;
+        self.str_map = pool.str_map;
+        self.atoms = pool.atoms;
+    }
+
+    /// Lays the frame out, inserts the fuel charges, and returns the function, its source
+    /// positions and the shared pool.
+    fn finish_function(self, src: &str, name: &str) -> R<(Function, Vec<SourcePos>, Pool)> {
         let nspecial = self.specials.len();
         // final register of every special
         let mut final_of = vec![0u16; nspecial];
@@ -419,7 +484,7 @@ impl<'o> Lowerer<'o> {
         let mut spans = prologue_spans;
         for (op, sp) in self.code.iter().zip(&self.spans) {
             let mut op = *op;
-            map_regs(&mut op, &map);
+            op.map_registers(&map);
             match &mut op {
                 Op::Jump { target }
                 | Op::JumpIfTrue { target, .. }
@@ -438,18 +503,19 @@ impl<'o> Lowerer<'o> {
         let idx = LineIndex::new(src);
         let pos: Vec<_> = spans.iter().map(|&o| idx.pos(o)).collect();
         let (code, pos) = insert_charges(&code, &pos);
-        Ok(Program {
-            functions: vec![Function {
-                name: name.to_string(),
-                params,
-                nregs: nregs as u16,
-                code,
-            }],
+        let function = Function {
+            name: name.to_string(),
+            params,
+            nregs: nregs as u16,
+            code,
+        };
+        let pool = Pool {
             constants: self.constants,
+            num_map: self.num_map,
+            str_map: self.str_map,
             atoms: self.atoms,
-            entry: 0,
-            debug: Some(DebugInfo { spans: vec![pos] }),
-        })
+        };
+        Ok((function, pos, pool))
     }
 
     // ---------------------------------------------------------------- names
@@ -681,6 +747,12 @@ impl<'o> Lowerer<'o> {
                 self.emit(Op::Jump { target: Target(start) }, span);
                 Ok(())
             }
+            Statement::ReturnStatement(r) if !self.callbacks.is_empty() => {
+                let mark = self.top;
+                let res = self.callback_return(r.argument.as_ref(), span);
+                self.top = mark;
+                res
+            }
             Statement::ReturnStatement(r) => {
                 let mark = self.top;
                 let reg = match &r.argument {
@@ -867,6 +939,7 @@ impl<'o> Lowerer<'o> {
     /// The register of an assignable variable.
     fn assign_target(&mut self, id: &IdentifierReference) -> R<u16> {
         let name = id.name.as_str();
+        self.check_callback_write(name, id.span)?;
         if !self.is_global(name) || !matches!(name, "undefined" | "NaN" | "Infinity") {
             match self.resolve(name, id.span) {
                 Ok(Resolved::Local { is_const: true, .. }) => {
@@ -1339,7 +1412,11 @@ impl<'o> Lowerer<'o> {
                 }
                 None => fail(span, format!("Math.{name} is not supported in AsyncJS. Check docs for available Math methods.")),
             },
-            Some(ns) => fail(span, format!("{ns}.{name} is not supported in AsyncJS yet. Check docs for available {ns} methods.")),
+            Some("Number") => match NUMBER_CONSTANTS.iter().find(|(n, _)| *n == name) {
+                Some((_, v)) => Ok(Some(*v)),
+                None => fail(span, namespace_member_msg("Number", name)),
+            },
+            Some(ns) => fail(span, namespace_member_msg(ns, name)),
         }
     }
 
@@ -1572,6 +1649,9 @@ impl<'o> Lowerer<'o> {
                 format!("'{name}' is a variable, not a function: AJS can only call atoms, builtins (e.g. Math.max) and methods"),
             );
         }
+        if self.call_helper(name, args, dst, span)? {
+            return Ok(());
+        }
         if name == "Error" {
             let mark = self.top;
             let r = match args.first() {
@@ -1627,6 +1707,9 @@ impl<'o> Lowerer<'o> {
             return Ok(());
         }
         if BUILTIN_NAMES.contains(&name) {
+            if let Some(native) = NativeId::lookup(name) {
+                return self.call_native(native, None, args, dst, span);
+            }
             return fail(
                 id.span,
                 format!("'{name}(...)' is not supported in AsyncJS yet"),
@@ -1668,12 +1751,21 @@ impl<'o> Lowerer<'o> {
                         return fail(span, alt);
                     }
                 },
+                "JSON" | "Object" | "Array" | "Number" | "String" => {
+                    match NativeId::lookup(&format!("{ns}.{m}")) {
+                        Some(n) => n,
+                        None => return fail(span, namespace_member_msg(ns, m)),
+                    }
+                }
                 _ => return fail(span, format!("{ns}.{m} is not supported in AsyncJS yet. Check docs for available {ns} methods.")),
             };
             return self.call_native(native, None, args, dst, span);
         }
         if forbidden(m) {
             return fail(span, forbidden_msg(m));
+        }
+        if self.callback_method(obj, m, optional, args, dst, span)? {
+            return Ok(());
         }
         let Some(native) = NativeId::lookup(&format!(".{m}")) else {
             return fail(
@@ -1828,81 +1920,6 @@ pub(crate) fn js_number_to_string(v: f64) -> String {
         s.push_str(&(n - 1).abs().to_string());
     }
     s
-}
-
-/// Rewrites every register operand of `op` through `f`.
-fn map_regs(op: &mut Op, f: &impl Fn(u16) -> u16) {
-    let r = |x: &mut u16| *x = f(*x);
-    match op {
-        Op::Charge { .. } | Op::Jump { .. } | Op::TryEnter { .. } | Op::TryExit {} => {}
-        Op::Move { dst, src }
-        | Op::Neg { dst, src }
-        | Op::Pos { dst, src }
-        | Op::Not { dst, src }
-        | Op::TypeOf { dst, src } => {
-            r(&mut dst.0);
-            r(&mut src.0);
-        }
-        Op::LoadConst { dst, .. }
-        | Op::LoadUndef { dst }
-        | Op::LoadNull { dst }
-        | Op::LoadTrue { dst }
-        | Op::LoadFalse { dst }
-        | Op::NewObject { dst }
-        | Op::Catch { dst } => r(&mut dst.0),
-        Op::Add { dst, a, b }
-        | Op::Sub { dst, a, b }
-        | Op::Mul { dst, a, b }
-        | Op::Div { dst, a, b }
-        | Op::Mod { dst, a, b }
-        | Op::Pow { dst, a, b }
-        | Op::Eq { dst, a, b }
-        | Op::Ne { dst, a, b }
-        | Op::StrictEq { dst, a, b }
-        | Op::StrictNe { dst, a, b }
-        | Op::Lt { dst, a, b }
-        | Op::Le { dst, a, b }
-        | Op::Gt { dst, a, b }
-        | Op::Ge { dst, a, b } => {
-            r(&mut dst.0);
-            r(&mut a.0);
-            r(&mut b.0);
-        }
-        Op::Concat { dst, base, .. } | Op::NewArray { dst, base, .. } => {
-            r(&mut dst.0);
-            r(&mut base.0);
-        }
-        Op::JumpIfTrue { cond, .. } | Op::JumpIfFalse { cond, .. } => r(&mut cond.0),
-        Op::JumpIfNullish { src, .. }
-        | Op::JumpIfNotNullish { src, .. }
-        | Op::Return { src }
-        | Op::Throw { src } => r(&mut src.0),
-        Op::ArrayAppend { arr, base, .. } => {
-            r(&mut arr.0);
-            r(&mut base.0);
-        }
-        Op::InitProp { obj, val, .. } => {
-            r(&mut obj.0);
-            r(&mut val.0);
-        }
-        Op::GetProp { dst, obj, .. } => {
-            r(&mut dst.0);
-            r(&mut obj.0);
-        }
-        Op::GetIndex { dst, obj, key } => {
-            r(&mut dst.0);
-            r(&mut obj.0);
-            r(&mut key.0);
-        }
-        Op::CallNative { dst, base, .. } | Op::Call { dst, base, .. } => {
-            r(&mut dst.0);
-            r(&mut base.0);
-        }
-        Op::CallAtom { dst, arg, .. } => {
-            r(&mut dst.0);
-            r(&mut arg.0);
-        }
-    }
 }
 
 #[cfg(test)]

@@ -224,8 +224,13 @@ fn refusals() {
         ),
         ("Math.foo", "Math.foo is not supported in AsyncJS"),
         (
-            "a.map(x => x)",
-            "Security Error: method 'map' is not callable in AsyncJS",
+            "a.frobnicate(1)",
+            "Security Error: method 'frobnicate' is not callable in AsyncJS",
+        ),
+        ("a.map(f)", "takes a callback written as an arrow function"),
+        (
+            "a.sort((x, y) => x - y)",
+            "sort with a comparator is not supported yet",
         ),
         (
             "a.constructor(1)",

@@ -43,7 +43,8 @@ pub fn prop_bytes(key_len: usize) -> usize {
 }
 
 impl Cell {
-    fn bytes(&self) -> usize {
+    /// Accounted size of the cell's content.
+    pub fn bytes(&self) -> usize {
         match self {
             Cell::Free => 0,
             Cell::Str(s) => str_bytes(s.len()),
@@ -109,6 +110,16 @@ impl Heap {
     /// Accounts `more` bytes for growth of an existing cell (the caller checked [`Heap::fits`]).
     pub fn grow(&mut self, more: usize) {
         self.live += more;
+    }
+
+    /// Live bytes recomputed from the cells (for checking the ledger in tests).
+    pub fn recount(&self) -> usize {
+        self.cells.iter().map(Cell::bytes).sum()
+    }
+
+    /// Accounts `less` bytes released by an existing cell that shrank in place.
+    pub fn shrink(&mut self, less: usize) {
+        self.live = self.live.saturating_sub(less);
     }
 
     /// Stores a new cell; the caller has checked [`Heap::fits`] for its size.

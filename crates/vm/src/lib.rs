@@ -13,7 +13,7 @@
 //! let (code, _) = insert_charges(&code, &[(); 2]);
 //! let program = Program {
 //!     functions: vec![Function { name: "f".into(), params: vec!["a".into(), "b".into()], nregs: 3, code }],
-//!     constants: vec![], atoms: vec![], entry: 0, debug: None,
+//!     constants: vec![], atoms: vec![], entry: 0, debug: None, signature: None,
 //! }.verify().unwrap();
 //! let mut vm = Vm::new(program, &[JsValue::Number(1.0), JsValue::Number(2.0)], VmOptions::default()).unwrap();
 //! assert_eq!(vm.run(u64::MAX), Step::Done(JsValue::Number(3.0)));
@@ -21,8 +21,10 @@
 //! ```
 #![deny(missing_docs)]
 
+mod builtins;
 mod error;
 mod heap;
+mod json;
 mod machine;
 mod natives;
 mod number;

@@ -125,7 +125,7 @@ enum Status {
     Finished,
 }
 
-const FORBIDDEN: [&str; 3] = ["constructor", "__proto__", "prototype"];
+pub(crate) const FORBIDDEN: [&str; 3] = ["constructor", "__proto__", "prototype"];
 
 /// A virtual machine holding one run's whole state: frames, registers, heap, fuel, log.
 #[derive(Debug)]
@@ -654,6 +654,32 @@ impl Vm {
                     Op::GetIndex { dst, obj, key } => {
                         let (o, k) = (r!(obj), r!(key));
                         r!(dst) = tryop!(self.get_member(o, k));
+                    }
+                    Op::ArrayLen { dst, arr, method } => {
+                        let a = r!(arr);
+                        match a {
+                            Value::Arr(_) => r!(dst) = Value::Num(self.length_of(a) as f64),
+                            _ => {
+                                let m = self.consts[method.0 as usize];
+                                let m = match m {
+                                    Value::Str(g) => String::from_utf16_lossy(self.units(g)),
+                                    _ => String::new(),
+                                };
+                                save_pc!();
+                                return match a {
+                                    Value::Null => {
+                                        guest(format!("Cannot call method '{m}' on null"))
+                                    }
+                                    Value::Undefined => {
+                                        guest(format!("Cannot call method '{m}' on undefined"))
+                                    }
+                                    other => guest(format!(
+                                        "'{m}' is not a function on a {}",
+                                        self.kind_name(other)
+                                    )),
+                                };
+                            }
+                        }
                     }
                     Op::CallNative {
                         dst,

@@ -165,10 +165,11 @@ impl Vm {
                     )),
                 }
             }
+            _ => self.call_builtin(id, args),
         }
     }
 
-    fn type_of_null(&self, v: Value) -> &'static str {
+    pub(crate) fn type_of_null(&self, v: Value) -> &'static str {
         if matches!(v, Value::Null) {
             "null"
         } else {

@@ -137,3 +137,11 @@ impl From<serde_json::Value> for JsValue {
         JsValue::from_json(&v)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_value_is_sixteen_bytes() {
+        assert_eq!(std::mem::size_of::<super::Value>(), 16);
+    }
+}

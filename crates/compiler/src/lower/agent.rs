@@ -1,0 +1,323 @@
+//! Agent programs: several top-level `function` declarations, the last one the entry, the
+//! others helpers callable by name (reference §2.1–2.2, decision 8). Each function is its own
+//! frame; helpers see only their parameters; the entry's parameters are typed by example values.
+
+use ajs_bytecode::isa::Func;
+use ajs_bytecode::program::{ParamSpec, Signature, TypeSpec};
+
+use oxc_ast::ast;
+
+use super::*;
+use crate::params::{RawFunction, RawParam};
+
+/// One parameter of a function as the lowering needs it.
+struct Param<'a, 'b> {
+    name: String,
+    span: Span,
+    default: Option<&'b Expression<'a>>,
+    required: bool,
+}
+
+/// Compiles an agent program.
+pub(crate) fn lower_agent(
+    src: &str,
+    body: &[Statement],
+    raw: &[RawFunction],
+    opts: &CompileOptions,
+) -> R<Program> {
+    let mut fns: Vec<&ast::Function> = Vec::new();
+    for s in body {
+        match s {
+            Statement::FunctionDeclaration(f) => fns.push(f),
+            Statement::EmptyStatement(_) => {}
+            Statement::ImportDeclaration(_) => {
+                return fail(s.span(), "Imports are not supported. All atoms must be registered with the VM.")
+            }
+            Statement::ExportNamedDeclaration(_) | Statement::ExportDefaultDeclaration(_) | Statement::ExportAllDeclaration(_) => {
+                return fail(s.span(), "Exports are not supported. The function is automatically exported.")
+            }
+            Statement::ClassDeclaration(_) => {
+                return fail(s.span(), "Classes are not supported. AJS uses functions: write helper functions instead.")
+            }
+            _ => {
+                return fail(
+                    s.span(),
+                    "only function declarations may appear at the top level of an agent; move this statement into the entry function (the last one)",
+                )
+            }
+        }
+    }
+    let Some(entry) = fns.last() else {
+        return fail(
+            Span::new(0, 0),
+            "Source must contain a function declaration",
+        );
+    };
+    let entry_name = entry
+        .id
+        .as_ref()
+        .map(|i| i.name.as_str().to_string())
+        .unwrap_or_default();
+    // helper table: name -> (function index, arity)
+    let mut helpers: HashMap<String, (u16, usize)> = HashMap::new();
+    for (i, f) in fns.iter().enumerate().take(fns.len() - 1) {
+        let Some(id) = &f.id else {
+            return fail(f.span, "Helper function must have a name");
+        };
+        let name = id.name.as_str();
+        if name == entry_name {
+            return fail(
+                id.span,
+                format!("Helper function cannot share a name with the entry function: {name}"),
+            );
+        }
+        if helpers
+            .insert(name.to_string(), (i as u16, f.params.items.len()))
+            .is_some()
+        {
+            return fail(id.span, format!("Duplicate helper function name: {name}"));
+        }
+    }
+    let mut pool = Pool::default();
+    let mut functions = Vec::with_capacity(fns.len());
+    let mut spans = Vec::with_capacity(fns.len());
+    let mut signature = None;
+    for (i, f) in fns.iter().enumerate() {
+        let is_entry = i == fns.len() - 1;
+        let name =
+            f.id.as_ref()
+                .map(|i| i.name.as_str().to_string())
+                .unwrap_or_default();
+        if f.r#async || f.generator {
+            return fail(f.span, "async functions and generators are not supported: atom calls already look synchronous");
+        }
+        let raw_params = raw.get(i).map(|r| r.params.as_slice()).unwrap_or(&[]);
+        let params = params_of(f, raw_params, is_entry, &name)?;
+        if is_entry {
+            signature = Some(Signature {
+                name: name.clone(),
+                params: params
+                    .iter()
+                    .map(|p| ParamSpec {
+                        name: p.name.clone(),
+                        required: p.required,
+                        ty: p.default.map_or(TypeSpec::Any, infer_type),
+                    })
+                    .collect(),
+            });
+        }
+        let names: Vec<String> = params.iter().map(|p| p.name.clone()).collect();
+        let fopts = CompileOptions {
+            mode: Mode::FunctionBody,
+            externals: &names,
+            atoms: opts.atoms,
+            source_name: opts.source_name,
+        };
+        let mut l = Lowerer::new(&fopts);
+        l.set_pool(std::mem::take(&mut pool));
+        l.helpers = helpers.clone();
+        for (k, p) in params.iter().enumerate() {
+            if forbidden(&p.name) {
+                return fail(p.span, forbidden_msg(&p.name));
+            }
+            let reg = l.new_special(Special::Ext(k), p.span.start)?;
+            l.ext_regs.insert(k, reg);
+        }
+        // defaults apply when the argument is missing or null
+        for (k, p) in params.iter().enumerate() {
+            if let Some(d) = p.default {
+                let reg = l.ext_regs[&k];
+                let skip = l.emit_jump(
+                    Op::JumpIfNotNullish {
+                        src: Src(reg),
+                        target: Target(0),
+                    },
+                    p.span,
+                );
+                l.expr_to(d, reg)?;
+                l.patch_here(skip);
+            }
+        }
+        let Some(fbody) = &f.body else {
+            return fail(f.span, "a function needs a body");
+        };
+        l.block(&fbody.statements, true, fbody.span)?;
+        let end = Span::new(fbody.span.end.saturating_sub(1), fbody.span.end);
+        let u = l.alloc(end)?;
+        l.emit(Op::LoadUndef { dst: Dst(u) }, end);
+        l.emit(Op::Return { src: Src(u) }, end);
+        let (function, pos, back) = l.finish_function(src, &name)?;
+        pool = back;
+        functions.push(function);
+        spans.push(pos);
+    }
+    Ok(Program {
+        entry: (functions.len() - 1) as u16,
+        functions,
+        constants: pool.constants,
+        atoms: pool.atoms,
+        debug: Some(DebugInfo { spans }),
+        signature,
+    })
+}
+
+fn params_of<'a, 'b>(
+    f: &'b ast::Function<'a>,
+    raw: &[RawParam],
+    is_entry: bool,
+    fname: &str,
+) -> R<Vec<Param<'a, 'b>>> {
+    let fp = &f.params;
+    if let Some(rest) = &fp.rest {
+        return fail(
+            rest.span,
+            "Unsupported parameter pattern: rest parameters (...args); name each parameter",
+        );
+    }
+    let required = |name: &str| {
+        raw.iter()
+            .find(|r| r.name == name)
+            .is_none_or(|r| r.required)
+    };
+    let mut out = Vec::new();
+    for p in &fp.items {
+        match &p.pattern {
+            BindingPattern::BindingIdentifier(b) => {
+                let default = p.initializer.as_deref();
+                let name = b.name.as_str().to_string();
+                let req = default.is_none() || required(&name);
+                out.push(Param { name, span: b.span, default, required: req });
+            }
+            BindingPattern::ObjectPattern(o) if is_entry && fp.items.len() == 1 => {
+                if let Some(r) = &o.rest {
+                    return fail(r.span, "Unsupported parameter pattern: { ...rest }; list each property");
+                }
+                if p.initializer.is_some() {
+                    // `{ a } = {}`: the whole object is optional; its properties decide
+                }
+                for prop in &o.properties {
+                    let (id, default) = match &prop.value {
+                        BindingPattern::BindingIdentifier(b) => (b, None),
+                        BindingPattern::AssignmentPattern(a) => match &a.left {
+                            BindingPattern::BindingIdentifier(b) => (b, Some(&a.right)),
+                            _ => return fail(prop.span, "Only simple parameter names are supported"),
+                        },
+                        _ => return fail(prop.span, "Unsupported parameter pattern: nested destructuring; give the property an example value instead"),
+                    };
+                    if prop.computed || prop.key.static_name().is_none_or(|k| k != id.name.as_str()) {
+                        return fail(prop.span, "Only simple parameter names are supported (rename inside the body instead)");
+                    }
+                    out.push(Param { name: id.name.as_str().to_string(), span: id.span, default, required: default.is_none() });
+                }
+            }
+            BindingPattern::ObjectPattern(_) if is_entry => {
+                return fail(p.span, "an entry function takes one destructured object or plain parameters, not both")
+            }
+            BindingPattern::ObjectPattern(_) | BindingPattern::ArrayPattern(_) | BindingPattern::AssignmentPattern(_) if !is_entry => {
+                return fail(
+                    p.span,
+                    format!("Helper '{fname}' parameters must be plain identifiers (optionally with an example value); destructuring is not supported"),
+                )
+            }
+            _ => return fail(p.span, "Unsupported parameter pattern: ArrayPattern; use plain names or one destructured object"),
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    for p in &out {
+        if !seen.insert(p.name.as_str()) {
+            return fail(p.span, format!("Duplicate parameter name: {}", p.name));
+        }
+    }
+    if out.len() > u8::MAX as usize {
+        return fail(f.params.span, "too many parameters (more than 255)");
+    }
+    Ok(out)
+}
+
+/// The type an example value implies.
+fn infer_type(e: &Expression) -> TypeSpec {
+    match e.without_parentheses() {
+        Expression::StringLiteral(_) | Expression::TemplateLiteral(_) => TypeSpec::String,
+        Expression::NumericLiteral(_) => TypeSpec::Number,
+        Expression::UnaryExpression(u)
+            if matches!(
+                u.argument.without_parentheses(),
+                Expression::NumericLiteral(_)
+            ) =>
+        {
+            TypeSpec::Number
+        }
+        Expression::BooleanLiteral(_) => TypeSpec::Boolean,
+        Expression::NullLiteral(_) => TypeSpec::Any,
+        Expression::ArrayExpression(a) => {
+            let mut elem: Option<TypeSpec> = None;
+            for el in &a.elements {
+                let t = el.as_expression().map_or(TypeSpec::Any, infer_type);
+                elem = Some(match elem {
+                    None => t,
+                    Some(prev) if prev == t => prev,
+                    Some(_) => TypeSpec::Any,
+                });
+            }
+            TypeSpec::Array(Box::new(elem.unwrap_or(TypeSpec::Any)))
+        }
+        Expression::ObjectExpression(o) => {
+            let mut props = Vec::new();
+            for p in &o.properties {
+                if let ObjectPropertyKind::ObjectProperty(p) = p {
+                    if let Some(k) = p.key.static_name() {
+                        props.push((k.to_string(), infer_type(&p.value)));
+                    }
+                }
+            }
+            TypeSpec::Object(props)
+        }
+        _ => TypeSpec::Any,
+    }
+}
+
+impl Lowerer<'_> {
+    /// `helper(args…)` when `name` is a helper of this program; `Ok(false)` otherwise.
+    pub(super) fn call_helper(
+        &mut self,
+        name: &str,
+        args: &[&Expression],
+        dst: u16,
+        span: Span,
+    ) -> R<bool> {
+        let Some(&(func, arity)) = self.helpers.get(name) else {
+            return Ok(false);
+        };
+        if !self.is_global(name) {
+            return Ok(false);
+        }
+        if args.len() != arity {
+            return fail(
+                span,
+                format!(
+                    "Helper '{name}' expects {arity} argument(s), got {}",
+                    args.len()
+                ),
+            );
+        }
+        let mark = self.top;
+        let base = self.top;
+        for _ in 0..arity {
+            self.alloc(span)?;
+        }
+        for (i, a) in args.iter().enumerate() {
+            self.expr_to(a, base + i as u16)?;
+        }
+        self.emit(
+            Op::Call {
+                dst: Dst(dst),
+                func: Func(func),
+                base: Base(base),
+                argc: Count(arity as u8),
+            },
+            span,
+        );
+        self.top = mark;
+        Ok(true)
+    }
+}

@@ -1,0 +1,538 @@
+//! Callback methods (`map filter find findIndex findLast findLastIndex some every forEach reduce
+//! reduceRight`, decision 10) lowered **inline** as bytecode loops: no closures exist at run
+//! time, the callback's body runs in the caller's frame and reads outer variables from their
+//! registers (read-only: assigning to them is a compile error), and every iteration pays fuel
+//! through the loop's own blocks.
+
+use super::*;
+
+/// The callback methods, and whether each walks the array backwards.
+const CALLBACK_METHODS: &[(&str, bool)] = &[
+    ("map", false),
+    ("filter", false),
+    ("find", false),
+    ("findIndex", false),
+    ("findLast", true),
+    ("findLastIndex", true),
+    ("some", false),
+    ("every", false),
+    ("forEach", false),
+    ("reduce", false),
+    ("reduceRight", true),
+];
+
+/// Methods that take a callback in JavaScript but not (yet) in AJS, with what to write instead.
+fn unsupported_callback_method(m: &str) -> Option<&'static str> {
+    Some(match m {
+        "flatMap" => "flatMap with a callback is not supported yet; use map(...) and then flat()",
+        "sort" => "sort with a comparator is not supported yet; sort() without arguments sorts as JavaScript does",
+        _ => return None,
+    })
+}
+
+/// State of the callback body being lowered.
+pub(super) struct CallbackCtx {
+    /// Register receiving the callback's value.
+    result: u16,
+    /// `return` jumps to patch to the end of the body.
+    exits: Vec<usize>,
+    /// `try` depth when the body started.
+    try_depth: u32,
+    /// Scopes below this index belong to the enclosing code (read-only inside the callback).
+    pub(super) scope_floor: usize,
+}
+
+impl Lowerer<'_> {
+    /// Lowers `obj.m(callback, …)` when `m` is a callback method. Returns `Ok(false)` when `m`
+    /// is not one (the caller then treats it as an ordinary method).
+    pub(super) fn callback_method(
+        &mut self,
+        obj: &Expression,
+        m: &str,
+        optional: bool,
+        args: &[&Expression],
+        dst: u16,
+        span: Span,
+    ) -> R<bool> {
+        let Some(&(_, backwards)) = CALLBACK_METHODS.iter().find(|(n, _)| *n == m) else {
+            if let (Some(msg), Some(Expression::ArrowFunctionExpression(_))) = (
+                unsupported_callback_method(m),
+                args.first().map(|a| a.without_parentheses()),
+            ) {
+                return fail(span, msg);
+            }
+            return Ok(false);
+        };
+        let Some(Expression::ArrowFunctionExpression(cb)) =
+            args.first().map(|a| a.without_parentheses())
+        else {
+            return fail(
+                span,
+                format!(
+                    "'{m}' takes a callback written as an arrow function, e.g. items.{m}(x => ...)"
+                ),
+            );
+        };
+        let is_reduce = m == "reduce" || m == "reduceRight";
+        let max_args = if is_reduce { 2 } else { 1 };
+        if args.len() > max_args {
+            return fail(
+                span,
+                format!(
+                    "'{m}' takes {max_args} argument(s) in AJS, got {}",
+                    args.len()
+                ),
+            );
+        }
+        if cb.r#async {
+            return fail(
+                cb.span,
+                "async callbacks are not supported: AJS atom calls are already synchronous",
+            );
+        }
+        if cb.params.rest.is_some() {
+            return fail(
+                cb.params.span,
+                "rest parameters (...args) are not supported in callbacks; name each parameter",
+            );
+        }
+
+        let mark = self.top;
+        let recv = self.alloc(span)?;
+        self.expr_to(obj, recv)?;
+        if optional {
+            self.chain_jump(recv, span);
+        }
+        let len = self.alloc(span)?;
+        let name = self.str_const(m, span)?;
+        self.emit(
+            Op::ArrayLen {
+                dst: Dst(len),
+                arr: Src(recv),
+                method: Key(name),
+            },
+            span,
+        );
+        let i = self.alloc(span)?;
+        let acc = self.alloc(span)?;
+        let elem = self.alloc(span)?;
+        let cond = self.alloc(span)?;
+        let zero = self.num_reg(0.0, span)?;
+        let one = self.num_reg(1.0, span)?;
+
+        // accumulator
+        match m {
+            "map" | "filter" => self.emit(
+                Op::NewArray {
+                    dst: Dst(acc),
+                    base: Base(0),
+                    count: Count(0),
+                },
+                span,
+            ),
+            "findIndex" | "findLastIndex" => {
+                let k = self.num_const(-1.0, span)?;
+                self.emit(
+                    Op::LoadConst {
+                        dst: Dst(acc),
+                        k: Const(k),
+                    },
+                    span,
+                );
+            }
+            "some" => self.emit(Op::LoadFalse { dst: Dst(acc) }, span),
+            "every" => self.emit(Op::LoadTrue { dst: Dst(acc) }, span),
+            "find" | "findLast" | "forEach" => self.emit(Op::LoadUndef { dst: Dst(acc) }, span),
+            _ => {}
+        }
+        // start index
+        if backwards {
+            self.emit(
+                Op::Sub {
+                    dst: Dst(i),
+                    a: Src(len),
+                    b: Src(one),
+                },
+                span,
+            );
+        } else {
+            self.emit(
+                Op::Move {
+                    dst: Dst(i),
+                    src: Src(zero),
+                },
+                span,
+            );
+        }
+        if is_reduce {
+            if let Some(init) = args.get(1) {
+                self.expr_to(init, acc)?;
+            } else {
+                // no initial value: the first element is the accumulator (TypeError when empty)
+                let ok = self.emit_jump(
+                    Op::JumpIfTrue {
+                        cond: Src(len),
+                        target: Target(0),
+                    },
+                    span,
+                );
+                let msg = self.str_const("Reduce of empty array with no initial value", span)?;
+                self.emit(
+                    Op::LoadConst {
+                        dst: Dst(cond),
+                        k: Const(msg),
+                    },
+                    span,
+                );
+                self.emit(Op::Throw { src: Src(cond) }, span);
+                self.patch_here(ok);
+                self.emit(
+                    Op::GetIndex {
+                        dst: Dst(acc),
+                        obj: Src(recv),
+                        key: Src(i),
+                    },
+                    span,
+                );
+                let step = if backwards {
+                    Op::Sub {
+                        dst: Dst(i),
+                        a: Src(i),
+                        b: Src(one),
+                    }
+                } else {
+                    Op::Add {
+                        dst: Dst(i),
+                        a: Src(i),
+                        b: Src(one),
+                    }
+                };
+                self.emit(step, span);
+            }
+        }
+
+        let start = self.here();
+        if backwards {
+            self.emit(
+                Op::Ge {
+                    dst: Dst(cond),
+                    a: Src(i),
+                    b: Src(zero),
+                },
+                span,
+            );
+        } else {
+            self.emit(
+                Op::Lt {
+                    dst: Dst(cond),
+                    a: Src(i),
+                    b: Src(len),
+                },
+                span,
+            );
+        }
+        let exit = self.emit_jump(
+            Op::JumpIfFalse {
+                cond: Src(cond),
+                target: Target(0),
+            },
+            span,
+        );
+        self.emit(
+            Op::GetIndex {
+                dst: Dst(elem),
+                obj: Src(recv),
+                key: Src(i),
+            },
+            span,
+        );
+
+        // the callback's parameters: (item, index, array) or, for reduce, (acc, item, index, array)
+        let sources: Vec<u16> = if is_reduce {
+            vec![acc, elem, i, recv]
+        } else {
+            vec![elem, i, recv]
+        };
+        let value = self.alloc(span)?;
+        self.callback_body(cb, &sources, value)?;
+
+        let mut early_exit = None;
+        match m {
+            "map" => self.push(acc, value, span),
+            "filter" => {
+                let skip = self.emit_jump(
+                    Op::JumpIfFalse {
+                        cond: Src(value),
+                        target: Target(0),
+                    },
+                    span,
+                );
+                self.push(acc, elem, span);
+                self.patch_here(skip);
+            }
+            "find" | "findLast" | "findIndex" | "findLastIndex" | "some" => {
+                let skip = self.emit_jump(
+                    Op::JumpIfFalse {
+                        cond: Src(value),
+                        target: Target(0),
+                    },
+                    span,
+                );
+                match m {
+                    "find" | "findLast" => self.emit(
+                        Op::Move {
+                            dst: Dst(acc),
+                            src: Src(elem),
+                        },
+                        span,
+                    ),
+                    "findIndex" | "findLastIndex" => self.emit(
+                        Op::Move {
+                            dst: Dst(acc),
+                            src: Src(i),
+                        },
+                        span,
+                    ),
+                    _ => self.emit(Op::LoadTrue { dst: Dst(acc) }, span),
+                }
+                early_exit = Some(self.emit_jump(Op::Jump { target: Target(0) }, span));
+                self.patch_here(skip);
+            }
+            "every" => {
+                let skip = self.emit_jump(
+                    Op::JumpIfTrue {
+                        cond: Src(value),
+                        target: Target(0),
+                    },
+                    span,
+                );
+                self.emit(Op::LoadFalse { dst: Dst(acc) }, span);
+                early_exit = Some(self.emit_jump(Op::Jump { target: Target(0) }, span));
+                self.patch_here(skip);
+            }
+            "reduce" | "reduceRight" => self.emit(
+                Op::Move {
+                    dst: Dst(acc),
+                    src: Src(value),
+                },
+                span,
+            ),
+            _ => {} // forEach
+        }
+        let step = if backwards {
+            Op::Sub {
+                dst: Dst(i),
+                a: Src(i),
+                b: Src(one),
+            }
+        } else {
+            Op::Add {
+                dst: Dst(i),
+                a: Src(i),
+                b: Src(one),
+            }
+        };
+        self.emit(step, span);
+        self.emit(
+            Op::Jump {
+                target: Target(start),
+            },
+            span,
+        );
+        self.patch_here(exit);
+        if let Some(j) = early_exit {
+            self.patch_here(j);
+        }
+        self.emit(
+            Op::Move {
+                dst: Dst(dst),
+                src: Src(acc),
+            },
+            span,
+        );
+        self.top = mark;
+        Ok(true)
+    }
+
+    fn push(&mut self, arr: u16, val: u16, span: Span) {
+        // `.push(arr, val)` needs the two in consecutive registers
+        let base = self.top;
+        let ok = self
+            .alloc(span)
+            .and_then(|a| self.alloc(span).map(|b| (a, b)));
+        if let Ok((a, b)) = ok {
+            self.emit(
+                Op::Move {
+                    dst: Dst(a),
+                    src: Src(arr),
+                },
+                span,
+            );
+            self.emit(
+                Op::Move {
+                    dst: Dst(b),
+                    src: Src(val),
+                },
+                span,
+            );
+            self.emit(
+                Op::CallNative {
+                    dst: Dst(a),
+                    native: Native(NativeId::Push.to_u16()),
+                    base: Base(a),
+                    argc: Count(2),
+                },
+                span,
+            );
+        }
+        self.top = base;
+    }
+
+    /// Lowers the callback's body into `value`, with its parameters bound to `sources`.
+    fn callback_body(
+        &mut self,
+        cb: &ArrowFunctionExpression,
+        sources: &[u16],
+        value: u16,
+    ) -> R<()> {
+        let mark = self.top;
+        self.scopes.push(Scope::default());
+        let floor = self.scopes.len() - 1;
+        for (k, p) in cb.params.items.iter().enumerate() {
+            if p.initializer.is_some() {
+                self.scopes.pop();
+                return fail(p.span, "default values for callback parameters are not supported; use ?? inside the body");
+            }
+            let src = sources.get(k).copied();
+            match &p.pattern {
+                BindingPattern::BindingIdentifier(b) => {
+                    let reg = self.declare(b.name.as_str(), b.span)?;
+                    match src {
+                        Some(s) => self.emit(
+                            Op::Move {
+                                dst: Dst(reg),
+                                src: Src(s),
+                            },
+                            b.span,
+                        ),
+                        None => self.emit(Op::LoadUndef { dst: Dst(reg) }, b.span),
+                    }
+                    self.bind(b.name.as_str(), reg, false);
+                }
+                BindingPattern::ObjectPattern(o) if o.rest.is_none() => {
+                    for prop in &o.properties {
+                        let (BindingPattern::BindingIdentifier(b), Some(key)) =
+                            (&prop.value, prop.key.static_name())
+                        else {
+                            self.scopes.pop();
+                            return fail(prop.span, "only simple properties ({ a, b }) can be destructured in callback parameters");
+                        };
+                        if prop.computed {
+                            self.scopes.pop();
+                            return fail(
+                                prop.span,
+                                "computed keys cannot be destructured in callback parameters",
+                            );
+                        }
+                        if forbidden(&key) {
+                            self.scopes.pop();
+                            return fail(prop.span, forbidden_msg(&key));
+                        }
+                        let reg = self.declare(b.name.as_str(), b.span)?;
+                        match src {
+                            Some(s) => {
+                                let k = self.str_const(&key, prop.span)?;
+                                self.emit(
+                                    Op::GetProp {
+                                        dst: Dst(reg),
+                                        obj: Src(s),
+                                        key: Key(k),
+                                    },
+                                    prop.span,
+                                );
+                            }
+                            None => self.emit(Op::LoadUndef { dst: Dst(reg) }, b.span),
+                        }
+                        self.bind(b.name.as_str(), reg, false);
+                    }
+                }
+                _ => {
+                    self.scopes.pop();
+                    return fail(
+                        p.span,
+                        "callback parameters must be names or { a, b } patterns",
+                    );
+                }
+            }
+        }
+        // `break`/`continue` inside the body cannot reach loops outside it
+        let outer_loops = std::mem::take(&mut self.loops);
+        let r = match cb.body.as_expression() {
+            Some(e) => self.expr_to(e, value),
+            _ => {
+                let body = cb.body.as_function_body();
+                self.emit(Op::LoadUndef { dst: Dst(value) }, cb.span);
+                self.callbacks.push(CallbackCtx {
+                    result: value,
+                    exits: Vec::new(),
+                    try_depth: self.try_depth,
+                    scope_floor: floor,
+                });
+                let r = match body {
+                    Some(b) => self.block(&b.statements, false, b.span),
+                    None => Ok(()),
+                };
+                if let Some(ctx) = self.callbacks.pop() {
+                    for j in ctx.exits {
+                        self.patch_here(j);
+                    }
+                }
+                r
+            }
+        };
+        self.loops = outer_loops;
+        self.scopes.pop();
+        self.top = mark;
+        r
+    }
+
+    /// `return e` inside a block-bodied callback: the callback's value.
+    pub(super) fn callback_return(&mut self, arg: Option<&Expression>, span: Span) -> R<()> {
+        let Some((result, depth)) = self.callbacks.last().map(|c| (c.result, c.try_depth)) else {
+            return Ok(());
+        };
+        match arg {
+            Some(e) => self.expr_to(e, result)?,
+            None => self.emit(Op::LoadUndef { dst: Dst(result) }, span),
+        }
+        for _ in depth..self.try_depth {
+            self.emit(Op::TryExit {}, span);
+        }
+        let j = self.emit_jump(Op::Jump { target: Target(0) }, span);
+        if let Some(c) = self.callbacks.last_mut() {
+            c.exits.push(j);
+        }
+        Ok(())
+    }
+
+    /// Refuses an assignment from inside a callback to a variable declared outside it.
+    pub(super) fn check_callback_write(&self, name: &str, span: Span) -> R<()> {
+        let Some(floor) = self.callbacks.last().map(|c| c.scope_floor) else {
+            return Ok(());
+        };
+        let inner = self.scopes[floor.min(self.scopes.len())..]
+            .iter()
+            .any(|sc| {
+                sc.vars.iter().any(|v| v.name == name) || sc.pending.iter().any(|p| p == name)
+            });
+        if inner {
+            return Ok(());
+        }
+        fail(
+            span,
+            format!(
+                "a callback cannot assign to '{name}', which is declared outside it (callbacks see outer variables read-only); compute the value with map/filter/reduce and assign the result outside"
+            ),
+        )
+    }
+}

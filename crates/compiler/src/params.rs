@@ -1,0 +1,292 @@
+//! Agent parameter lists are not JavaScript: `function f({ texts: ['a'] })` and `f(a: 5)` type a
+//! parameter by an example value (decision 8). Before parsing, every such `:` is rewritten to
+//! `=` (one byte for one byte, so every position stays where the user wrote it) and whether the
+//! parameter was written `name: example` at the top level (required) is remembered.
+
+/// One parameter as written.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct RawParam {
+    pub name: String,
+    /// `name` alone or `name: example` at the top level of the list.
+    pub required: bool,
+}
+
+/// The parameters of one top-level function, in source order.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub(crate) struct RawFunction {
+    pub params: Vec<RawParam>,
+}
+
+struct Scanner<'a> {
+    b: &'a [u8],
+    out: Vec<u8>,
+}
+
+fn is_ident_start(c: u8) -> bool {
+    c.is_ascii_alphabetic() || c == b'_' || c == b'$' || c >= 0x80
+}
+fn is_ident(c: u8) -> bool {
+    is_ident_start(c) || c.is_ascii_digit()
+}
+
+impl Scanner<'_> {
+    /// Skips whitespace and comments from `i`.
+    fn ws(&self, mut i: usize) -> usize {
+        let b = self.b;
+        loop {
+            while i < b.len() && b[i].is_ascii_whitespace() {
+                i += 1;
+            }
+            if b.get(i) == Some(&b'/') && b.get(i + 1) == Some(&b'/') {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            } else if b.get(i) == Some(&b'/') && b.get(i + 1) == Some(&b'*') {
+                i += 2;
+                while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
+                    i += 1;
+                }
+                i = (i + 2).min(b.len());
+            } else {
+                return i;
+            }
+        }
+    }
+
+    /// Skips a string or template literal starting at `i` (the quote); returns the index after it.
+    fn string(&self, mut i: usize) -> usize {
+        let b = self.b;
+        let q = b[i];
+        i += 1;
+        let mut depth = 0usize;
+        while i < b.len() {
+            let c = b[i];
+            if c == b'\\' {
+                i += 2;
+                continue;
+            }
+            if q == b'`' {
+                if depth == 0 && c == b'`' {
+                    return i + 1;
+                }
+                if c == b'$' && b.get(i + 1) == Some(&b'{') {
+                    depth += 1;
+                    i += 2;
+                    continue;
+                }
+                if depth > 0 && c == b'}' {
+                    depth -= 1;
+                } else if depth > 0 && c == b'{' {
+                    depth += 1;
+                } else if depth > 0 && (c == b'\'' || c == b'"' || c == b'`') {
+                    i = self.string(i);
+                    continue;
+                }
+            } else if c == q || c == b'\n' {
+                return i + 1;
+            }
+            i += 1;
+        }
+        b.len()
+    }
+
+    fn ident(&self, i: usize) -> Option<(String, usize)> {
+        let b = self.b;
+        if i >= b.len() || !is_ident_start(b[i]) {
+            return None;
+        }
+        let mut j = i;
+        while j < b.len() && is_ident(b[j]) {
+            j += 1;
+        }
+        Some((String::from_utf8_lossy(&b[i..j]).into_owned(), j))
+    }
+
+    /// Skips an expression up to (not including) a `,` or one of `close` at bracket depth 0.
+    fn skip_expr(&self, mut i: usize, close: u8) -> usize {
+        let b = self.b;
+        let mut depth = 0usize;
+        while i < b.len() {
+            let c = b[i];
+            match c {
+                b'\'' | b'"' | b'`' => {
+                    i = self.string(i);
+                    continue;
+                }
+                b'/' if matches!(b.get(i + 1), Some(b'/') | Some(b'*')) => {
+                    i = self.ws(i);
+                    continue;
+                }
+                b'(' | b'[' | b'{' => depth += 1,
+                b')' | b']' | b'}' => {
+                    if depth == 0 {
+                        return i;
+                    }
+                    depth -= 1;
+                }
+                b',' if depth == 0 => return i,
+                _ if c == close && depth == 0 => return i,
+                _ => {}
+            }
+            i += 1;
+        }
+        i
+    }
+
+    /// Reads `name [: example | = default]` at `i`; rewrites a `:` to `=`. Returns the parameter
+    /// and the index after it, or `None` when no name starts there (the parser then reports it).
+    fn param(&mut self, i: usize, close: u8, top: bool) -> Option<(RawParam, usize)> {
+        let (name, j) = self.ident(i)?;
+        let k = self.ws(j);
+        let (required, end) = match self.b.get(k) {
+            Some(b':') => {
+                self.out[k] = b'=';
+                (top, self.skip_expr(k + 1, close))
+            }
+            Some(b'=') if self.b.get(k + 1) != Some(&b'>') => (false, self.skip_expr(k + 1, close)),
+            _ => (true, k),
+        };
+        Some((RawParam { name, required }, end))
+    }
+
+    /// Rewrites the parameter list whose `(` is at `open`; returns its parameters and the index
+    /// after the `)`.
+    fn list(&mut self, open: usize) -> (RawFunction, usize) {
+        let b = self.b;
+        let mut f = RawFunction::default();
+        let mut i = open + 1;
+        loop {
+            i = self.ws(i);
+            match b.get(i) {
+                None => return (f, i),
+                Some(b')') => return (f, i + 1),
+                Some(b',') => i += 1,
+                Some(b'{') => {
+                    i += 1;
+                    loop {
+                        i = self.ws(i);
+                        match b.get(i) {
+                            None => return (f, i),
+                            Some(b'}') => {
+                                i += 1;
+                                break;
+                            }
+                            Some(b',') => i += 1,
+                            _ => match self.param(i, b'}', false) {
+                                Some((p, next)) => {
+                                    f.params.push(p);
+                                    i = next;
+                                }
+                                None => i = self.skip_expr(i + 1, b'}'),
+                            },
+                        }
+                    }
+                    // a default for the whole pattern (`{ a } = {}`)
+                    let k = self.ws(i);
+                    if b.get(k) == Some(&b'=') {
+                        i = self.skip_expr(k + 1, b')');
+                    }
+                }
+                _ => match self.param(i, b')', true) {
+                    Some((p, next)) => {
+                        f.params.push(p);
+                        i = next;
+                    }
+                    None => i = self.skip_expr(i + 1, b')'),
+                },
+            }
+        }
+    }
+}
+
+/// Rewrites the parameter lists of top-level `function` declarations; returns the rewritten
+/// source (same length, same positions) and each function's parameters in source order.
+pub(crate) fn rewrite(source: &str) -> (String, Vec<RawFunction>) {
+    let mut s = Scanner {
+        b: source.as_bytes(),
+        out: source.as_bytes().to_vec(),
+    };
+    let mut fns = Vec::new();
+    let b = s.b;
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        match c {
+            b'\'' | b'"' | b'`' => {
+                i = s.string(i);
+                continue;
+            }
+            b'/' if matches!(b.get(i + 1), Some(b'/') | Some(b'*')) => {
+                i = s.ws(i);
+                continue;
+            }
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            _ if depth == 0 && is_ident_start(c) && (i == 0 || !is_ident(b[i - 1])) => {
+                let Some((word, j)) = s.ident(i) else {
+                    i += 1;
+                    continue;
+                };
+                if word == "function" {
+                    let mut k = s.ws(j);
+                    if b.get(k) == Some(&b'*') {
+                        k = s.ws(k + 1);
+                    }
+                    if let Some((_, after)) = s.ident(k) {
+                        k = s.ws(after);
+                    }
+                    if b.get(k) == Some(&b'(') {
+                        let (f, after) = s.list(k);
+                        fns.push(f);
+                        i = after;
+                        continue;
+                    }
+                }
+                i = j;
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    // Only ASCII `:` bytes were replaced by `=`, so the text stays valid UTF-8.
+    let out = String::from_utf8(s.out).unwrap_or_else(|_| source.to_string());
+    (out, fns)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rewrites_examples_keeping_positions() {
+        let src = "function summarize({ texts: ['a'], n = 2, k }) { return { x: 1 } }";
+        let (out, fns) = rewrite(src);
+        assert_eq!(
+            out,
+            "function summarize({ texts= ['a'], n = 2, k }) { return { x: 1 } }"
+        );
+        assert_eq!(
+            fns[0].params,
+            vec![
+                RawParam {
+                    name: "texts".into(),
+                    required: false
+                },
+                RawParam {
+                    name: "n".into(),
+                    required: false
+                },
+                RawParam {
+                    name: "k".into(),
+                    required: true
+                },
+            ]
+        );
+        let (out, fns) = rewrite("function h(a, b: 'x') { return a }\nfunction main(q: { a: 1, b: [1, 2] }, z = 'a:b') {}");
+        assert_eq!(out, "function h(a, b= 'x') { return a }\nfunction main(q= { a: 1, b: [1, 2] }, z = 'a:b') {}");
+        assert_eq!(fns.len(), 2);
+        assert!(fns[1].params[0].required && !fns[1].params[1].required);
+    }
+}

@@ -1,0 +1,628 @@
+//! `JSON.parse` and `JSON.stringify` with JavaScript's output, paid for before anything is
+//! allocated: `stringify` measures its output (charging every node and character it reads) before
+//! building it; `parse` builds a host-side tree from text already paid for, then charges and
+//! reserves the whole guest value before storing it.
+
+use indexmap::IndexMap;
+
+use crate::error::{guest, Fault, OpResult};
+use crate::heap::{arr_bytes, prop_bytes, str_bytes, Cell, Gc, PropMap};
+use crate::machine::{ordered_keys, Vm, MILLI_PER_ELEMENT, UNITS_PER_MILLI};
+use crate::number::number_to_string;
+use crate::value::{Value, MAX_BOUNDARY_DEPTH};
+use crate::RunError;
+
+/// Deepest nesting `JSON.parse` accepts.
+pub const MAX_JSON_DEPTH: usize = MAX_BOUNDARY_DEPTH;
+
+enum Halt {
+    Guest(String),
+    Fuel,
+}
+
+/// Where `stringify` writes: a counter (first pass) or the output (second pass).
+struct Out {
+    len: usize,
+    buf: Option<Vec<u16>>,
+    /// milli-fuel spent reading (first pass), and the most it may spend
+    spent: u64,
+    units_read: u64,
+    cap: u64,
+}
+
+impl Out {
+    fn ascii(&mut self, s: &str) {
+        self.len += s.len();
+        if let Some(b) = &mut self.buf {
+            b.extend(s.bytes().map(u16::from));
+        }
+    }
+    fn unit(&mut self, u: u16) {
+        self.len += 1;
+        if let Some(b) = &mut self.buf {
+            b.push(u);
+        }
+    }
+    fn units(&mut self, s: &[u16]) {
+        self.len += s.len();
+        if let Some(b) = &mut self.buf {
+            b.extend_from_slice(s);
+        }
+    }
+    fn pay(&mut self, elems: u64, units: usize) -> Result<(), Halt> {
+        self.units_read += units as u64;
+        self.spent += elems * MILLI_PER_ELEMENT;
+        if self.spent + self.units_read / UNITS_PER_MILLI > self.cap {
+            return Err(Halt::Fuel);
+        }
+        Ok(())
+    }
+    fn quote(&mut self, s: &[u16]) -> Result<(), Halt> {
+        self.pay(0, s.len())?;
+        const HEX: &[u8] = b"0123456789abcdef";
+        self.unit(b'"' as u16);
+        let mut i = 0;
+        while i < s.len() {
+            let u = s[i];
+            match u {
+                0x22 => self.ascii("\\\""),
+                0x5C => self.ascii("\\\\"),
+                0x08 => self.ascii("\\b"),
+                0x0C => self.ascii("\\f"),
+                0x0A => self.ascii("\\n"),
+                0x0D => self.ascii("\\r"),
+                0x09 => self.ascii("\\t"),
+                0xD800..=0xDBFF if s.get(i + 1).is_some_and(|l| (0xDC00..0xE000).contains(l)) => {
+                    self.unit(u);
+                    self.unit(s[i + 1]);
+                    i += 1;
+                }
+                _ if u < 0x20 || (0xD800..0xE000).contains(&u) => {
+                    self.ascii("\\u");
+                    for sh in [12, 8, 4, 0] {
+                        self.unit(HEX[((u >> sh) & 15) as usize] as u16);
+                    }
+                }
+                _ => self.unit(u),
+            }
+            i += 1;
+        }
+        self.unit(b'"' as u16);
+        Ok(())
+    }
+}
+
+/// A parsed JSON value, before it enters the guest heap.
+enum J {
+    Null,
+    Bool(bool),
+    Num(f64),
+    Str(Vec<u16>),
+    Arr(Vec<J>),
+    Obj(IndexMap<Vec<u16>, J>),
+}
+
+struct Parser<'a> {
+    s: &'a [u16],
+    i: usize,
+    nodes: usize,
+    bytes: usize,
+}
+
+type PResult<T> = Result<T, String>;
+
+impl Parser<'_> {
+    fn ws(&mut self) {
+        while self
+            .s
+            .get(self.i)
+            .is_some_and(|&u| matches!(u, 0x20 | 0x09 | 0x0A | 0x0D))
+        {
+            self.i += 1;
+        }
+    }
+    fn peek(&self) -> Option<u16> {
+        self.s.get(self.i).copied()
+    }
+    fn unexpected(&self) -> String {
+        match self.peek() {
+            None => "Unexpected end of JSON input".into(),
+            Some(u) => {
+                let c = String::from_utf16_lossy(&[u]);
+                if self.s.len() <= 40 {
+                    format!(
+                        "Unexpected token '{c}', \"{}\" is not valid JSON",
+                        String::from_utf16_lossy(self.s)
+                    )
+                } else {
+                    format!("Unexpected token '{c}' in JSON at position {}", self.i)
+                }
+            }
+        }
+    }
+    fn at(&self, msg: &str) -> String {
+        format!("{msg} in JSON at position {}", self.i)
+    }
+    fn lit(&mut self, word: &str, v: J) -> PResult<J> {
+        for b in word.bytes() {
+            if self.peek() != Some(b as u16) {
+                return Err(self.unexpected());
+            }
+            self.i += 1;
+        }
+        Ok(v)
+    }
+    /// A property name and its colon; `first` picks V8's message for a missing name.
+    fn key(&mut self, first: bool) -> PResult<Vec<u16>> {
+        self.ws();
+        if self.peek() != Some(0x22) {
+            let msg = if first {
+                "Expected property name or '}'"
+            } else {
+                "Expected double-quoted property name"
+            };
+            return Err(self.at(msg));
+        }
+        let k = self.string()?;
+        for f in ["constructor", "__proto__", "prototype"] {
+            if k.iter().copied().eq(f.encode_utf16()) {
+                return Err(format!("Security Error: Access to '{f}' is forbidden"));
+            }
+        }
+        self.ws();
+        if self.peek() != Some(0x3A) {
+            return Err(self.at("Expected ':' after property name"));
+        }
+        self.i += 1;
+        Ok(k)
+    }
+
+    /// Parses one value with an explicit stack of open containers (no host recursion).
+    fn value(&mut self) -> PResult<J> {
+        enum Open {
+            Arr(Vec<J>),
+            Obj(IndexMap<Vec<u16>, J>, Vec<u16>),
+        }
+        let mut stack: Vec<Open> = Vec::new();
+        'value: loop {
+            self.ws();
+            self.nodes += 1;
+            let Some(u) = self.peek() else {
+                return Err(self.unexpected());
+            };
+            let mut v = match u {
+                0x7B | 0x5B => {
+                    if stack.len() >= MAX_JSON_DEPTH {
+                        return Err(format!(
+                            "JSON.parse: nesting deeper than {MAX_JSON_DEPTH} levels"
+                        ));
+                    }
+                    self.i += 1;
+                    self.ws();
+                    if u == 0x7B {
+                        if self.peek() == Some(0x7D) {
+                            self.i += 1;
+                            self.bytes += 16;
+                            J::Obj(IndexMap::new())
+                        } else {
+                            let k = self.key(true)?;
+                            stack.push(Open::Obj(IndexMap::new(), k));
+                            continue 'value;
+                        }
+                    } else if self.peek() == Some(0x5D) {
+                        self.i += 1;
+                        self.bytes += arr_bytes(0);
+                        J::Arr(Vec::new())
+                    } else {
+                        stack.push(Open::Arr(Vec::new()));
+                        continue 'value;
+                    }
+                }
+                0x22 => {
+                    let s = self.string()?;
+                    self.bytes += str_bytes(s.len());
+                    J::Str(s)
+                }
+                0x74 => self.lit("true", J::Bool(true))?,
+                0x66 => self.lit("false", J::Bool(false))?,
+                0x6E => self.lit("null", J::Null)?,
+                0x2D | 0x30..=0x39 => self.number()?,
+                _ => return Err(self.unexpected()),
+            };
+            // a complete value: hand it to the open containers, closing those that end here
+            loop {
+                match stack.last_mut() {
+                    None => return Ok(v),
+                    Some(Open::Arr(items)) => {
+                        items.push(v);
+                        self.ws();
+                        match self.peek() {
+                            Some(0x2C) => {
+                                self.i += 1;
+                                continue 'value;
+                            }
+                            Some(0x5D) => {
+                                self.i += 1;
+                                let Some(Open::Arr(items)) = stack.pop() else {
+                                    unreachable!("the top is an array")
+                                };
+                                self.bytes += arr_bytes(items.len());
+                                v = J::Arr(items);
+                            }
+                            _ => return Err(self.at("Expected ',' or ']' after array element")),
+                        }
+                    }
+                    Some(Open::Obj(m, key)) => {
+                        let k = std::mem::take(key);
+                        if !m.contains_key(&k) {
+                            self.bytes += prop_bytes(k.len());
+                        }
+                        m.insert(k, v);
+                        self.ws();
+                        match self.peek() {
+                            Some(0x2C) => {
+                                self.i += 1;
+                                let k = self.key(false)?;
+                                if let Some(Open::Obj(_, key)) = stack.last_mut() {
+                                    *key = k;
+                                }
+                                continue 'value;
+                            }
+                            Some(0x7D) => {
+                                self.i += 1;
+                                let Some(Open::Obj(m, _)) = stack.pop() else {
+                                    unreachable!("the top is an object")
+                                };
+                                self.bytes += 16;
+                                v = J::Obj(m);
+                            }
+                            _ => return Err(self.at("Expected ',' or '}' after property value")),
+                        }
+                    }
+                }
+            }
+        }
+    }
+    fn digits(&mut self) -> usize {
+        let start = self.i;
+        while self.peek().is_some_and(|u| (0x30..=0x39).contains(&u)) {
+            self.i += 1;
+        }
+        self.i - start
+    }
+    fn number(&mut self) -> PResult<J> {
+        let start = self.i;
+        if self.peek() == Some(0x2D) {
+            self.i += 1;
+            if !self.peek().is_some_and(|u| (0x30..=0x39).contains(&u)) {
+                return Err(self.at("No number after minus sign"));
+            }
+        }
+        if self.peek() == Some(0x30) {
+            self.i += 1;
+            if self.peek().is_some_and(|u| (0x30..=0x39).contains(&u)) {
+                return Err(self.at("Unexpected number"));
+            }
+        } else {
+            self.digits();
+        }
+        if self.peek() == Some(0x2E) {
+            self.i += 1;
+            if self.digits() == 0 {
+                return Err(self.at("Unterminated fractional number"));
+            }
+        }
+        if matches!(self.peek(), Some(0x65 | 0x45)) {
+            self.i += 1;
+            if matches!(self.peek(), Some(0x2B | 0x2D)) {
+                self.i += 1;
+            }
+            if self.digits() == 0 {
+                return Err(self.at("Exponent part is missing a number"));
+            }
+        }
+        let text = String::from_utf16_lossy(&self.s[start..self.i]);
+        Ok(J::Num(text.parse::<f64>().unwrap_or(f64::NAN)))
+    }
+    fn string(&mut self) -> PResult<Vec<u16>> {
+        self.i += 1; // opening quote
+        let mut out = Vec::new();
+        loop {
+            let Some(u) = self.peek() else {
+                return Err(format!(
+                    "Unterminated string in JSON at position {}",
+                    self.i
+                ));
+            };
+            match u {
+                0x22 => {
+                    self.i += 1;
+                    return Ok(out);
+                }
+                0x5C => {
+                    self.i += 1;
+                    let Some(e) = self.peek() else {
+                        return Err(format!(
+                            "Unterminated string in JSON at position {}",
+                            self.i
+                        ));
+                    };
+                    let c = match e {
+                        0x22 => 0x22,
+                        0x5C => 0x5C,
+                        0x2F => 0x2F,
+                        0x62 => 0x08,
+                        0x66 => 0x0C,
+                        0x6E => 0x0A,
+                        0x72 => 0x0D,
+                        0x74 => 0x09,
+                        0x75 => {
+                            let mut v: u16 = 0;
+                            for _ in 0..4 {
+                                self.i += 1;
+                                let d = self
+                                    .peek()
+                                    .and_then(|h| char::from_u32(h as u32)?.to_digit(16));
+                                match d {
+                                    Some(d) => v = v * 16 + d as u16,
+                                    None => return Err(self.at("Bad Unicode escape")),
+                                }
+                            }
+                            v
+                        }
+                        _ => return Err(self.at("Bad escaped character")),
+                    };
+                    out.push(c);
+                    self.i += 1;
+                }
+                u if u < 0x20 => {
+                    return Err(self.at("Bad control character in string literal"));
+                }
+                u => {
+                    out.push(u);
+                    self.i += 1;
+                }
+            }
+        }
+    }
+}
+
+impl Vm {
+    /// `JSON.stringify(value, replacer, space)`.
+    pub(crate) fn json_stringify(
+        &mut self,
+        v: Value,
+        replacer: Value,
+        space: Value,
+    ) -> OpResult<Value> {
+        let gap: Vec<u16> = match space {
+            Value::Num(n) => {
+                let k = if n.is_nan() { 0.0 } else { n.trunc().min(10.0) };
+                vec![b' ' as u16; if k >= 1.0 { k as usize } else { 0 }]
+            }
+            Value::Str(g) => self.units(g).iter().take(10).copied().collect(),
+            _ => Vec::new(),
+        };
+        // an array replacer lists the properties to keep
+        let allow: Option<Vec<Vec<u16>>> = match replacer {
+            Value::Arr(g) => {
+                let n = match self.heap.get(g) {
+                    Cell::Arr(a) => a.len(),
+                    _ => 0,
+                };
+                self.charge_elems(n)?;
+                let mut keys: Vec<Vec<u16>> = Vec::new();
+                if let Cell::Arr(a) = self.heap.get(g) {
+                    for &k in a {
+                        let u = match k {
+                            Value::Str(s) => self.units(s).to_vec(),
+                            Value::Num(x) => number_to_string(x).encode_utf16().collect(),
+                            _ => continue,
+                        };
+                        if !keys.contains(&u) {
+                            keys.push(u);
+                        }
+                    }
+                }
+                Some(keys)
+            }
+            _ => None,
+        };
+        let mut out = Out {
+            len: 0,
+            buf: None,
+            spent: 0,
+            units_read: 0,
+            cap: self.fuel_left,
+        };
+        let mut path = Vec::new();
+        let r = self.ser(v, &gap, &allow, &mut Vec::new(), &mut path, &mut out);
+        let cost = out.spent + out.units_read / UNITS_PER_MILLI;
+        match r {
+            Err(Halt::Fuel) => return Err(self.spend_all()),
+            Err(Halt::Guest(m)) => {
+                self.charge(cost)?;
+                return guest(m);
+            }
+            Ok(false) => {
+                self.charge(cost)?;
+                return Ok(Value::Undefined);
+            }
+            Ok(true) => self.charge(cost)?,
+        }
+        let len = out.len;
+        self.charge_units(len)?;
+        self.reserve(str_bytes(len), &[])?;
+        let mut out = Out {
+            len: 0,
+            buf: Some(Vec::with_capacity(len)),
+            spent: 0,
+            units_read: 0,
+            cap: u64::MAX,
+        };
+        let _ = self.ser(v, &gap, &allow, &mut Vec::new(), &mut Vec::new(), &mut out);
+        let units = out.buf.unwrap_or_default();
+        Ok(self.commit_str(units))
+    }
+
+    fn spend_all(&mut self) -> Fault {
+        self.fuel_left = 0;
+        Fault::Fatal(RunError::out_of_fuel())
+    }
+
+    /// Writes `v`; `Ok(false)` when it has no JSON form (`undefined`).
+    fn ser(
+        &self,
+        v: Value,
+        gap: &[u16],
+        allow: &Option<Vec<Vec<u16>>>,
+        indent: &mut Vec<u16>,
+        path: &mut Vec<Gc>,
+        out: &mut Out,
+    ) -> Result<bool, Halt> {
+        out.pay(1, 0)?;
+        match v {
+            Value::Undefined => return Ok(false),
+            Value::Pending(_) => {
+                return Err(Halt::Guest(
+                    "JSON.stringify: a host result that has not settled cannot be serialized"
+                        .into(),
+                ))
+            }
+            Value::Null => out.ascii("null"),
+            Value::Bool(b) => out.ascii(if b { "true" } else { "false" }),
+            Value::Num(n) => {
+                if n.is_finite() {
+                    out.ascii(&number_to_string(n))
+                } else {
+                    out.ascii("null")
+                }
+            }
+            Value::Str(g) => out.quote(self.units(g))?,
+            Value::Arr(g) | Value::Obj(g) => {
+                if path.contains(&g) {
+                    return Err(Halt::Guest("Converting circular structure to JSON".into()));
+                }
+                if path.len() >= MAX_BOUNDARY_DEPTH {
+                    return Err(Halt::Guest(format!(
+                        "JSON.stringify: value nested deeper than {MAX_BOUNDARY_DEPTH} levels"
+                    )));
+                }
+                path.push(g);
+                let stepback = indent.len();
+                indent.extend_from_slice(gap);
+                let is_arr = matches!(v, Value::Arr(_));
+                out.unit(if is_arr { b'[' } else { b'{' } as u16);
+                let mut first = true;
+                let mut sep = |out: &mut Out, indent: &[u16]| {
+                    if !first {
+                        out.unit(b',' as u16);
+                    }
+                    first = false;
+                    if !gap.is_empty() {
+                        out.unit(b'\n' as u16);
+                        out.units(indent);
+                    }
+                };
+                match self.heap.get(g) {
+                    Cell::Arr(a) => {
+                        for &e in a.iter() {
+                            sep(out, indent);
+                            if !self.ser(e, gap, allow, indent, path, out)? {
+                                out.ascii("null");
+                            }
+                        }
+                    }
+                    Cell::Obj(m) => {
+                        let keys: Vec<&[u16]> = match allow {
+                            Some(list) => list
+                                .iter()
+                                .filter(|k| m.contains_key(&k[..]))
+                                .map(|k| &k[..])
+                                .collect(),
+                            None => ordered_keys(m),
+                        };
+                        for k in keys {
+                            let x = m.get(k).copied().unwrap_or(Value::Undefined);
+                            if matches!(x, Value::Undefined) {
+                                continue;
+                            }
+                            sep(out, indent);
+                            out.quote(k)?;
+                            out.unit(b':' as u16);
+                            if !gap.is_empty() {
+                                out.unit(b' ' as u16);
+                            }
+                            self.ser(x, gap, allow, indent, path, out)?;
+                        }
+                    }
+                    _ => {}
+                }
+                let empty = first;
+                indent.truncate(stepback);
+                if !empty && !gap.is_empty() {
+                    out.unit(b'\n' as u16);
+                    out.units(indent);
+                }
+                out.unit(if is_arr { b']' } else { b'}' } as u16);
+                path.pop();
+            }
+        }
+        Ok(true)
+    }
+
+    /// `JSON.parse(text)`.
+    pub(crate) fn json_parse(&mut self, text: Value) -> OpResult<Value> {
+        if let Value::Str(g) = text {
+            self.charge_units(self.units(g).len())?;
+        }
+        let s = self.to_units(text, "JSON.parse")?;
+        let mut p = Parser {
+            s: &s,
+            i: 0,
+            nodes: 0,
+            bytes: 0,
+        };
+        let j = match p.value() {
+            Ok(j) => {
+                p.ws();
+                if p.i < s.len() {
+                    return guest(format!(
+                        "Unexpected non-whitespace character after JSON at position {}",
+                        p.i
+                    ));
+                }
+                j
+            }
+            Err(m) => return guest(m),
+        };
+        let (nodes, bytes) = (p.nodes, p.bytes);
+        self.charge_elems(nodes)?;
+        self.reserve(bytes, &[])?;
+        Ok(self.build(j))
+    }
+
+    fn build(&mut self, j: J) -> Value {
+        match j {
+            J::Null => Value::Null,
+            J::Bool(b) => Value::Bool(b),
+            J::Num(n) => Value::Num(n),
+            J::Str(s) => self.commit_str(s),
+            J::Arr(items) => {
+                let mut vals = Vec::with_capacity(items.len());
+                for x in items {
+                    vals.push(self.build(x));
+                }
+                self.commit_arr(vals)
+            }
+            J::Obj(m) => {
+                let mut pm = PropMap::with_capacity_and_hasher(m.len(), Default::default());
+                for (k, x) in m {
+                    let v = self.build(x);
+                    pm.insert(k.into_boxed_slice(), v);
+                }
+                Value::Obj(self.heap.insert(Cell::Obj(pm)))
+            }
+        }
+    }
+}

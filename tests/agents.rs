@@ -1,0 +1,136 @@
+//! Agent programs: helpers, recursion, parameters typed by example, the return contract.
+
+use ajs::{ErrorKind, Options, Outcome, Runner};
+use serde_json::{json, Value};
+
+fn run(source: &str, args: Value) -> Outcome {
+    run_with(source, args, Options::default())
+}
+
+fn run_with(source: &str, args: Value, options: Options) -> Outcome {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(Runner::default().run_agent(source, &args, &options))
+}
+
+fn result(source: &str, args: Value) -> Value {
+    let out = run(source, args);
+    assert!(out.error.is_none(), "{source}: {:?}", out.error);
+    out.result.to_json().unwrap_or(Value::Null)
+}
+
+fn error(source: &str, args: Value) -> String {
+    let out = run(source, args);
+    assert_eq!(out.result, ajs::JsValue::Undefined);
+    out.error
+        .unwrap_or_else(|| panic!("{source} succeeded"))
+        .message
+}
+
+#[test]
+fn helpers_and_recursion() {
+    let src = "function fib(n) {\n  if (n < 2) { return n }\n  return fib(n - 1) + fib(n - 2)\n}\nfunction main({ n: 10 }) {\n  return { value: fib(n) }\n}";
+    assert_eq!(result(src, json!({ "n": 8 })), json!({ "value": 21 }));
+    assert_eq!(
+        result(src, json!({})),
+        json!({ "value": 55 }),
+        "default applies"
+    );
+    let deep = "function down(n) { return down(n + 1) }\nfunction main() { return { v: down(0) } }";
+    let out = run_with(
+        deep,
+        json!({}),
+        Options {
+            fuel: 1e6,
+            ..Default::default()
+        },
+    );
+    let e = out.error.unwrap();
+    assert!(
+        e.message
+            .starts_with("Maximum helper call depth (256) exceeded"),
+        "{}",
+        e.message
+    );
+    assert_eq!(e.kind, ErrorKind::CallDepth);
+}
+
+#[test]
+fn helpers_see_only_their_parameters() {
+    let src =
+        "function h(a) { return secret }\nfunction main() { let secret = 1\n return { v: h(1) } }";
+    assert!(error(src, json!({})).contains("'secret' is not defined"));
+    let src = "function h(a, b) { return a }\nfunction main() { return { v: h(1) } }";
+    assert!(error(src, json!({})).contains("Helper 'h' expects 2 argument(s), got 1"));
+}
+
+#[test]
+fn parameters_typed_by_example() {
+    let src = "function f({ name: 'x', count = 2, tags: ['a'] }) { return { name, count, tags } }";
+    assert_eq!(
+        result(src, json!({ "name": "n" })),
+        json!({ "name": "n", "count": 2, "tags": ["a"] })
+    );
+    assert!(error(src, json!({ "count": "3" }))
+        .contains("Argument 'count' must be a number, got string"));
+    assert!(
+        error(src, json!({ "tags": [1] })).contains("Argument 'tags' must be an array of string")
+    );
+    assert!(error(src, json!({ "nope": 1 })).contains("Unknown argument 'nope'"));
+    let positional = "function f(a: 5, b = 'x') { return { a, b } }";
+    assert_eq!(
+        result(positional, json!({ "a": 1 })),
+        json!({ "a": 1, "b": "x" })
+    );
+    assert!(error(positional, json!({})).contains("Missing required argument 'a'"));
+}
+
+#[test]
+fn the_entry_returns_an_object_null_or_nothing() {
+    assert_eq!(
+        error("function f() { return 5 }", json!({})),
+        "Agent must return an object, got number"
+    );
+    assert_eq!(
+        error("function f() { return [1] }", json!({})),
+        "Agent must return an object, got array"
+    );
+    assert_eq!(
+        result("function f() { return null }", json!({})),
+        Value::Null
+    );
+    let out = run("function f() { let x = 1 }", json!({}));
+    assert!(out.error.is_none() && out.result == ajs::JsValue::Undefined);
+    // helpers may return anything
+    assert_eq!(
+        result(
+            "function h() { return 3 }\nfunction f() { return { v: h() } }",
+            json!({})
+        ),
+        json!({ "v": 3 })
+    );
+}
+
+#[test]
+fn top_level_rules() {
+    assert!(error("", json!({})).contains("Source must contain a function declaration"));
+    assert!(error("let x = 1\nfunction f() {}", json!({})).contains("only function declarations"));
+    assert!(error("function f() {}\nfunction f() {}", json!({})).contains("cannot share a name"));
+    assert!(error(
+        "function g() {}\nfunction g() {}\nfunction main() {}",
+        json!({})
+    )
+    .contains("Duplicate helper function name: g"));
+}
+
+#[test]
+fn callbacks_in_agents() {
+    let src = "function f({ items: [{ price: 1 }], budget = 100 }) {\n  let cheap = items.filter(x => x.price < budget)\n  let total = cheap.reduce((s, x) => s + x.price, 0)\n  return { names: cheap.map(({ name }) => name), total }\n}";
+    let args = json!({ "items": [{ "name": "a", "price": 40 }, { "name": "b", "price": 250 }, { "name": "c", "price": 10 }] });
+    assert_eq!(
+        result(src, args),
+        json!({ "names": ["a", "c"], "total": 50 })
+    );
+}
