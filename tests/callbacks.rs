@@ -24,6 +24,15 @@ const DIFFERENTIAL: &[&str] = &[
     "[1, 2, 3].map(x => { if (x > 1) { return x * 10 } return 0 })",
     "[1, 2, 3].map(x => [1, 2].map(y => x * y))",
     "[1, 2, 3].filter((x, i, arr) => arr.length - 1 > i)",
+    "[5, 3, 9, 1, 1, 7, 2].sort((a, b) => a - b)",
+    "[5, 3, 9, 1, 1, 7, 2].toSorted((a, b) => b - a)",
+    "[{ k: 2, n: 'a' }, { k: 1, n: 'b' }, { k: 2, n: 'c' }, { k: 1, n: 'd' }].sort((p, q) => p.k - q.k).map(o => o.n)",
+    "['b', 'a', 'C'].sort((x, y) => x < y ? -1 : x > y ? 1 : 0)",
+    "[3, 1, 2].sort((a, b) => { if (a < b) { return 1 } return -1 })",
+    "[].sort((a, b) => a - b)",
+    "[[1, 2], [3]].flatMap(x => x)",
+    "[1, 2].flatMap(x => [x, [x * 10]])",
+    "[1, 2].flatMap((x, i) => i)",
 ];
 
 #[test]

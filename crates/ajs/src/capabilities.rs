@@ -3,8 +3,11 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
+use ajs_io::{HttpClient, LlmClient};
 use ajs_vm::JsValue;
 
 /// What a capability eventually answers: plain data, or the message of the error it threw
@@ -40,6 +43,14 @@ pub struct Capabilities {
     pub llm: Option<LlmFn>,
     /// Host-registered atoms, by atom name.
     pub atoms: HashMap<String, AtomFn>,
+    /// The declarations (input shape, fuel, timeout) of host atoms, by name. An atom in
+    /// [`Capabilities::atoms`] without a declaration here gets [`AtomDecl::new`]'s defaults.
+    pub decls: HashMap<String, AtomDecl>,
+    /// The built-in `httpFetch` client, used when `fetchPolicy.domains` is set and no `fetch`
+    /// capability is: `None` means one trusting the public web roots (`webpki-roots`). Set it
+    /// to trust a private CA (or a test's self-signed certificate). Its body cap is replaced by
+    /// the run's `membrane_max_bytes`.
+    pub http_client: Option<HttpClient>,
 }
 
 impl std::fmt::Debug for Capabilities {
@@ -48,6 +59,7 @@ impl std::fmt::Debug for Capabilities {
             .field("fetch", &self.fetch.is_some())
             .field("llm", &self.llm.is_some())
             .field("atoms", &self.atoms.keys().collect::<Vec<_>>())
+            .field("http_client", &self.http_client)
             .finish()
     }
 }
@@ -73,14 +85,339 @@ impl Capabilities {
         self
     }
 
-    /// Registers a host atom from an async closure.
-    pub fn with_atom<F, Fut>(mut self, name: impl Into<String>, f: F) -> Self
+    /// Puts the built-in model client behind `llmPredict` (an OpenAI-compatible endpoint).
+    pub fn with_llm_client(self, client: LlmClient) -> Self {
+        let client = Arc::new(client);
+        self.with_llm(move |prompt: String, options: JsValue| {
+            let client = client.clone();
+            async move {
+                let options = options.to_json();
+                client
+                    .predict(&prompt, options.as_ref())
+                    .await
+                    .map(|v| JsValue::from_json(&v))
+            }
+        })
+    }
+
+    /// Sets the built-in `httpFetch` client (see [`Capabilities::http_client`]).
+    pub fn with_http_client(mut self, client: HttpClient) -> Self {
+        self.http_client = Some(client);
+        self
+    }
+
+    /// Registers a host atom from an async closure, with the defaults of [`AtomDecl::new`]
+    /// (1 fuel, 30 s, any input).
+    pub fn with_atom<F, Fut>(self, name: impl Into<String>, f: F) -> Self
     where
         F: Fn(JsValue) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<JsValue, String>> + Send + 'static,
     {
+        let name = name.into();
+        self.register_atom(AtomDecl::new(name), f)
+    }
+
+    /// Registers a host atom with its declaration: input shape, fuel cost, timeout.
+    ///
+    /// ```
+    /// use ajs::{AtomDecl, Capabilities, InputType, JsValue};
+    /// use std::time::Duration;
+    /// let caps = Capabilities::default().register_atom(
+    ///     AtomDecl::new("lookup")
+    ///         .required("id", InputType::Number)
+    ///         .optional("fields", InputType::Array)
+    ///         .fuel(2.0)
+    ///         .timeout(Duration::from_secs(5)),
+    ///     |input: JsValue| async move { Ok(input) },
+    /// );
+    /// assert_eq!(caps.decl("lookup").unwrap().fuel, 2.0);
+    /// ```
+    pub fn register_atom<F, Fut>(mut self, decl: AtomDecl, f: F) -> Self
+    where
+        F: Fn(JsValue) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<JsValue, String>> + Send + 'static,
+    {
+        let name = decl.name.clone();
         self.atoms
-            .insert(name.into(), Arc::new(move |v| Box::pin(f(v))));
+            .insert(name.clone(), Arc::new(move |v| Box::pin(f(v))));
+        self.decls.insert(name, decl);
         self
+    }
+
+    /// The declaration of an atom the code may call: the built-in `httpFetch` and `llmPredict`,
+    /// or a registered host atom (declared, or with the defaults). `None` for an unknown name.
+    pub fn decl(&self, name: &str) -> Option<AtomDecl> {
+        match name {
+            "httpFetch" => Some(AtomDecl::http_fetch()),
+            "llmPredict" => Some(AtomDecl::llm_predict()),
+            _ => self.decls.get(name).cloned().or_else(|| {
+                self.atoms
+                    .contains_key(name)
+                    .then(|| AtomDecl::new(name.to_string()))
+            }),
+        }
+    }
+
+    /// Every atom the code may call: the two built-ins, then the host atoms sorted by name.
+    pub fn atom_names(&self) -> Vec<String> {
+        let mut v = vec!["httpFetch".to_string(), "llmPredict".to_string()];
+        let mut custom: Vec<&String> = self
+            .atoms
+            .keys()
+            .filter(|k| k.as_str() != "httpFetch" && k.as_str() != "llmPredict")
+            .collect();
+        custom.sort();
+        v.extend(custom.into_iter().cloned());
+        v
+    }
+}
+
+/// The type an atom input must have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputType {
+    /// A string.
+    String,
+    /// A number.
+    Number,
+    /// A boolean.
+    Boolean,
+    /// A plain object.
+    Object,
+    /// An array.
+    Array,
+    /// Anything.
+    Any,
+}
+
+impl InputType {
+    /// The name used in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            InputType::String => "string",
+            InputType::Number => "number",
+            InputType::Boolean => "boolean",
+            InputType::Object => "object",
+            InputType::Array => "array",
+            InputType::Any => "any value",
+        }
+    }
+
+    fn accepts(self, v: &JsValue) -> bool {
+        matches!(
+            (self, v),
+            (InputType::Any, _)
+                | (InputType::String, JsValue::String(_))
+                | (InputType::Number, JsValue::Number(_))
+                | (InputType::Boolean, JsValue::Bool(_))
+                | (InputType::Object, JsValue::Object(_))
+                | (InputType::Array, JsValue::Array(_))
+        )
+    }
+}
+
+fn kind_of(v: &JsValue) -> &'static str {
+    match v {
+        JsValue::Undefined => "undefined",
+        JsValue::Null => "null",
+        JsValue::Bool(_) => "boolean",
+        JsValue::Number(_) => "number",
+        JsValue::String(_) => "string",
+        JsValue::Array(_) => "array",
+        JsValue::Object(_) => "object",
+    }
+}
+
+/// One named input of an atom.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InputField {
+    /// The input's name.
+    pub name: String,
+    /// Its type.
+    pub ty: InputType,
+    /// Whether the call must give it (an optional input may be absent, `undefined` or `null`).
+    pub required: bool,
+}
+
+/// An atom as declared to the compiler and the driver: name, input shape, fuel cost, its own
+/// timeout, and whether it reaches the outside world (`io`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AtomDecl {
+    /// The name the code calls.
+    pub name: String,
+    /// The declared inputs. Empty: any input is accepted (the handler checks it).
+    pub inputs: Vec<InputField>,
+    /// Fuel charged per call.
+    pub fuel: f64,
+    /// The atom's own timeout (a timed-out call is a catchable error; the run's `timeoutMs`
+    /// still bounds the whole run).
+    pub timeout: Duration,
+    /// Whether the atom reaches outside the VM (every capability-backed atom does).
+    pub io: bool,
+}
+
+/// Default fuel of a host atom.
+pub const DEFAULT_ATOM_FUEL: f64 = 1.0;
+/// Default timeout of a host atom: 30 s.
+pub const DEFAULT_ATOM_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl AtomDecl {
+    /// A host atom with the defaults: 1 fuel, 30 s, IO, no declared inputs.
+    pub fn new(name: impl Into<String>) -> AtomDecl {
+        AtomDecl {
+            name: name.into(),
+            inputs: Vec::new(),
+            fuel: DEFAULT_ATOM_FUEL,
+            timeout: DEFAULT_ATOM_TIMEOUT,
+            io: true,
+        }
+    }
+
+    /// `httpFetch`: `url` (string, required), `method`, `headers`, `body`, `responseType`;
+    /// 5 fuel, 30 s.
+    pub fn http_fetch() -> AtomDecl {
+        AtomDecl::new("httpFetch")
+            .required("url", InputType::String)
+            .optional("method", InputType::String)
+            .optional("headers", InputType::Object)
+            .optional("body", InputType::Any)
+            .optional("responseType", InputType::String)
+            .fuel(crate::HTTP_FETCH_FUEL)
+            .timeout(Duration::from_millis(crate::HTTP_FETCH_TIMEOUT_MS))
+    }
+
+    /// `llmPredict`: `prompt` (string, required), `options` (object); 100 fuel, 2 minutes.
+    pub fn llm_predict() -> AtomDecl {
+        AtomDecl::new("llmPredict")
+            .required("prompt", InputType::String)
+            .optional("options", InputType::Object)
+            .fuel(crate::LLM_PREDICT_FUEL)
+            .timeout(Duration::from_millis(crate::LLM_PREDICT_TIMEOUT_MS))
+    }
+
+    /// Declares a required input.
+    pub fn required(mut self, name: impl Into<String>, ty: InputType) -> AtomDecl {
+        self.inputs.push(InputField {
+            name: name.into(),
+            ty,
+            required: true,
+        });
+        self
+    }
+
+    /// Declares an optional input.
+    pub fn optional(mut self, name: impl Into<String>, ty: InputType) -> AtomDecl {
+        self.inputs.push(InputField {
+            name: name.into(),
+            ty,
+            required: false,
+        });
+        self
+    }
+
+    /// Sets the fuel cost.
+    pub fn fuel(mut self, fuel: f64) -> AtomDecl {
+        self.fuel = fuel;
+        self
+    }
+
+    /// Sets the atom's own timeout.
+    pub fn timeout(mut self, timeout: Duration) -> AtomDecl {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Sets the IO flag.
+    pub fn io(mut self, io: bool) -> AtomDecl {
+        self.io = io;
+        self
+    }
+
+    /// Checks a call's input against the declared shape (decision 29). Inputs the atom does not
+    /// declare are ignored.
+    ///
+    /// # Errors
+    /// A catchable message naming the atom and the input: `httpFetch: missing required input
+    /// 'url'`, `httpFetch: input 'method' must be a string, got number`.
+    pub fn check_input(&self, input: &JsValue) -> Result<(), String> {
+        if self.inputs.is_empty() {
+            return Ok(());
+        }
+        let JsValue::Object(m) = input else {
+            return Err(format!(
+                "{}: takes one object of named inputs, got {}",
+                self.name,
+                kind_of(input)
+            ));
+        };
+        for f in &self.inputs {
+            match m.get(&f.name) {
+                None | Some(JsValue::Undefined) if f.required => {
+                    return Err(format!(
+                        "{}: missing required input '{}'",
+                        self.name, f.name
+                    ))
+                }
+                None | Some(JsValue::Undefined) | Some(JsValue::Null) if !f.required => {}
+                Some(v) if !f.ty.accepts(v) => {
+                    return Err(format!(
+                        "{}: input '{}' must be {} {}, got {}",
+                        self.name,
+                        f.name,
+                        if f.ty == InputType::Object || f.ty == InputType::Array {
+                            "an"
+                        } else {
+                            "a"
+                        },
+                        f.ty.name(),
+                        kind_of(v)
+                    ))
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Per-atom call counters shared by several runs (the reference's `quotaUsed`): give the same
+/// `Arc<QuotaLedger>` to the runs that share a budget. The limits are the runner's `quotas`; the
+/// ledger counts the calls of every run that holds it, atomically, so two concurrent runs can
+/// never both take the last slot.
+#[derive(Debug, Default)]
+pub struct QuotaLedger {
+    counters: Mutex<HashMap<String, Arc<AtomicU32>>>,
+}
+
+impl QuotaLedger {
+    /// An empty ledger.
+    pub fn new() -> QuotaLedger {
+        QuotaLedger::default()
+    }
+
+    fn counter(&self, atom: &str) -> Arc<AtomicU32> {
+        let mut m = self.counters.lock().unwrap_or_else(|p| p.into_inner());
+        m.entry(atom.to_string()).or_default().clone()
+    }
+
+    /// Calls of `atom` counted so far.
+    pub fn used(&self, atom: &str) -> u32 {
+        self.counter(atom).load(Ordering::SeqCst)
+    }
+
+    /// Takes one call of `atom` if fewer than `limit` were taken; `false` when exhausted.
+    pub fn try_take(&self, atom: &str, limit: u32) -> bool {
+        self.counter(atom)
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < limit).then_some(n + 1)
+            })
+            .is_ok()
+    }
+
+    /// Forgets every count.
+    pub fn reset(&self) {
+        self.counters
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
     }
 }

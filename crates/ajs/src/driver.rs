@@ -1,22 +1,74 @@
 //! The driver: runs the stackless VM slice by slice, performs host calls, enforces the
-//! wall-clock limit over the whole run (waiting included) and the boundary on what comes back.
+//! wall-clock limit over the whole run (waiting included), the host's cancellation, the shared
+//! quota ledger and the boundary on what comes back.
+//!
+//! A host call is one future: the capability's, or the built-in fetch client's. It is awaited
+//! under the earlier of the run's deadline and the atom's own timeout, and raced against the
+//! cancellation token. When the run ends first the future is dropped, which closes the built-in
+//! client's connection (a capability sees its own future dropped).
 
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use ajs_bytecode::VerifiedProgram;
-use ajs_io::{admit, FetchRequest, DEPTH_HEADER};
-use ajs_vm::{ErrorKind, HostCall, JsValue, RunError, Step, Vm, VmOptions};
+use ajs_io::{admit, encode_body, FetchRequest, HttpClient, HttpError, HttpRequest, DEPTH_HEADER};
+use ajs_vm::{ErrorKind, HostCall, JsValue, RunError, Step, Vm, VmOptions, MAX_BOUNDARY_DEPTH};
 
-use crate::capabilities::{FetchCall, HostFuture};
-use crate::{Options, Outcome, HTTP_FETCH_TIMEOUT_MS, LLM_PREDICT_TIMEOUT_MS};
+use crate::capabilities::{AtomDecl, FetchCall, QuotaLedger};
+use crate::{Options, Outcome};
 
-/// Milli-fuel per slice: between slices the driver checks the deadline and lets other tasks run.
+/// Milli-fuel per slice: between slices the driver checks the deadline and the cancellation
+/// token, and lets other tasks run.
 pub const SLICE_MILLI: u64 = 200_000;
+
+/// The message of a run the host cancelled.
+pub const CANCELLED_MESSAGE: &str = "Execution cancelled by the host";
+
+/// What a run needs besides the program and the options.
+pub(crate) struct RunEnv<'a> {
+    /// Incoming agent depth.
+    pub depth: u32,
+    /// Per-atom call limits (the runner's `quotas`).
+    pub quotas: &'a HashMap<String, u32>,
+    /// Counters shared across runs, checked against `quotas`.
+    pub ledger: Option<&'a QuotaLedger>,
+}
+
+enum HostErr {
+    /// A catchable guest error (the capability threw, the request failed).
+    Catch(String),
+    /// Ends the run.
+    End(RunError),
+}
+
+type CallFuture = Pin<Box<dyn Future<Output = Result<JsValue, HostErr>> + Send + 'static>>;
 
 fn timeout_error(ms: u64) -> RunError {
     RunError::new(
         ErrorKind::Timeout,
         format!("Execution timeout after {ms}ms. Pass a higher timeoutMs if the work genuinely needs more time."),
+    )
+}
+
+fn cancelled_error() -> RunError {
+    RunError::new(ErrorKind::Cancelled, CANCELLED_MESSAGE)
+}
+
+fn quota_error(atom: &str, limit: u32) -> RunError {
+    let calls = if limit == 1 { "call" } else { "calls" };
+    RunError::new(
+        ErrorKind::Quota,
+        format!("Quota exceeded for '{atom}': {limit} {calls} allowed"),
+    )
+}
+
+fn boundary_error(atom: &str, why: &str) -> RunError {
+    RunError::new(
+        ErrorKind::Boundary,
+        format!("Capability boundary rejected the return of '{atom}': {why}"),
     )
 }
 
@@ -30,7 +82,8 @@ fn finish(vm: &Vm, r: Result<JsValue, RunError>) -> Outcome {
             log,
         },
         Err(e) => {
-            let mut o = Outcome::failed(e.message, e.kind, e.pos, vm.fuel_used());
+            let pos = e.pos.or_else(|| vm.position());
+            let mut o = Outcome::failed(e.message, e.kind, pos, vm.fuel_used());
             o.log = log;
             o
         }
@@ -43,10 +96,15 @@ pub(crate) async fn run_program(
     args: &[JsValue],
     vm_opts: VmOptions,
     options: &Options,
-    depth: u32,
+    env: RunEnv<'_>,
 ) -> Outcome {
     let start = Instant::now();
     let deadline = start + Duration::from_millis(options.timeout_ms);
+    let cancel = options.cancel.clone();
+    let is_cancelled = || cancel.as_ref().is_some_and(|t| t.is_cancelled());
+    if is_cancelled() {
+        return Outcome::failed(CANCELLED_MESSAGE, ErrorKind::Cancelled, None, 0.0);
+    }
     let mut vm = match Vm::new(program, args, vm_opts) {
         Ok(vm) => vm,
         Err(e) => return Outcome::failed(e.message, e.kind, e.pos, 0.0),
@@ -59,17 +117,47 @@ pub(crate) async fn run_program(
                 if Instant::now() >= deadline {
                     return finish(&vm, Err(timeout_error(options.timeout_ms)));
                 }
+                if is_cancelled() {
+                    return finish(&vm, Err(cancelled_error()));
+                }
                 tokio::task::yield_now().await;
             }
             Step::Host(call) => {
+                if is_cancelled() {
+                    return finish(&vm, Err(cancelled_error()));
+                }
                 let atom = call.atom.clone();
-                let answer = match dispatch(call, options, depth) {
+                if let (Some(ledger), Some(&limit)) = (env.ledger, env.quotas.get(&atom)) {
+                    if !ledger.try_take(&atom, limit) {
+                        return finish(&vm, Err(quota_error(&atom, limit)));
+                    }
+                }
+                let answer = match dispatch(call, options, env.depth) {
                     Err(refusal) => Err(refusal),
                     Ok((fut, own_timeout)) => {
                         let own_deadline = Instant::now() + own_timeout;
                         let until = deadline.min(own_deadline);
-                        match tokio::time::timeout_at(until.into(), fut).await {
-                            Ok(r) => r,
+                        let waited = tokio::time::timeout_at(until.into(), fut);
+                        let r = match &cancel {
+                            Some(token) => tokio::select! {
+                                biased;
+                                () = token.cancelled() => return finish(&vm, Err(cancelled_error())),
+                                r = waited => r,
+                            },
+                            None => waited.await,
+                        };
+                        match r {
+                            Ok(Ok(v)) => {
+                                match check_boundary(&atom, &v, options.membrane_max_bytes) {
+                                    Ok(()) => Ok(v),
+                                    Err(e) => {
+                                        drop_deep(v);
+                                        return finish(&vm, Err(e));
+                                    }
+                                }
+                            }
+                            Ok(Err(HostErr::Catch(m))) => Err(m),
+                            Ok(Err(HostErr::End(e))) => return finish(&vm, Err(e)),
                             Err(_) if until == deadline || Instant::now() >= deadline => {
                                 return finish(&vm, Err(timeout_error(options.timeout_ms)));
                             }
@@ -80,13 +168,6 @@ pub(crate) async fn run_program(
                         }
                     }
                 };
-                let answer = match answer {
-                    Ok(v) => match check_boundary(&atom, &v, options.membrane_max_bytes) {
-                        Ok(()) => Ok(v),
-                        Err(e) => return finish(&vm, Err(e)),
-                    },
-                    Err(m) => Err(m),
-                };
                 if let Err(e) = vm.resume(answer) {
                     return finish(&vm, Err(e));
                 }
@@ -95,17 +176,93 @@ pub(crate) async fn run_program(
     }
 }
 
-fn check_boundary(atom: &str, v: &JsValue, max: usize) -> Result<(), RunError> {
-    let size = v.json_len();
-    if size > max {
-        return Err(RunError::new(
-            ErrorKind::Boundary,
-            format!(
-                "Capability boundary rejected the return of '{atom}': the return is {size} bytes, over the {max}-byte limit (membraneMaxBytes)"
-            ),
-        ));
+/// Bytes of `s` as a JSON string literal (quotes and escapes included).
+fn json_str_len(s: &str) -> usize {
+    2 + s
+        .chars()
+        .map(|c| match c {
+            '"' | '\\' | '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 2,
+            c if (c as u32) < 0x20 => 6,
+            c => c.len_utf8(),
+        })
+        .sum::<usize>()
+}
+
+/// Checks a capability's return before it crosses into the guest: no deeper than
+/// [`MAX_BOUNDARY_DEPTH`], and no larger than `max` bytes of JSON text (`membraneMaxBytes`).
+/// Iterative, so a hostile depth cannot overflow the host stack, and stops as soon as the
+/// budget is passed.
+pub(crate) fn check_boundary(atom: &str, v: &JsValue, max: usize) -> Result<(), RunError> {
+    let mut size = 0usize;
+    let mut stack: Vec<(&JsValue, usize)> = vec![(v, 0)];
+    while let Some((v, depth)) = stack.pop() {
+        if depth > MAX_BOUNDARY_DEPTH {
+            return Err(boundary_error(
+                atom,
+                &format!("capability return nests deeper than {MAX_BOUNDARY_DEPTH} levels"),
+            ));
+        }
+        size += match v {
+            // Inside an array `undefined` is written `null`; at the top or as a property it is
+            // dropped (over-counting a dropped property by 4 bytes is harmless).
+            JsValue::Undefined => usize::from(depth > 0) * 4,
+            JsValue::Null => 4,
+            JsValue::Bool(b) => 4 + usize::from(!*b),
+            JsValue::Number(n) if n.is_finite() => v.display().len(),
+            JsValue::Number(_) => 4,
+            JsValue::String(s) => json_str_len(s),
+            JsValue::Array(items) => {
+                stack.extend(items.iter().map(|x| (x, depth + 1)));
+                2 + items.len().saturating_sub(1)
+            }
+            JsValue::Object(m) => {
+                let mut n = 2 + m.len().saturating_sub(1);
+                for (k, x) in m {
+                    n += json_str_len(k) + 1;
+                    stack.push((x, depth + 1));
+                }
+                n
+            }
+        };
+        if size > max {
+            return Err(boundary_error(
+                atom,
+                &format!(
+                    "capability return exceeds the {max}-byte membrane budget (membraneMaxBytes)"
+                ),
+            ));
+        }
     }
     Ok(())
+}
+
+/// Drops a value without recursion (a refused return may be nested arbitrarily deep).
+pub(crate) fn drop_deep(v: JsValue) {
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        match v {
+            JsValue::Array(items) => stack.extend(items),
+            JsValue::Object(m) => stack.extend(m.into_values()),
+            _ => {}
+        }
+    }
+}
+
+/// Whether JSON data nests deeper than `limit` (checked before any recursive walk of host
+/// input: context, arguments).
+pub(crate) fn json_too_deep(v: &serde_json::Value, limit: usize) -> bool {
+    let mut stack = vec![(v, 0usize)];
+    while let Some((v, depth)) = stack.pop() {
+        if depth > limit {
+            return true;
+        }
+        match v {
+            serde_json::Value::Array(a) => stack.extend(a.iter().map(|x| (x, depth + 1))),
+            serde_json::Value::Object(m) => stack.extend(m.values().map(|x| (x, depth + 1))),
+            _ => {}
+        }
+    }
+    false
 }
 
 fn field<'a>(input: &'a JsValue, name: &str) -> Option<&'a JsValue> {
@@ -115,73 +272,172 @@ fn field<'a>(input: &'a JsValue, name: &str) -> Option<&'a JsValue> {
     }
 }
 
-/// Turns a host call into the capability's future, or an immediate (catchable) refusal.
+fn default_http_client() -> HttpClient {
+    static CLIENT: OnceLock<HttpClient> = OnceLock::new();
+    CLIENT.get_or_init(HttpClient::new).clone()
+}
+
+fn catchable<F>(f: F) -> CallFuture
+where
+    F: Future<Output = Result<JsValue, String>> + Send + 'static,
+{
+    Box::pin(async move { f.await.map_err(HostErr::Catch) })
+}
+
+/// Turns a host call into the future to await and the atom's own timeout, or an immediate
+/// (catchable) refusal.
 fn dispatch(
     call: HostCall,
     options: &Options,
     depth: u32,
-) -> Result<(HostFuture, Duration), String> {
+) -> Result<(CallFuture, Duration), String> {
     let caps = &options.capabilities;
+    let decl = caps
+        .decl(&call.atom)
+        .ok_or_else(|| format!("Capability '{}' missing", call.atom))?;
+    decl.check_input(&call.input)?;
     match call.atom.as_str() {
-        "httpFetch" => {
-            let url = match field(&call.input, "url") {
-                Some(JsValue::String(s)) => s.clone(),
-                _ => return Err("httpFetch: input 'url' must be a string".into()),
-            };
-            let method = match field(&call.input, "method") {
-                None | Some(JsValue::Undefined) | Some(JsValue::Null) => "GET".to_string(),
-                Some(JsValue::String(s)) => s.to_ascii_uppercase(),
-                Some(_) => return Err("httpFetch: input 'method' must be a string".into()),
-            };
-            let headers = match field(&call.input, "headers") {
-                None | Some(JsValue::Undefined) | Some(JsValue::Null) => Vec::new(),
-                Some(JsValue::Object(m)) => {
-                    m.iter().map(|(k, v)| (k.clone(), v.display())).collect()
-                }
-                Some(_) => return Err("httpFetch: input 'headers' must be an object".into()),
-            };
-            let body = field(&call.input, "body")
-                .cloned()
-                .unwrap_or(JsValue::Undefined);
-            let req = FetchRequest {
-                url,
-                method,
-                headers,
-            };
-            let policy = options.fetch_policy.clone().unwrap_or_default();
-            admit(&req, &policy, caps.fetch.is_some(), depth)?;
-            let Some(fetch) = &caps.fetch else {
-                return Err("Fetch blocked: the built-in fetch client is not available in this build; provide a fetch capability".into());
-            };
-            let mut headers = req.headers;
-            headers.push((DEPTH_HEADER.to_string(), (depth + 1).to_string()));
-            let fut = fetch(FetchCall {
-                url: req.url,
-                method: req.method,
-                headers,
-                body,
-            });
-            Ok((fut, Duration::from_millis(HTTP_FETCH_TIMEOUT_MS)))
-        }
+        "httpFetch" => http_fetch(call.input, &decl, options, depth),
         "llmPredict" => {
             let Some(llm) = &caps.llm else {
                 return Err("Capability 'llm.predict' missing".into());
             };
             let prompt = match field(&call.input, "prompt") {
                 Some(JsValue::String(s)) => s.clone(),
-                _ => return Err("llmPredict: input 'prompt' must be a string".into()),
+                _ => return Err("llmPredict: missing required input 'prompt'".into()),
             };
             let opts = field(&call.input, "options")
                 .cloned()
                 .unwrap_or(JsValue::Undefined);
-            Ok((
-                llm(prompt, opts),
-                Duration::from_millis(LLM_PREDICT_TIMEOUT_MS),
-            ))
+            Ok((catchable(llm(prompt, opts)), decl.timeout))
         }
         name => match caps.atoms.get(name) {
-            Some(f) => Ok((f(call.input), Duration::from_millis(HTTP_FETCH_TIMEOUT_MS))),
+            Some(f) => Ok((catchable(f(call.input)), decl.timeout)),
             None => Err(format!("Capability '{name}' missing")),
         },
+    }
+}
+
+fn http_fetch(
+    input: JsValue,
+    decl: &AtomDecl,
+    options: &Options,
+    depth: u32,
+) -> Result<(CallFuture, Duration), String> {
+    let caps = &options.capabilities;
+    let url = match field(&input, "url") {
+        Some(JsValue::String(s)) => s.clone(),
+        _ => return Err("httpFetch: missing required input 'url'".into()),
+    };
+    let method = match field(&input, "method") {
+        Some(JsValue::String(s)) => s.to_ascii_uppercase(),
+        _ => "GET".to_string(),
+    };
+    let headers: Vec<(String, String)> = match field(&input, "headers") {
+        Some(JsValue::Object(m)) => m
+            .iter()
+            .filter(|(_, v)| !matches!(v, JsValue::Undefined))
+            .map(|(k, v)| (k.clone(), v.display()))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let body = field(&input, "body").cloned().unwrap_or(JsValue::Undefined);
+    let response_type = match field(&input, "responseType") {
+        Some(JsValue::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    let req = FetchRequest {
+        url,
+        method,
+        headers,
+    };
+    let policy = options.fetch_policy.clone().unwrap_or_default();
+    admit(&req, &policy, caps.fetch.is_some(), depth)?;
+    let mut headers = req.headers;
+    headers.push((DEPTH_HEADER.to_string(), (depth + 1).to_string()));
+    if let Some(fetch) = &caps.fetch {
+        let fut = fetch(FetchCall {
+            url: req.url,
+            method: req.method,
+            headers,
+            body,
+        });
+        return Ok((catchable(fut), decl.timeout));
+    }
+    // No capability: admission passed, so `fetchPolicy.domains` is set. The built-in client.
+    let mut client = caps
+        .http_client
+        .clone()
+        .unwrap_or_else(default_http_client)
+        .max_body_bytes(options.membrane_max_bytes);
+    client.request_timeout = decl.timeout;
+    let json_body = body.to_json();
+    let (bytes, content_type) = encode_body(json_body.as_ref());
+    if let Some(ct) = content_type {
+        if !headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+        {
+            headers.push(("content-type".into(), ct.into()));
+        }
+    }
+    let request = HttpRequest {
+        url: req.url,
+        method: req.method,
+        headers,
+        body: bytes,
+    };
+    let fut = async move {
+        match client.send(request).await {
+            Ok(resp) => resp
+                .guest_value(response_type.as_deref())
+                .map(|v| JsValue::from_json(&v))
+                .map_err(HostErr::Catch),
+            Err(HttpError::Failed(m)) => Err(HostErr::Catch(m)),
+            Err(e @ HttpError::TooLarge { .. }) => {
+                Err(HostErr::End(boundary_error("httpFetch", &e.to_string())))
+            }
+        }
+    };
+    Ok((Box::pin(fut), decl.timeout))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn boundary_size_matches_json_text() {
+        let v = JsValue::from_json(&serde_json::json!({
+            "a": [1, 2.5, "x\"y\n", null, true, false, {"k": -0.001}],
+            "é": "😀",
+        }));
+        let exact = v.json_len();
+        assert!(check_boundary("t", &v, exact).is_ok());
+        assert!(check_boundary("t", &v, exact - 1).is_err());
+    }
+
+    #[test]
+    fn deep_values_are_refused_without_recursion() {
+        let mut v = JsValue::Null;
+        for _ in 0..200_000 {
+            v = JsValue::Array(vec![v]);
+        }
+        let e = check_boundary("deep", &v, usize::MAX).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Boundary);
+        assert!(e.message.starts_with(
+            "Capability boundary rejected the return of 'deep': capability return nests deeper"
+        ));
+        drop_deep(v);
+        let mut j = serde_json::Value::Null;
+        for _ in 0..2000 {
+            j = serde_json::Value::Array(vec![j]);
+        }
+        assert!(json_too_deep(&j, MAX_BOUNDARY_DEPTH));
+        assert!(!json_too_deep(
+            &serde_json::json!([[1]]),
+            MAX_BOUNDARY_DEPTH
+        ));
+        // serde_json drops recursively; 2000 levels are fine on a test thread.
     }
 }

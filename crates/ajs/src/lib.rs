@@ -24,12 +24,18 @@ mod driver;
 mod signature;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 pub use ajs_bytecode::{Program, SourcePos, VerifiedProgram};
 pub use ajs_compiler::CompileError;
-pub use ajs_io::FetchPolicy;
+pub use ajs_io::{FetchPolicy, HttpClient, LlmClient, LlmConfig, SAFE_RESPONSE_HEADERS};
 pub use ajs_vm::{ErrorKind, JsValue, LogLine, RunError};
-pub use capabilities::{AtomFn, Capabilities, FetchCall, FetchFn, HostFuture, LlmFn};
+pub use capabilities::{
+    AtomDecl, AtomFn, Capabilities, FetchCall, FetchFn, HostFuture, InputField, InputType, LlmFn,
+    QuotaLedger, DEFAULT_ATOM_FUEL, DEFAULT_ATOM_TIMEOUT,
+};
+pub use driver::CANCELLED_MESSAGE;
+pub use tokio_util::sync::CancellationToken;
 
 use ajs_compiler::{compile, CompileOptions, Mode};
 use ajs_vm::{AtomSpec, VmOptions, MILLI};
@@ -74,6 +80,10 @@ pub struct Options {
     pub fetch_policy: Option<FetchPolicy>,
     /// The capabilities the code may use.
     pub capabilities: Capabilities,
+    /// The host's way to stop a run: cancelling the token ends every run holding it with kind
+    /// `Cancelled` (`Execution cancelled by the host`), dropping any host call in flight. Not
+    /// catchable by the guest.
+    pub cancel: Option<CancellationToken>,
 }
 
 impl Default for Options {
@@ -86,6 +96,7 @@ impl Default for Options {
             membrane_max_bytes: DEFAULT_MEMBRANE_MAX_BYTES,
             fetch_policy: None,
             capabilities: Capabilities::default(),
+            cancel: None,
         }
     }
 }
@@ -130,26 +141,21 @@ impl Options {
     }
 
     fn atom_names(&self) -> Vec<String> {
-        let mut v = vec!["httpFetch".to_string(), "llmPredict".to_string()];
-        let mut custom: Vec<&String> = self.capabilities.atoms.keys().collect();
-        custom.sort();
-        v.extend(custom.into_iter().cloned());
-        v
+        self.capabilities.atom_names()
     }
 
     fn vm_options(&self, quotas: &HashMap<String, u32>, max_heap_bytes: usize) -> VmOptions {
         let mut atoms = HashMap::new();
         for name in self.atom_names() {
-            let fuel = match name.as_str() {
-                "httpFetch" => HTTP_FETCH_FUEL,
-                "llmPredict" => LLM_PREDICT_FUEL,
-                _ => HOST_ATOM_FUEL,
-            };
+            let fuel = self
+                .capabilities
+                .decl(&name)
+                .map_or(HOST_ATOM_FUEL, |d| d.fuel);
             let quota = quotas.get(&name).copied();
             atoms.insert(
                 name,
                 AtomSpec {
-                    cost: (fuel * MILLI as f64) as u64,
+                    cost: (fuel.max(0.0) * MILLI as f64).round() as u64,
                     quota,
                 },
             );
@@ -256,6 +262,18 @@ fn source_check(source: &str, opts: &Options) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+fn too_deep(what: &str) -> Outcome {
+    Outcome::failed(
+        format!(
+            "{what} nested deeper than {} levels cannot cross the boundary",
+            ajs_vm::MAX_BOUNDARY_DEPTH
+        ),
+        ErrorKind::Input,
+        None,
+        0.0,
+    )
 }
 
 fn compile_error(e: CompileError) -> Outcome {
@@ -390,6 +408,12 @@ impl SafeFunction {
     /// Calls the function; arguments are copied in under the parameter names (extra ones are
     /// ignored, missing ones are `undefined`).
     pub async fn call(&self, args: &[serde_json::Value]) -> Outcome {
+        if args
+            .iter()
+            .any(|a| driver::json_too_deep(a, ajs_vm::MAX_BOUNDARY_DEPTH))
+        {
+            return too_deep("Arguments");
+        }
         let size = serde_json::Value::Array(args.to_vec()).to_string().len();
         if size > self.options.args_max_bytes {
             return Outcome::failed(
@@ -416,7 +440,13 @@ impl SafeFunction {
         let vm_opts = self
             .options
             .vm_options(&HashMap::new(), ajs_vm::DEFAULT_MAX_HEAP_BYTES);
-        driver::run_program(self.program.clone(), &values, vm_opts, &self.options, 0).await
+        let no_quotas = HashMap::new();
+        let env = driver::RunEnv {
+            depth: 0,
+            quotas: &no_quotas,
+            ledger: None,
+        };
+        driver::run_program(self.program.clone(), &values, vm_opts, &self.options, env).await
     }
 }
 
@@ -430,6 +460,11 @@ pub struct Runner {
     pub max_heap_bytes: usize,
     /// The incoming `X-Agent-Depth` (0 for a run nobody else started).
     pub depth: u32,
+    /// Call counters shared with other runs: when set, every call of an atom listed in
+    /// `quotas` also takes a slot in the ledger, and the run ends with `Quota exceeded for
+    /// '<atom>': N calls allowed` once the ledger's count reaches the quota, whichever run
+    /// made the earlier calls.
+    pub ledger: Option<Arc<QuotaLedger>>,
 }
 
 impl Default for Runner {
@@ -438,6 +473,7 @@ impl Default for Runner {
             quotas: HashMap::new(),
             max_heap_bytes: ajs_vm::DEFAULT_MAX_HEAP_BYTES,
             depth: 0,
+            ledger: None,
         }
     }
 }
@@ -526,6 +562,9 @@ impl Runner {
                 )
             }
         };
+        if driver::json_too_deep(args, ajs_vm::MAX_BOUNDARY_DEPTH) {
+            return too_deep("Arguments");
+        }
         let size = args.to_string().len();
         if size > options.args_max_bytes {
             return Outcome::failed(
@@ -544,7 +583,7 @@ impl Runner {
         };
         let vm_opts = options.vm_options(&self.quotas, self.max_heap_bytes);
         let mut out =
-            driver::run_program(program.clone(), &values, vm_opts, options, self.depth).await;
+            driver::run_program(program.clone(), &values, vm_opts, options, self.env()).await;
         if out.error.is_none() {
             let kind = match &out.result {
                 JsValue::Object(_) | JsValue::Null | JsValue::Undefined => None,
@@ -607,6 +646,13 @@ impl Runner {
             }
         };
         let used = &program.functions[program.entry as usize].params;
+        if used
+            .iter()
+            .filter_map(|n| context.get(n))
+            .any(|v| driver::json_too_deep(v, ajs_vm::MAX_BOUNDARY_DEPTH))
+        {
+            return too_deep("Context");
+        }
         let mut copied = serde_json::Map::new();
         for name in used {
             if let Some(v) = context.get(name) {
@@ -634,6 +680,14 @@ impl Runner {
             })
             .collect();
         let vm_opts = options.vm_options(&self.quotas, self.max_heap_bytes);
-        driver::run_program(program.clone(), &args, vm_opts, options, self.depth).await
+        driver::run_program(program.clone(), &args, vm_opts, options, self.env()).await
+    }
+
+    fn env(&self) -> driver::RunEnv<'_> {
+        driver::RunEnv {
+            depth: self.depth,
+            quotas: &self.quotas,
+            ledger: self.ledger.as_deref(),
+        }
     }
 }

@@ -327,6 +327,22 @@ define_ops! {
     /// `dst` = the length of the array in `arr`, for a callback method named by the string
     /// constant `method`; raises a guest error when `arr` is not an array.
     ArrayLen = 0x46 { dst: Dst, arr: Src, method: Key } cost BASE;
+    /// Appends every element of the array in `src` to the array in `arr` (`[...src]`).
+    ArrayExtend = 0x47 { arr: Src, src: Src } cost BASE;
+    /// Copies the own properties of `src` into the object in `obj` (`{...src}`); null and
+    /// undefined copy nothing.
+    ObjectAssign = 0x48 { obj: Src, src: Src } cost BASE;
+    /// Defines property `key` (a run-time value made a property key) of the object in `obj`.
+    InitIndex = 0x49 { obj: Src, key: Src, val: Src } cost BASE;
+    /// Raises a guest error unless `src` can be destructured: an array when `array` is 1, anything
+    /// but null or undefined when it is 0.
+    CheckDestructure = 0x4a { src: Src, array: Imm } cost BASE;
+    /// `dst` = a copy of the object in `src` without the keys held (as strings) in the registers
+    /// `base .. base + count` (`let { a, ...rest } = src`).
+    ObjectRest = 0x4b { dst: Dst, src: Src, base: Base, count: Count } cost BASE;
+    /// `dst = native(...args)` where `args` is an array built at run time (spread arguments); the
+    /// arity is checked when it runs.
+    CallNativeArray = 0x4c { dst: Dst, native: Native, args: Src } cost BASE;
     /// `dst = native(args…)`; for a method the receiver is the first register of `args`.
     CallNative = 0x50 { dst: Dst, native: Native, base: Base, argc: Count } cost BASE;
     /// `dst = func(args…)`: calls a function of this program.

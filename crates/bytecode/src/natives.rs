@@ -4,6 +4,8 @@
 //! VM implements each id. Arity bounds are checked by the verifier, so a native never sees an
 //! argument count it was not declared with. A method's receiver counts as its first argument.
 
+pub mod jsregex;
+
 macro_rules! define_natives {
     ($( $(#[doc = $doc:literal])* $id:ident = $js:literal, $min:literal ..= $max:literal; )*) => {
         /// A builtin function or method.
@@ -224,6 +226,86 @@ define_natives! {
     ToFixed = ".toFixed", 1..=2;
     /// `n.toPrecision(p?)`.
     ToPrecision = ".toPrecision", 1..=2;
+    /// `a.sort()` without a comparator: in place, stable, compared as strings.
+    Sort = ".sort", 1..=1;
+    /// `a.toSorted()`.
+    ToSorted = ".toSorted", 1..=1;
+    /// `s.substr(start, length?)`.
+    Substr = ".substr", 1..=3;
+    /// `s.normalize(form?)`: NFC, NFD, NFKC, NFKD.
+    Normalize = ".normalize", 1..=2;
+    /// A regular-expression literal: (pattern, flags) → a regex value. Not callable by name.
+    RegexNew = "%regex", 2..=2;
+    /// `re.test(s)`.
+    Test = ".test", 2..=2;
+    /// `re.exec(s)`.
+    Exec = ".exec", 2..=2;
+    /// `s.match(re)`.
+    Match = ".match", 1..=2;
+    /// `s.matchAll(re)`: an array of match arrays.
+    MatchAll = ".matchAll", 2..=2;
+    /// `s.search(re)`.
+    Search = ".search", 1..=2;
+    /// `Set(items?)`: a set, deduplicated by SameValueZero; crosses out as an array.
+    SetNew = "Set", 0..=1;
+    /// `set.add(x)`, `date.add({ days, … })`.
+    Add = ".add", 2..=2;
+    /// `set.remove(x)`.
+    Remove = ".remove", 2..=2;
+    /// `set.has(x)`.
+    Has = ".has", 2..=2;
+    /// `set.clear()`.
+    Clear = ".clear", 1..=1;
+    /// `set.toArray()`.
+    ToArray = ".toArray", 1..=1;
+    /// `set.union(other)`.
+    Union = ".union", 2..=2;
+    /// `set.intersection(other)`.
+    Intersection = ".intersection", 2..=2;
+    /// `set.diff(other)`, `date.diff(other, unit?)`.
+    Diff = ".diff", 2..=3;
+    /// `Date(init?)`: UTC; from the host clock when no argument.
+    DateNew = "Date", 0..=1;
+    /// `Date.now()`: epoch milliseconds from the host clock.
+    DateNow = "Date.now", 0..=0;
+    /// `date.format(fmt?)`.
+    Format = ".format", 1..=2;
+    /// `date.isBefore(other)`.
+    IsBefore = ".isBefore", 2..=2;
+    /// `date.isAfter(other)`.
+    IsAfter = ".isAfter", 2..=2;
+    /// `date.getTime()`.
+    GetTime = ".getTime", 1..=1;
+    /// `date.toISOString()`.
+    ToIsoString = ".toISOString", 1..=1;
+    /// `template({ tmpl, vars })`: `{{name}}` placeholders.
+    AtomTemplate = "template", 0..=1;
+    /// `regexMatch({ pattern, value })` → boolean.
+    AtomRegexMatch = "regexMatch", 0..=1;
+    /// `pick({ obj, keys })`.
+    AtomPick = "pick", 0..=1;
+    /// `omit({ obj, keys })`.
+    AtomOmit = "omit", 0..=1;
+    /// `merge({ a, b })`: shallow `{ ...a, ...b }`.
+    AtomMerge = "merge", 0..=1;
+    /// `keys({ obj })`.
+    AtomKeys = "keys", 0..=1;
+    /// `split({ str, sep })`.
+    AtomSplit = "split", 0..=1;
+    /// `join({ list, sep })`.
+    AtomJoin = "join", 0..=1;
+    /// `len({ list })`: length of an array or string, else 0.
+    AtomLen = "len", 0..=1;
+    /// `jsonParse({ str })`.
+    AtomJsonParse = "jsonParse", 0..=1;
+    /// `jsonStringify({ value })`.
+    AtomJsonStringify = "jsonStringify", 0..=1;
+    /// `hash({ value, algorithm? })`: SHA-256 hex.
+    AtomHash = "hash", 0..=1;
+    /// `random({ min?, max?, format?, length? })`: from the host randomness source.
+    AtomRandom = "random", 0..=1;
+    /// `uuid()`: a v4 UUID from the host randomness source.
+    AtomUuid = "uuid", 0..=1;
 }
 
 impl NativeId {
@@ -255,7 +337,33 @@ impl NativeId {
     pub fn lookup(name: &str) -> Option<NativeId> {
         NAMES.iter().position(|n| *n == name).map(|i| ALL[i])
     }
+    /// The pure utility atom of this name (decision 21): called by name with one object of
+    /// named inputs, implemented by the VM.
+    pub fn pure_atom(name: &str) -> Option<NativeId> {
+        PURE_ATOMS
+            .contains(&name)
+            .then(|| NativeId::lookup(name))
+            .flatten()
+    }
 }
+
+/// The pure utility atoms of decision 21, implemented in the VM.
+pub const PURE_ATOMS: &[&str] = &[
+    "template",
+    "regexMatch",
+    "pick",
+    "omit",
+    "merge",
+    "keys",
+    "split",
+    "join",
+    "len",
+    "jsonParse",
+    "jsonStringify",
+    "hash",
+    "random",
+    "uuid",
+];
 
 /// Numeric constants of the `Math` namespace, resolved at compile time.
 pub const MATH_CONSTANTS: &[(&str, f64)] = &[

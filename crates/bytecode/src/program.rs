@@ -524,12 +524,13 @@ impl Program {
                         base = b as u32;
                         (base > nregs as u32).then_some(CodeFault::Register { reg: base, nregs })
                     }
-                    Operand::Count(c) => {
-                        (base + c as u32 > nregs as u32).then_some(CodeFault::Register {
-                            reg: base + c as u32 - 1,
+                    Operand::Count(c) => (base + c as u32 > nregs as u32).then(|| {
+                        // c > 0 here: base <= nregs was checked with the Base operand
+                        CodeFault::Register {
+                            reg: (base + c as u32).saturating_sub(1),
                             nregs,
-                        })
-                    }
+                        }
+                    }),
                     o => self.check_operand(o, nregs, code.len()),
                 };
             });

@@ -20,6 +20,8 @@ use crate::{CompileOptions, Fail, Mode, MAX_NESTING};
 
 mod agent;
 mod callbacks;
+mod destructure;
+mod spread;
 
 pub(crate) use agent::lower_agent;
 
@@ -839,11 +841,15 @@ impl<'o> Lowerer<'o> {
         for decl in &d.declarations {
             let b = match &decl.id {
                 BindingPattern::BindingIdentifier(b) => b,
-                _ => {
-                    return fail(
-                        decl.id.span(),
-                        "destructuring is not supported yet; declare each variable on its own, e.g. let a = o.a",
-                    )
+                pattern => {
+                    let Some(init) = &decl.init else {
+                        return fail(
+                            decl.span,
+                            "a destructuring declaration needs a value: let { a } = obj",
+                        );
+                    };
+                    self.destructuring_decl(pattern, init, is_const)?;
+                    continue;
                 }
             };
             let name = b.name.as_str();
@@ -1342,9 +1348,7 @@ impl<'o> Lowerer<'o> {
             Expression::TaggedTemplateExpression(_) => {
                 return fail(span, "tagged templates are not supported in AJS; use a plain template literal `...${x}...`")
             }
-            Expression::RegExpLiteral(_) => {
-                return fail(span, "regular expression literals are not supported yet; use string methods or the regexMatch atom")
-            }
+            Expression::RegExpLiteral(r) => self.regex_literal(r, dst)?,
             Expression::BigIntLiteral(_) => return fail(span, "BigInt literals are not supported in AJS; use numbers"),
             Expression::AssignmentExpression(_) => {
                 return fail(span, "assignment inside an expression is not supported in AJS; write the assignment as its own statement")
@@ -1484,6 +1488,12 @@ impl<'o> Lowerer<'o> {
 
     fn array(&mut self, a: &ArrayExpression, dst: u16) -> R<()> {
         let span = a.span;
+        if a.elements
+            .iter()
+            .any(|e| matches!(e, ArrayExpressionElement::SpreadElement(_)))
+        {
+            return self.array_with_spread(a, dst);
+        }
         let mut chunks = a.elements.chunks(u8::MAX as usize).peekable();
         let mut first = true;
         if chunks.peek().is_none() {
@@ -1548,14 +1558,22 @@ impl<'o> Lowerer<'o> {
     fn object(&mut self, o: &ObjectExpression, dst: u16) -> R<()> {
         self.emit(Op::NewObject { dst: Dst(dst) }, o.span);
         for p in &o.properties {
-            let p =
-                match p {
-                    ObjectPropertyKind::ObjectProperty(p) => p,
-                    ObjectPropertyKind::SpreadProperty(s) => return fail(
+            let p = match p {
+                ObjectPropertyKind::ObjectProperty(p) => p,
+                ObjectPropertyKind::SpreadProperty(s) => {
+                    let mark = self.top;
+                    let v = self.expr(&s.argument)?;
+                    self.emit(
+                        Op::ObjectAssign {
+                            obj: Src(dst),
+                            src: Src(v),
+                        },
                         s.span,
-                        "spread (...) in object literals is not supported yet; list the properties",
-                    ),
-                };
+                    );
+                    self.top = mark;
+                    continue;
+                }
+            };
             if p.kind != PropertyKind::Init {
                 return fail(p.span, "getters and setters are not supported in AJS object literals; use plain values");
             }
@@ -1566,7 +1584,22 @@ impl<'o> Lowerer<'o> {
                 );
             }
             if p.computed {
-                return fail(p.span, "computed keys ([k]: v) in object literals are not supported yet; use a literal key");
+                let Some(ke) = p.key.as_expression() else {
+                    return fail(p.key.span(), "unsupported computed key");
+                };
+                let mark = self.top;
+                let k = self.expr(ke)?;
+                let v = self.expr(&p.value)?;
+                self.emit(
+                    Op::InitIndex {
+                        obj: Src(dst),
+                        key: Src(k),
+                        val: Src(v),
+                    },
+                    p.span,
+                );
+                self.top = mark;
+                continue;
             }
             let key: Vec<u16> = match &p.key {
                 PropertyKey::StaticIdentifier(id) => id.name.as_str().encode_utf16().collect(),
@@ -1605,10 +1638,11 @@ impl<'o> Lowerer<'o> {
 
     fn call(&mut self, c: &CallExpression, dst: u16) -> R<()> {
         let span = c.span;
-        for a in &c.arguments {
-            if let Argument::SpreadElement(s) = a {
-                return fail(s.span, "spread (...) in call arguments is not supported yet; pass the values one by one");
-            }
+        if c.arguments
+            .iter()
+            .any(|a| matches!(a, Argument::SpreadElement(_)))
+        {
+            return self.call_with_spread(c, dst);
         }
         let args: Vec<&Expression> = c
             .arguments
@@ -1706,6 +1740,17 @@ impl<'o> Lowerer<'o> {
             self.top = mark;
             return Ok(());
         }
+        if let Some(native) = NativeId::pure_atom(name) {
+            if args.len() > 1 {
+                return fail(
+                    span,
+                    format!(
+                        "atom '{name}' takes one object of named inputs, e.g. {name}({{ ... }})"
+                    ),
+                );
+            }
+            return self.call_native(native, None, args, dst, span);
+        }
         if BUILTIN_NAMES.contains(&name) {
             if let Some(native) = NativeId::lookup(name) {
                 return self.call_native(native, None, args, dst, span);
@@ -1751,7 +1796,7 @@ impl<'o> Lowerer<'o> {
                         return fail(span, alt);
                     }
                 },
-                "JSON" | "Object" | "Array" | "Number" | "String" => {
+                "JSON" | "Object" | "Array" | "Number" | "String" | "Date" | "Schema" => {
                     match NativeId::lookup(&format!("{ns}.{m}")) {
                         Some(n) => n,
                         None => return fail(span, namespace_member_msg(ns, m)),
@@ -1781,6 +1826,47 @@ impl<'o> Lowerer<'o> {
         let r = self.call_native(native, Some(recv), args, dst, span);
         self.top = mark;
         r
+    }
+
+    /// A regex literal: checked and translated now (decision 23: patterns that need
+    /// backtracking are compile errors), built at run time by the `%regex` native.
+    fn regex_literal(&mut self, r: &RegExpLiteral, dst: u16) -> R<()> {
+        let span = r.span;
+        let pattern = r.regex.pattern.text.as_str();
+        let flags = r.regex.flags.to_string();
+        if let Err(m) = ajs_bytecode::natives::jsregex::translate(pattern, &flags) {
+            return fail(span, m);
+        }
+        let mark = self.top;
+        let base = self.alloc(span)?;
+        self.alloc(span)?;
+        let kp = self.str_const(pattern, span)?;
+        let kf = self.str_const(&flags, span)?;
+        self.emit(
+            Op::LoadConst {
+                dst: Dst(base),
+                k: Const(kp),
+            },
+            span,
+        );
+        self.emit(
+            Op::LoadConst {
+                dst: Dst(base + 1),
+                k: Const(kf),
+            },
+            span,
+        );
+        self.emit(
+            Op::CallNative {
+                dst: Dst(dst),
+                native: Native(NativeId::RegexNew.to_u16()),
+                base: Base(base),
+                argc: Count(2),
+            },
+            span,
+        );
+        self.top = mark;
+        Ok(())
     }
 
     fn call_native(

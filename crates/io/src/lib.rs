@@ -1,9 +1,12 @@
 //! Host side of the AJS atoms.
 //!
-//! This slice holds the fetch admission policy: what a guest's `httpFetch` request must satisfy
-//! before any capability is called (scheme, method, the closed header list, the domain allowlist,
-//! the agent-depth limit). The hyper + rustls client and the model client come with the
-//! capabilities issue.
+//! - [`admit`]: the fetch admission policy, what a guest's `httpFetch` request must satisfy
+//!   before any capability is called (scheme, method, the closed header list, the domain
+//!   allowlist, the agent-depth limit);
+//! - [`HttpClient`]: the built-in `httpFetch` client (hyper + rustls), used when
+//!   `fetchPolicy.domains` is set and no `fetch` capability is injected;
+//! - [`LlmClient`]: a client for OpenAI-compatible chat-completions endpoints, to put behind
+//!   `llmPredict`.
 //!
 //! ```
 //! use ajs_io::{admit, FetchPolicy, FetchRequest};
@@ -13,6 +16,14 @@
 //! assert_eq!(err, "Fetch blocked: domain not in allowlist. Allowed: api.example.com");
 //! ```
 #![deny(missing_docs)]
+
+pub mod http;
+pub mod llm;
+
+pub use http::{
+    encode_body, HttpClient, HttpError, HttpRequest, HttpResponse, SAFE_RESPONSE_HEADERS,
+};
+pub use llm::{response_format, LlmClient, LlmConfig};
 
 /// Request headers a guest may set (case-insensitive), besides those a policy adds.
 pub const ALLOWED_HEADERS: &[&str] = &[

@@ -230,6 +230,11 @@ impl Vm {
         Ok(if n.is_nan() { 0.0 } else { n.trunc() + 0.0 })
     }
 
+    /// `String(v)` of an argument, paid for by its length (for the other builtin modules).
+    pub(crate) fn str_arg_pub(&mut self, v: Value, op: &str) -> OpResult<Vec<u16>> {
+        self.str_arg(v, op)
+    }
+
     /// `String(v)` of an argument, paid for by its length.
     fn str_arg(&mut self, v: Value, op: &str) -> OpResult<Vec<u16>> {
         if let Value::Str(g) = v {
@@ -293,6 +298,7 @@ impl Vm {
                 Value::Str(g) => self.string_method(id, g, args),
                 Value::Arr(g) => self.array_method(id, g, args),
                 Value::Num(n) => self.number_method(id, n, args),
+                Value::Obj(g) => self.object_method(id, g, args),
                 Value::Bool(b) if id == ToString => {
                     self.str_value(if b { "true" } else { "false" })
                 }
@@ -393,8 +399,15 @@ impl Vm {
         let a = |i: usize| arg(args, i);
         let name = id.js_name();
         let len = self.units(g).len();
+        if matches!(id, Match | MatchAll | Search | Replace | ReplaceAll | Split) {
+            if let Some(v) = self.string_regex(id, g, args)? {
+                return Ok(v);
+            }
+        }
         match id {
             ToString => Ok(Value::Str(g)),
+            Substr => self.substr(g, args),
+            Normalize => self.normalize(g, a(1)),
             ToUpperCase | ToLowerCase => {
                 self.charge_units(len)?;
                 let out = case_map(self.units(g), id == ToUpperCase);
@@ -889,6 +902,7 @@ impl Vm {
         let name = id.js_name();
         let len = self.arr_items(g).len();
         match id {
+            Sort | ToSorted => self.sort_array(g, id == Sort),
             Join | ToString => {
                 let sep = match a(1) {
                     Value::Undefined => vec![b',' as u16],

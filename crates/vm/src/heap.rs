@@ -25,6 +25,57 @@ pub enum Cell {
     Arr(Vec<Value>),
     /// A plain object.
     Obj(PropMap),
+    /// A `Set` (an object to the guest; crosses out as an array).
+    Set(SetCell),
+    /// A `Date`: epoch milliseconds, UTC (an object to the guest; crosses out as its ISO string).
+    Date(f64),
+    /// A regular expression (an object to the guest; crosses out as `{}`).
+    Regex(Box<RegexCell>),
+}
+
+/// The identity of a set member under SameValueZero.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum SetKey {
+    /// `undefined`.
+    Undefined,
+    /// `null`.
+    Null,
+    /// A boolean.
+    Bool(bool),
+    /// A number's bits (`-0` as `0`, every NaN as one NaN).
+    Num(u64),
+    /// A string's code units.
+    Str(Box<[u16]>),
+    /// An array or object, by identity.
+    Ref(Gc),
+}
+
+/// A set's members in insertion order, keyed by SameValueZero identity.
+pub type SetCell = IndexMap<SetKey, Value, RandomState>;
+
+/// A compiled regular expression.
+#[derive(Debug, Clone)]
+pub struct RegexCell {
+    /// The JavaScript source of the pattern.
+    pub source: Box<[u16]>,
+    /// The flags as written (`gimsu` subset).
+    pub flags: Box<str>,
+    /// The compiled linear-time matcher.
+    pub re: regex::Regex,
+    /// `g`.
+    pub global: bool,
+    /// JavaScript's `lastIndex` (used by `test`/`exec` with `g`).
+    pub last_index: usize,
+}
+
+/// Accounted size of a set with `n` members whose string members total `units` code units.
+pub fn set_bytes(n: usize, units: usize) -> usize {
+    16 + 8 * n + 2 * units
+}
+
+/// Accounted size of a regex with a source of `len` code units (its compiled form is capped).
+pub fn regex_bytes(len: usize) -> usize {
+    16 + 2 * len + 256
 }
 
 /// Accounted size of a string of `len` code units (decision 16: 2 bytes per code unit, plus a
@@ -50,6 +101,17 @@ impl Cell {
             Cell::Str(s) => str_bytes(s.len()),
             Cell::Arr(a) => arr_bytes(a.len()),
             Cell::Obj(o) => 16 + o.keys().map(|k| prop_bytes(k.len())).sum::<usize>(),
+            Cell::Set(s) => set_bytes(
+                s.len(),
+                s.keys()
+                    .map(|k| match k {
+                        SetKey::Str(u) => u.len(),
+                        _ => 0,
+                    })
+                    .sum(),
+            ),
+            Cell::Date(_) => 24,
+            Cell::Regex(r) => regex_bytes(r.source.len()),
         }
     }
 }
@@ -172,7 +234,8 @@ impl Heap {
             match &self.cells[g as usize] {
                 Cell::Arr(a) => stack.extend(a.iter().filter_map(Value::gc)),
                 Cell::Obj(o) => stack.extend(o.values().filter_map(Value::gc)),
-                Cell::Str(_) | Cell::Free => {}
+                Cell::Set(m) => stack.extend(m.values().filter_map(Value::gc)),
+                Cell::Str(_) | Cell::Free | Cell::Date(_) | Cell::Regex(_) => {}
             }
         }
         let mut freed = 0;

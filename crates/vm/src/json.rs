@@ -499,6 +499,18 @@ impl Vm {
                 }
             }
             Value::Str(g) => out.quote(self.units(g))?,
+            Value::Obj(g) if matches!(self.heap.get(g), Cell::Date(_)) => {
+                let t = match self.heap.get(g) {
+                    Cell::Date(t) => *t,
+                    _ => f64::NAN,
+                };
+                if t.is_finite() {
+                    let iso: Vec<u16> = crate::dates::iso_string(t).encode_utf16().collect();
+                    out.quote(&iso)?
+                } else {
+                    out.ascii("null")
+                }
+            }
             Value::Arr(g) | Value::Obj(g) => {
                 if path.contains(&g) {
                     return Err(Halt::Guest("Converting circular structure to JSON".into()));
@@ -511,7 +523,7 @@ impl Vm {
                 path.push(g);
                 let stepback = indent.len();
                 indent.extend_from_slice(gap);
-                let is_arr = matches!(v, Value::Arr(_));
+                let is_arr = matches!(v, Value::Arr(_)) || matches!(self.heap.get(g), Cell::Set(_));
                 out.unit(if is_arr { b'[' } else { b'{' } as u16);
                 let mut first = true;
                 let mut sep = |out: &mut Out, indent: &[u16]| {
@@ -525,6 +537,14 @@ impl Vm {
                     }
                 };
                 match self.heap.get(g) {
+                    Cell::Set(m) => {
+                        for &e in m.values() {
+                            sep(out, indent);
+                            if !self.ser(e, gap, allow, indent, path, out)? {
+                                out.ascii("null");
+                            }
+                        }
+                    }
                     Cell::Arr(a) => {
                         for &e in a.iter() {
                             sep(out, indent);

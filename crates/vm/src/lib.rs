@@ -21,14 +21,19 @@
 //! ```
 #![deny(missing_docs)]
 
+mod atoms;
 mod builtins;
+mod dates;
 mod error;
+mod extras;
 mod heap;
 mod json;
 mod machine;
 mod natives;
 mod number;
 mod ops;
+mod regexp;
+mod spread;
 mod value;
 
 pub use ajs_bytecode::isa::MILLI;

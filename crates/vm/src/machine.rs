@@ -44,8 +44,18 @@ pub struct VmOptions {
     pub max_log_lines: usize,
     /// The atoms this runner provides, by name. A program calling any other is refused.
     pub atoms: HashMap<String, AtomSpec>,
-    /// Seed of the host randomness source behind `Math.random()`.
+    /// Seed of the host randomness source behind `Math.random()`, `random` and `uuid`.
     pub random_seed: u64,
+    /// The host clock behind `Date()` and `Date.now()`: epoch milliseconds (default: the system
+    /// clock). Inject a fixed source to replay a run.
+    pub clock: fn() -> f64,
+}
+
+/// The system clock: epoch milliseconds.
+pub fn system_clock() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_millis() as f64)
 }
 
 impl Default for VmOptions {
@@ -57,6 +67,7 @@ impl Default for VmOptions {
             max_log_lines: DEFAULT_MAX_LOG_LINES,
             atoms: HashMap::new(),
             random_seed: 0x9E37_79B9_7F4A_7C15,
+            clock: system_clock,
         }
     }
 }
@@ -151,6 +162,9 @@ pub struct Vm {
     atom_quota: Vec<Option<u32>>,
     atom_used: Vec<u32>,
     pub(crate) rng: u64,
+    pub(crate) clock: fn() -> f64,
+    /// compiled regexes by (translated pattern), so a literal in a loop compiles once
+    pub(crate) regex_cache: HashMap<String, regex::Regex>,
 }
 
 enum Exit {
@@ -212,6 +226,8 @@ impl Vm {
             atom_cost,
             atom_quota,
             rng: opts.random_seed | 1,
+            clock: opts.clock,
+            regex_cache: HashMap::new(),
             program,
         };
         let prog = vm.program.clone();
@@ -655,6 +671,42 @@ impl Vm {
                         let (o, k) = (r!(obj), r!(key));
                         r!(dst) = tryop!(self.get_member(o, k));
                     }
+                    Op::ArrayExtend { arr, src } => {
+                        let (a, v) = (r!(arr), r!(src));
+                        tryop!(self.spread_into_array(a, v));
+                    }
+                    Op::ObjectAssign { obj, src } => {
+                        let (o, v) = (r!(obj), r!(src));
+                        tryop!(self.spread_into_object(o, v));
+                    }
+                    Op::InitIndex { obj, key, val } => {
+                        let (o, k, v) = (r!(obj), r!(key), r!(val));
+                        tryop!(self.init_index(o, k, v));
+                    }
+                    Op::CheckDestructure { src, array } => {
+                        tryop!(self.check_destructure(r!(src), array.0 == 1));
+                    }
+                    Op::ObjectRest {
+                        dst,
+                        src,
+                        base: b,
+                        count,
+                    } => {
+                        let start = base + b.0 as usize;
+                        let keys: smallvec::SmallVec<[Value; 8]> = self.regs
+                            [start..start + count.0 as usize]
+                            .iter()
+                            .copied()
+                            .collect();
+                        let v = r!(src);
+                        r!(dst) = tryop!(self.object_rest(v, &keys));
+                    }
+                    Op::CallNativeArray { dst, native, args } => {
+                        let id = NativeId::from_u16(native.0).unwrap_or(NativeId::MathAbs);
+                        let a = r!(args);
+                        save_pc!();
+                        r!(dst) = self.call_native_array(id, a)?;
+                    }
                     Op::ArrayLen { dst, arr, method } => {
                         let a = r!(arr);
                         match a {
@@ -849,7 +901,7 @@ impl Vm {
         }
     }
 
-    fn set_prop(&mut self, o: Value, key: Gc, v: Value) -> OpResult<()> {
+    pub(crate) fn set_prop(&mut self, o: Value, key: Gc, v: Value) -> OpResult<()> {
         let Value::Obj(og) = o else {
             return guest("property definition on a non-object");
         };
@@ -880,6 +932,10 @@ impl Vm {
                 match o {
                     Value::Obj(og) => match self.heap.get(og) {
                         Cell::Obj(m) => Ok(m.get(key).copied().unwrap_or(Value::Undefined)),
+                        Cell::Set(_) | Cell::Date(_) | Cell::Regex(_) => {
+                            let key = String::from_utf16_lossy(key);
+                            self.special_member(og, &key)
+                        }
                         _ => Ok(Value::Undefined),
                     },
                     Value::Arr(_) | Value::Str(_) => {
@@ -928,7 +984,7 @@ impl Vm {
         }
     }
 
-    fn length_of(&self, v: Value) -> usize {
+    pub(crate) fn length_of(&self, v: Value) -> usize {
         match v {
             Value::Str(g) => self.units(g).len(),
             Value::Arr(g) => match self.heap.get(g) {
@@ -1060,6 +1116,15 @@ impl Vm {
                         }
                         JsValue::Object(out)
                     }
+                    Cell::Set(m) => {
+                        let mut out = Vec::with_capacity(m.len());
+                        for x in m.values() {
+                            out.push(self.export_inner(*x, path)?);
+                        }
+                        JsValue::Array(out)
+                    }
+                    Cell::Date(t) => JsValue::String(crate::dates::iso_string(*t)),
+                    Cell::Regex(_) => JsValue::Object(indexmap::IndexMap::new()),
                     _ => JsValue::Undefined,
                 };
                 path.pop();

@@ -165,6 +165,13 @@ impl Vm {
                     )),
                 }
             }
+            RegexNew => self.regex_literal(arg(0), arg(1)),
+            AtomTemplate | AtomRegexMatch | AtomPick | AtomOmit | AtomMerge | AtomKeys
+            | AtomSplit | AtomJoin | AtomLen | AtomJsonParse | AtomJsonStringify | AtomHash
+            | AtomRandom | AtomUuid => self.pure_atom(id, arg(0)),
+            SetNew => self.set_new(arg(0)),
+            DateNew => self.date_new(args),
+            DateNow => Ok(self.date_now()),
             _ => self.call_builtin(id, args),
         }
     }

@@ -19,13 +19,13 @@ const CALLBACK_METHODS: &[(&str, bool)] = &[
     ("forEach", false),
     ("reduce", false),
     ("reduceRight", true),
+    ("flatMap", false),
 ];
 
 /// Methods that take a callback in JavaScript but not (yet) in AJS, with what to write instead.
 fn unsupported_callback_method(m: &str) -> Option<&'static str> {
     Some(match m {
-        "flatMap" => "flatMap with a callback is not supported yet; use map(...) and then flat()",
-        "sort" => "sort with a comparator is not supported yet; sort() without arguments sorts as JavaScript does",
+        "toSpliced" => "toSpliced does not take a callback",
         _ => return None,
     })
 }
@@ -54,6 +54,11 @@ impl Lowerer<'_> {
         dst: u16,
         span: Span,
     ) -> R<bool> {
+        if (m == "sort" || m == "toSorted") && !args.is_empty() {
+            return self
+                .sort_with_comparator(obj, m, optional, args, dst, span)
+                .map(|_| true);
+        }
         let Some(&(_, backwards)) = CALLBACK_METHODS.iter().find(|(n, _)| *n == m) else {
             if let (Some(msg), Some(Expression::ArrowFunctionExpression(_))) = (
                 unsupported_callback_method(m),
@@ -122,7 +127,7 @@ impl Lowerer<'_> {
 
         // accumulator
         match m {
-            "map" | "filter" => self.emit(
+            "map" | "filter" | "flatMap" => self.emit(
                 Op::NewArray {
                     dst: Dst(acc),
                     base: Base(0),
@@ -259,6 +264,41 @@ impl Lowerer<'_> {
         let mut early_exit = None;
         match m {
             "map" => self.push(acc, value, span),
+            "flatMap" => {
+                // an array result is flattened one level; anything else is pushed as is
+                match NativeId::lookup("Array.isArray") {
+                    Some(n) => {
+                        self.emit(
+                            Op::CallNative {
+                                dst: Dst(cond),
+                                native: Native(n.to_u16()),
+                                base: Base(value),
+                                argc: Count(1),
+                            },
+                            span,
+                        );
+                        let plain = self.emit_jump(
+                            Op::JumpIfFalse {
+                                cond: Src(cond),
+                                target: Target(0),
+                            },
+                            span,
+                        );
+                        self.emit(
+                            Op::ArrayExtend {
+                                arr: Src(acc),
+                                src: Src(value),
+                            },
+                            span,
+                        );
+                        let done = self.emit_jump(Op::Jump { target: Target(0) }, span);
+                        self.patch_here(plain);
+                        self.push(acc, value, span);
+                        self.patch_here(done);
+                    }
+                    None => self.push(acc, value, span),
+                }
+            }
             "filter" => {
                 let skip = self.emit_jump(
                     Op::JumpIfFalse {
@@ -534,5 +574,426 @@ impl Lowerer<'_> {
                 "a callback cannot assign to '{name}', which is declared outside it (callbacks see outer variables read-only); compute the value with map/filter/reduce and assign the result outside"
             ),
         )
+    }
+}
+
+impl Lowerer<'_> {
+    /// `xs.sort((a, b) => …)` / `xs.toSorted(…)`: a stable bottom-up merge sort emitted inline;
+    /// the comparator runs as inline code for each comparison (n·log n of them, each paying
+    /// fuel). `sort` writes the result back into the array (through `splice`) and returns it.
+    fn sort_with_comparator(
+        &mut self,
+        obj: &Expression,
+        m: &str,
+        optional: bool,
+        args: &[&Expression],
+        dst: u16,
+        span: Span,
+    ) -> R<()> {
+        let Some(Expression::ArrowFunctionExpression(cb)) =
+            args.first().map(|a| a.without_parentheses())
+        else {
+            return fail(
+                span,
+                format!("'{m}' takes a comparator written as an arrow function, e.g. items.{m}((a, b) => a - b)"),
+            );
+        };
+        if args.len() > 1 {
+            return fail(span, format!("'{m}' takes 1 argument, got {}", args.len()));
+        }
+        if cb.r#async || cb.params.rest.is_some() {
+            return fail(
+                cb.span,
+                "the comparator must be a plain arrow function (a, b) => …",
+            );
+        }
+        let Some(splice) = NativeId::lookup(".splice") else {
+            return fail(span, "sorting with a comparator needs .splice");
+        };
+        let mark = self.top;
+        let recv = self.alloc(span)?;
+        self.expr_to(obj, recv)?;
+        if optional {
+            self.chain_jump(recv, span);
+        }
+        let n = self.alloc(span)?;
+        let name = self.str_const(m, span)?;
+        self.emit(
+            Op::ArrayLen {
+                dst: Dst(n),
+                arr: Src(recv),
+                method: Key(name),
+            },
+            span,
+        );
+        let mut r = [0u16; 12];
+        for slot in r.iter_mut() {
+            *slot = self.alloc(span)?;
+        }
+        let [a, b, width, lo, mid, hi, i, j, x, y, c, v] = r;
+        let zero = self.num_reg(0.0, span)?;
+        let one = self.num_reg(1.0, span)?;
+        // a = [...recv]
+        self.emit(
+            Op::NewArray {
+                dst: Dst(a),
+                base: Base(0),
+                count: Count(0),
+            },
+            span,
+        );
+        self.emit(
+            Op::ArrayExtend {
+                arr: Src(a),
+                src: Src(recv),
+            },
+            span,
+        );
+        self.emit(
+            Op::Move {
+                dst: Dst(width),
+                src: Src(one),
+            },
+            span,
+        );
+        // while (width < n)
+        let outer = self.here();
+        self.emit(
+            Op::Lt {
+                dst: Dst(c),
+                a: Src(width),
+                b: Src(n),
+            },
+            span,
+        );
+        let outer_exit = self.emit_jump(
+            Op::JumpIfFalse {
+                cond: Src(c),
+                target: Target(0),
+            },
+            span,
+        );
+        self.emit(
+            Op::NewArray {
+                dst: Dst(b),
+                base: Base(0),
+                count: Count(0),
+            },
+            span,
+        );
+        self.emit(
+            Op::Move {
+                dst: Dst(lo),
+                src: Src(zero),
+            },
+            span,
+        );
+        // while (lo < n): merge the runs [lo, mid) and [mid, hi)
+        let runs = self.here();
+        self.emit(
+            Op::Lt {
+                dst: Dst(c),
+                a: Src(lo),
+                b: Src(n),
+            },
+            span,
+        );
+        let runs_exit = self.emit_jump(
+            Op::JumpIfFalse {
+                cond: Src(c),
+                target: Target(0),
+            },
+            span,
+        );
+        for (to, from) in [(mid, lo), (hi, mid)] {
+            self.emit(
+                Op::Add {
+                    dst: Dst(to),
+                    a: Src(from),
+                    b: Src(width),
+                },
+                span,
+            );
+            self.emit(
+                Op::Gt {
+                    dst: Dst(c),
+                    a: Src(to),
+                    b: Src(n),
+                },
+                span,
+            );
+            let ok = self.emit_jump(
+                Op::JumpIfFalse {
+                    cond: Src(c),
+                    target: Target(0),
+                },
+                span,
+            );
+            self.emit(
+                Op::Move {
+                    dst: Dst(to),
+                    src: Src(n),
+                },
+                span,
+            );
+            self.patch_here(ok);
+        }
+        self.emit(
+            Op::Move {
+                dst: Dst(i),
+                src: Src(lo),
+            },
+            span,
+        );
+        self.emit(
+            Op::Move {
+                dst: Dst(j),
+                src: Src(mid),
+            },
+            span,
+        );
+        let merge = self.here();
+        self.emit(
+            Op::Lt {
+                dst: Dst(c),
+                a: Src(i),
+                b: Src(mid),
+            },
+            span,
+        );
+        let m_exit1 = self.emit_jump(
+            Op::JumpIfFalse {
+                cond: Src(c),
+                target: Target(0),
+            },
+            span,
+        );
+        self.emit(
+            Op::Lt {
+                dst: Dst(c),
+                a: Src(j),
+                b: Src(hi),
+            },
+            span,
+        );
+        let m_exit2 = self.emit_jump(
+            Op::JumpIfFalse {
+                cond: Src(c),
+                target: Target(0),
+            },
+            span,
+        );
+        self.emit(
+            Op::GetIndex {
+                dst: Dst(x),
+                obj: Src(a),
+                key: Src(i),
+            },
+            span,
+        );
+        self.emit(
+            Op::GetIndex {
+                dst: Dst(y),
+                obj: Src(a),
+                key: Src(j),
+            },
+            span,
+        );
+        self.callback_body(cb, &[x, y], v)?;
+        // y goes first only when cmp(x, y) > 0: stable, and NaN or undefined count as 0
+        self.emit(
+            Op::Gt {
+                dst: Dst(c),
+                a: Src(v),
+                b: Src(zero),
+            },
+            span,
+        );
+        let take_x = self.emit_jump(
+            Op::JumpIfFalse {
+                cond: Src(c),
+                target: Target(0),
+            },
+            span,
+        );
+        self.push(b, y, span);
+        self.emit(
+            Op::Add {
+                dst: Dst(j),
+                a: Src(j),
+                b: Src(one),
+            },
+            span,
+        );
+        self.emit(
+            Op::Jump {
+                target: Target(merge),
+            },
+            span,
+        );
+        self.patch_here(take_x);
+        self.push(b, x, span);
+        self.emit(
+            Op::Add {
+                dst: Dst(i),
+                a: Src(i),
+                b: Src(one),
+            },
+            span,
+        );
+        self.emit(
+            Op::Jump {
+                target: Target(merge),
+            },
+            span,
+        );
+        self.patch_here(m_exit1);
+        self.patch_here(m_exit2);
+        for (k, end) in [(i, mid), (j, hi)] {
+            let top = self.here();
+            self.emit(
+                Op::Lt {
+                    dst: Dst(c),
+                    a: Src(k),
+                    b: Src(end),
+                },
+                span,
+            );
+            let exit = self.emit_jump(
+                Op::JumpIfFalse {
+                    cond: Src(c),
+                    target: Target(0),
+                },
+                span,
+            );
+            self.emit(
+                Op::GetIndex {
+                    dst: Dst(x),
+                    obj: Src(a),
+                    key: Src(k),
+                },
+                span,
+            );
+            self.push(b, x, span);
+            self.emit(
+                Op::Add {
+                    dst: Dst(k),
+                    a: Src(k),
+                    b: Src(one),
+                },
+                span,
+            );
+            self.emit(
+                Op::Jump {
+                    target: Target(top),
+                },
+                span,
+            );
+            self.patch_here(exit);
+        }
+        self.emit(
+            Op::Move {
+                dst: Dst(lo),
+                src: Src(hi),
+            },
+            span,
+        );
+        self.emit(
+            Op::Jump {
+                target: Target(runs),
+            },
+            span,
+        );
+        self.patch_here(runs_exit);
+        self.emit(
+            Op::Move {
+                dst: Dst(a),
+                src: Src(b),
+            },
+            span,
+        );
+        self.emit(
+            Op::Add {
+                dst: Dst(width),
+                a: Src(width),
+                b: Src(width),
+            },
+            span,
+        );
+        self.emit(
+            Op::Jump {
+                target: Target(outer),
+            },
+            span,
+        );
+        self.patch_here(outer_exit);
+        if m == "toSorted" {
+            self.emit(
+                Op::Move {
+                    dst: Dst(dst),
+                    src: Src(a),
+                },
+                span,
+            );
+        } else {
+            // recv.splice(0, n, ...a) writes the order back in place; the array is the result
+            let args = self.alloc(span)?;
+            let base = self.alloc(span)?;
+            let b0 = self.alloc(span)?;
+            let b1 = self.alloc(span)?;
+            self.emit(
+                Op::Move {
+                    dst: Dst(base),
+                    src: Src(recv),
+                },
+                span,
+            );
+            self.emit(
+                Op::Move {
+                    dst: Dst(b0),
+                    src: Src(zero),
+                },
+                span,
+            );
+            self.emit(
+                Op::Move {
+                    dst: Dst(b1),
+                    src: Src(n),
+                },
+                span,
+            );
+            self.emit(
+                Op::NewArray {
+                    dst: Dst(args),
+                    base: Base(base),
+                    count: Count(3),
+                },
+                span,
+            );
+            self.emit(
+                Op::ArrayExtend {
+                    arr: Src(args),
+                    src: Src(a),
+                },
+                span,
+            );
+            self.emit(
+                Op::CallNativeArray {
+                    dst: Dst(c),
+                    native: Native(splice.to_u16()),
+                    args: Src(args),
+                },
+                span,
+            );
+            self.emit(
+                Op::Move {
+                    dst: Dst(dst),
+                    src: Src(recv),
+                },
+                span,
+            );
+        }
+        self.top = mark;
+        Ok(())
     }
 }

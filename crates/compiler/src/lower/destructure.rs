@@ -1,0 +1,278 @@
+//! Destructuring in `let`/`const` (decision 7): object and array patterns, defaults, rest.
+
+use super::*;
+
+impl Lowerer<'_> {
+    /// Every name a pattern binds, in order.
+    pub(super) fn pattern_names<'p>(
+        p: &'p BindingPattern,
+        out: &mut Vec<(&'p str, Span)>,
+    ) -> R<()> {
+        match p {
+            BindingPattern::BindingIdentifier(b) => out.push((b.name.as_str(), b.span)),
+            BindingPattern::AssignmentPattern(a) => Self::pattern_names(&a.left, out)?,
+            BindingPattern::ObjectPattern(o) => {
+                for prop in &o.properties {
+                    Self::pattern_names(&prop.value, out)?;
+                }
+                if let Some(r) = &o.rest {
+                    Self::pattern_names(&r.argument, out)?;
+                }
+            }
+            BindingPattern::ArrayPattern(a) => {
+                for el in a.elements.iter().flatten() {
+                    Self::pattern_names(el, out)?;
+                }
+                if let Some(r) = &a.rest {
+                    Self::pattern_names(&r.argument, out)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Declares the names of `pattern`, evaluates `init` and destructures it into them.
+    pub(super) fn destructuring_decl(
+        &mut self,
+        pattern: &BindingPattern,
+        init: &Expression,
+        is_const: bool,
+    ) -> R<()> {
+        let mut names = Vec::new();
+        Self::pattern_names(pattern, &mut names)?;
+        let mut regs: Vec<(String, u16)> = Vec::with_capacity(names.len());
+        for (name, span) in &names {
+            if regs.iter().any(|(n, _)| n == name) {
+                return fail(
+                    *span,
+                    format!("Identifier '{name}' has already been declared"),
+                );
+            }
+            let r = self.declare(name, *span)?;
+            regs.push((name.to_string(), r));
+        }
+        let mark = self.top;
+        let src = self.alloc(init.span())?;
+        self.expr_to(init, src)?;
+        self.destructure(pattern, src, &regs)?;
+        self.top = mark;
+        for (name, r) in regs {
+            self.bind(&name, r, is_const);
+        }
+        Ok(())
+    }
+
+    fn destructure(&mut self, p: &BindingPattern, src: u16, regs: &[(String, u16)]) -> R<()> {
+        let span = p.span();
+        match p {
+            BindingPattern::BindingIdentifier(b) => {
+                let reg = regs
+                    .iter()
+                    .find(|(n, _)| n == b.name.as_str())
+                    .map(|x| x.1)
+                    .unwrap_or(src);
+                self.emit(
+                    Op::Move {
+                        dst: Dst(reg),
+                        src: Src(src),
+                    },
+                    b.span,
+                );
+            }
+            BindingPattern::AssignmentPattern(a) => {
+                // JavaScript: the default applies when the value is undefined
+                let mark = self.top;
+                let t = self.alloc(span)?;
+                let c = self.alloc(span)?;
+                let undef = self.special(SpecialKey::Undef, span)?;
+                self.emit(
+                    Op::Move {
+                        dst: Dst(t),
+                        src: Src(src),
+                    },
+                    span,
+                );
+                self.emit(
+                    Op::StrictNe {
+                        dst: Dst(c),
+                        a: Src(t),
+                        b: Src(undef),
+                    },
+                    span,
+                );
+                let skip = self.emit_jump(
+                    Op::JumpIfTrue {
+                        cond: Src(c),
+                        target: Target(0),
+                    },
+                    span,
+                );
+                self.expr_to(&a.right, t)?;
+                self.patch_here(skip);
+                self.destructure(&a.left, t, regs)?;
+                self.top = mark;
+            }
+            BindingPattern::ObjectPattern(o) => {
+                self.emit(
+                    Op::CheckDestructure {
+                        src: Src(src),
+                        array: ajs_bytecode::isa::Imm(0),
+                    },
+                    span,
+                );
+                let mark = self.top;
+                let mut taken: Vec<u16> = Vec::new(); // registers holding the keys taken (for ...rest)
+                for prop in &o.properties {
+                    let t = self.alloc(prop.span)?;
+                    if prop.computed {
+                        let Some(ke) = prop.key.as_expression() else {
+                            return fail(prop.span, "unsupported computed key");
+                        };
+                        let k = self.alloc(prop.span)?;
+                        self.expr_to(ke, k)?;
+                        self.emit(
+                            Op::GetIndex {
+                                dst: Dst(t),
+                                obj: Src(src),
+                                key: Src(k),
+                            },
+                            prop.span,
+                        );
+                        taken.push(k);
+                    } else {
+                        let key = match &prop.key {
+                            PropertyKey::StaticIdentifier(id) => id.name.as_str().to_string(),
+                            PropertyKey::StringLiteral(s) => {
+                                String::from_utf16_lossy(&string_units(s))
+                            }
+                            PropertyKey::NumericLiteral(n) => js_number_to_string(n.value),
+                            _ => {
+                                return fail(
+                                    prop.key.span(),
+                                    "unsupported key in a destructuring pattern",
+                                )
+                            }
+                        };
+                        if forbidden(&key) {
+                            return fail(prop.key.span(), forbidden_msg(&key));
+                        }
+                        let kc = self.str_const(&key, prop.key.span())?;
+                        self.emit(
+                            Op::GetProp {
+                                dst: Dst(t),
+                                obj: Src(src),
+                                key: Key(kc),
+                            },
+                            prop.span,
+                        );
+                        if o.rest.is_some() {
+                            let k = self.alloc(prop.span)?;
+                            self.emit(
+                                Op::LoadConst {
+                                    dst: Dst(k),
+                                    k: Const(kc),
+                                },
+                                prop.span,
+                            );
+                            taken.push(k);
+                        }
+                    }
+                    self.destructure(&prop.value, t, regs)?;
+                }
+                if let Some(rest) = &o.rest {
+                    if taken.len() > u8::MAX as usize {
+                        return fail(
+                            rest.span,
+                            "too many properties before ...rest (at most 255)",
+                        );
+                    }
+                    // the excluded keys must sit in consecutive registers
+                    let base = self.top;
+                    for _ in 0..taken.len() {
+                        self.alloc(rest.span)?;
+                    }
+                    for (i, k) in taken.iter().enumerate() {
+                        self.emit(
+                            Op::Move {
+                                dst: Dst(base + i as u16),
+                                src: Src(*k),
+                            },
+                            rest.span,
+                        );
+                    }
+                    let t = self.alloc(rest.span)?;
+                    self.emit(
+                        Op::ObjectRest {
+                            dst: Dst(t),
+                            src: Src(src),
+                            base: Base(base),
+                            count: Count(taken.len() as u8),
+                        },
+                        rest.span,
+                    );
+                    self.destructure(&rest.argument, t, regs)?;
+                }
+                self.top = mark;
+            }
+            BindingPattern::ArrayPattern(a) => {
+                self.emit(
+                    Op::CheckDestructure {
+                        src: Src(src),
+                        array: ajs_bytecode::isa::Imm(1),
+                    },
+                    span,
+                );
+                let mark = self.top;
+                for (i, el) in a.elements.iter().enumerate() {
+                    let Some(el) = el else { continue };
+                    let t = self.alloc(el.span())?;
+                    let idx = self.num_reg(i as f64, el.span())?;
+                    self.emit(
+                        Op::GetIndex {
+                            dst: Dst(t),
+                            obj: Src(src),
+                            key: Src(idx),
+                        },
+                        el.span(),
+                    );
+                    self.destructure(el, t, regs)?;
+                }
+                if let Some(rest) = &a.rest {
+                    let Some(slice) = NativeId::lookup(".slice") else {
+                        return fail(rest.span, "...rest in array patterns needs .slice");
+                    };
+                    let base = self.alloc(rest.span)?;
+                    let from = self.alloc(rest.span)?;
+                    self.emit(
+                        Op::Move {
+                            dst: Dst(base),
+                            src: Src(src),
+                        },
+                        rest.span,
+                    );
+                    let k = self.num_const(a.elements.len() as f64, rest.span)?;
+                    self.emit(
+                        Op::LoadConst {
+                            dst: Dst(from),
+                            k: Const(k),
+                        },
+                        rest.span,
+                    );
+                    let t = self.alloc(rest.span)?;
+                    self.emit(
+                        Op::CallNative {
+                            dst: Dst(t),
+                            native: Native(slice.to_u16()),
+                            base: Base(base),
+                            argc: Count(2),
+                        },
+                        rest.span,
+                    );
+                    self.destructure(&rest.argument, t, regs)?;
+                }
+                self.top = mark;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,179 @@
+//! Spread (decision 7): in array literals and in the arguments of builtins and methods. The VM
+//! copies element by element and charges fuel per element.
+
+use super::*;
+
+impl Lowerer<'_> {
+    /// `[a, ...b, c]`.
+    pub(super) fn array_with_spread(&mut self, a: &ArrayExpression, dst: u16) -> R<()> {
+        let mark = self.top;
+        let arr = self.alloc(a.span)?;
+        self.emit(
+            Op::NewArray {
+                dst: Dst(arr),
+                base: Base(self.top),
+                count: Count(0),
+            },
+            a.span,
+        );
+        for el in &a.elements {
+            let m = self.top;
+            match el {
+                ArrayExpressionElement::SpreadElement(s) => {
+                    let v = self.expr(&s.argument)?;
+                    self.emit(
+                        Op::ArrayExtend {
+                            arr: Src(arr),
+                            src: Src(v),
+                        },
+                        s.span,
+                    );
+                }
+                ArrayExpressionElement::Elision(e) => {
+                    let t = self.alloc(e.span)?;
+                    self.emit(Op::LoadUndef { dst: Dst(t) }, e.span);
+                    self.emit(
+                        Op::ArrayAppend {
+                            arr: Src(arr),
+                            base: Base(t),
+                            count: Count(1),
+                        },
+                        e.span,
+                    );
+                }
+                el => {
+                    let Some(e) = el.as_expression() else {
+                        return fail(a.span, "unsupported array element");
+                    };
+                    let t = self.alloc(e.span())?;
+                    self.expr_to(e, t)?;
+                    self.emit(
+                        Op::ArrayAppend {
+                            arr: Src(arr),
+                            base: Base(t),
+                            count: Count(1),
+                        },
+                        e.span(),
+                    );
+                }
+            }
+            self.top = m;
+        }
+        self.emit(
+            Op::Move {
+                dst: Dst(dst),
+                src: Src(arr),
+            },
+            a.span,
+        );
+        self.top = mark;
+        Ok(())
+    }
+
+    /// `Math.max(...xs)`, `xs.push(...ys)`, `parseInt(...args)`: the arguments are gathered in an
+    /// array at run time and the native checks its arity when it runs.
+    pub(super) fn call_with_spread(&mut self, c: &CallExpression, dst: u16) -> R<()> {
+        let span = c.span;
+        let (native, recv) = match c.callee.without_parentheses() {
+            Expression::StaticMemberExpression(m) => {
+                let name = m.property.name.as_str();
+                if let Some(ns) = self.namespace(&m.object) {
+                    match NativeId::lookup(&format!("{ns}.{name}")) {
+                        Some(n) => (n, None),
+                        None => return fail(span, format!("{ns}.{name} cannot be called with spread arguments")),
+                    }
+                } else {
+                    if forbidden(name) {
+                        return fail(m.property.span, forbidden_msg(name));
+                    }
+                    match NativeId::lookup(&format!(".{name}")) {
+                        Some(n) => (n, Some(&m.object)),
+                        None => {
+                            return fail(
+                                span,
+                                format!("'{name}' cannot be called with spread arguments; only builtins and methods such as Math.max(...xs) or xs.push(...ys) can"),
+                            )
+                        }
+                    }
+                }
+            }
+            Expression::Identifier(id) if self.is_global(id.name.as_str()) && !self.helpers.contains_key(id.name.as_str()) => {
+                match NativeId::lookup(id.name.as_str()) {
+                    Some(n) if !n.is_method() => (n, None),
+                    _ => {
+                        return fail(
+                            span,
+                            format!("'{}' cannot be called with spread arguments; pass the values one by one", id.name),
+                        )
+                    }
+                }
+            }
+            _ => return fail(span, "spread arguments are only supported for builtins and methods, e.g. Math.max(...xs)"),
+        };
+        let mark = self.top;
+        let arr = self.alloc(span)?;
+        match recv {
+            Some(obj) => {
+                let r = self.alloc(span)?;
+                self.expr_to(obj, r)?;
+                self.emit(
+                    Op::NewArray {
+                        dst: Dst(arr),
+                        base: Base(r),
+                        count: Count(1),
+                    },
+                    span,
+                );
+            }
+            None => self.emit(
+                Op::NewArray {
+                    dst: Dst(arr),
+                    base: Base(self.top),
+                    count: Count(0),
+                },
+                span,
+            ),
+        }
+        for a in &c.arguments {
+            let m = self.top;
+            match a {
+                Argument::SpreadElement(s) => {
+                    let v = self.expr(&s.argument)?;
+                    self.emit(
+                        Op::ArrayExtend {
+                            arr: Src(arr),
+                            src: Src(v),
+                        },
+                        s.span,
+                    );
+                }
+                a => {
+                    let Some(e) = a.as_expression() else {
+                        return fail(span, "unsupported argument");
+                    };
+                    let t = self.alloc(e.span())?;
+                    self.expr_to(e, t)?;
+                    self.emit(
+                        Op::ArrayAppend {
+                            arr: Src(arr),
+                            base: Base(t),
+                            count: Count(1),
+                        },
+                        e.span(),
+                    );
+                }
+            }
+            self.top = m;
+        }
+        self.emit(
+            Op::CallNativeArray {
+                dst: Dst(dst),
+                native: Native(native.to_u16()),
+                args: Src(arr),
+            },
+            span,
+        );
+        self.top = mark;
+        Ok(())
+    }
+}

@@ -1,0 +1,361 @@
+//! The pure utility atoms of decision 21 (`template regexMatch pick omit merge keys split join
+//! len jsonParse jsonStringify hash random uuid`): called by name with one object of named
+//! inputs (reference §4.2), run inside the VM, paid by the size of their inputs and outputs.
+
+use ajs_bytecode::NativeId;
+
+use crate::error::{guest, OpResult};
+use crate::heap::{Cell, Gc, PropMap};
+use crate::machine::{ordered_keys, Vm};
+use crate::value::Value;
+
+impl Vm {
+    fn atom_obj(&self, v: Value, name: &str) -> OpResult<Option<Gc>> {
+        match v {
+            Value::Undefined => Ok(None),
+            Value::Obj(g) if matches!(self.heap.get(g), Cell::Obj(_)) => Ok(Some(g)),
+            other => guest(format!(
+                "{name} takes one object of named inputs, e.g. {name}({{ ... }}), got {}",
+                self.kind_name(other)
+            )),
+        }
+    }
+
+    fn input(&self, g: Option<Gc>, key: &str) -> Value {
+        let Some(g) = g else {
+            return Value::Undefined;
+        };
+        match self.heap.get(g) {
+            Cell::Obj(m) => {
+                let k: Vec<u16> = key.encode_utf16().collect();
+                m.get(&k[..]).copied().unwrap_or(Value::Undefined)
+            }
+            _ => Value::Undefined,
+        }
+    }
+
+    fn required(&self, g: Option<Gc>, name: &str, key: &str) -> OpResult<Value> {
+        match self.input(g, key) {
+            Value::Undefined => guest(format!("{name}: missing required input '{key}'")),
+            v => Ok(v),
+        }
+    }
+
+    fn next_random(&mut self) -> u64 {
+        let mut x = self.rng;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn object_props(&self, v: Value, name: &str, key: &str) -> OpResult<Vec<(Box<[u16]>, Value)>> {
+        match v {
+            Value::Obj(g) => match self.heap.get(g) {
+                Cell::Obj(m) => Ok(ordered_keys(m)
+                    .into_iter()
+                    .map(|k| (k.into(), m.get(k).copied().unwrap_or(Value::Undefined)))
+                    .collect()),
+                _ => Ok(Vec::new()),
+            },
+            Value::Undefined | Value::Null => Ok(Vec::new()),
+            other => guest(format!(
+                "{name}: '{key}' must be an object, got {}",
+                self.kind_name(other)
+            )),
+        }
+    }
+
+    fn key_list(&mut self, v: Value, name: &str) -> OpResult<Vec<Vec<u16>>> {
+        let Value::Arr(g) = v else {
+            return guest(format!("{name}: 'keys' must be an array of strings"));
+        };
+        let items = match self.heap.get(g) {
+            Cell::Arr(a) => a.clone(),
+            _ => Vec::new(),
+        };
+        self.charge_elems(items.len())?;
+        let mut out = Vec::with_capacity(items.len());
+        for k in items {
+            let u = self.str_arg_pub(k, name)?;
+            out.push(u);
+        }
+        Ok(out)
+    }
+
+    fn new_obj(&mut self, pairs: Vec<(Box<[u16]>, Value)>, roots: &[Value]) -> OpResult<Value> {
+        self.charge_elems(pairs.len())?;
+        let mut m = PropMap::default();
+        for (k, v) in pairs {
+            self.check_key(&k)?;
+            m.insert(k, v);
+        }
+        let cell = Cell::Obj(m);
+        self.reserve(cell.bytes(), roots)?;
+        Ok(Value::Obj(self.heap.insert(cell)))
+    }
+
+    /// Runs a pure atom.
+    pub(crate) fn pure_atom(&mut self, id: NativeId, input: Value) -> OpResult<Value> {
+        use NativeId::*;
+        let name = id.js_name();
+        // every atom call costs 1 fuel (reference §4.2), 2 for regexMatch
+        self.charge(if id == AtomRegexMatch { 2000 } else { 1000 })?;
+        let g = self.atom_obj(input, name)?;
+        match id {
+            AtomTemplate => {
+                let tmpl = self.required(g, name, "tmpl")?;
+                let tmpl = self.str_arg_pub(tmpl, name)?;
+                let vars = self.input(g, "vars");
+                let vars = self.object_props(vars, name, "vars")?;
+                // pass 1: pieces
+                let mut out: Vec<u16> = Vec::new();
+                let mut pieces: Vec<Result<(usize, usize), Value>> = Vec::new();
+                let mut i = 0;
+                let mut lit = 0;
+                let open = [b'{' as u16, b'{' as u16];
+                while i + 1 < tmpl.len() {
+                    if tmpl[i..i + 2] == open {
+                        let st = i + 2;
+                        let mut e = st;
+                        while e < tmpl.len()
+                            && char::from_u32(tmpl[e] as u32)
+                                .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+                        {
+                            e += 1;
+                        }
+                        if e > st
+                            && e + 1 < tmpl.len()
+                            && tmpl[e] == b'}' as u16
+                            && tmpl[e + 1] == b'}' as u16
+                        {
+                            pieces.push(Ok((lit, i)));
+                            let key = &tmpl[st..e];
+                            let v = vars
+                                .iter()
+                                .find(|(k, _)| &k[..] == key)
+                                .map_or(Value::Undefined, |(_, v)| *v);
+                            pieces.push(Err(v));
+                            i = e + 2;
+                            lit = i;
+                            continue;
+                        }
+                    }
+                    i += 1;
+                }
+                pieces.push(Ok((lit, tmpl.len())));
+                let mut total = 0usize;
+                let mut rendered: Vec<Vec<u16>> = Vec::new();
+                for p in &pieces {
+                    match p {
+                        Ok((a, b)) => total += b - a,
+                        Err(v) => {
+                            let u = match *v {
+                                Value::Undefined | Value::Null => Vec::new(),
+                                v => self.to_units(v, "template")?,
+                            };
+                            total += u.len();
+                            rendered.push(u);
+                        }
+                    }
+                }
+                self.charge_units(total)?;
+                self.reserve(crate::heap::str_bytes(total), &[])?;
+                let mut r = rendered.into_iter();
+                for p in pieces {
+                    match p {
+                        Ok((a, b)) => out.extend_from_slice(&tmpl[a..b]),
+                        Err(_) => out.extend(r.next().unwrap_or_default()),
+                    }
+                }
+                Ok(self.commit_str(out))
+            }
+            AtomRegexMatch => {
+                let p = self.required(g, name, "pattern")?;
+                let p = self.str_arg_pub(p, name)?;
+                let v = match self.input(g, "value") {
+                    Value::Arr(_) | Value::Obj(_) => {
+                        let s = self.json_stringify(
+                            self.input(g, "value"),
+                            Value::Undefined,
+                            Value::Undefined,
+                        )?;
+                        self.str_arg_pub(s, name)?
+                    }
+                    v => self.str_arg_pub(v, name)?,
+                };
+                self.regex_match_atom(&p, &v)
+            }
+            AtomPick | AtomOmit => {
+                let obj = self.input(g, "obj");
+                let keys = self.required(g, name, "keys")?;
+                let keys = self.key_list(keys, name)?;
+                let props = self.object_props(obj, name, "obj")?;
+                self.charge_elems(props.len())?;
+                let keep: Vec<(Box<[u16]>, Value)> = if id == AtomPick {
+                    keys.iter()
+                        .filter_map(|k| props.iter().find(|(pk, _)| pk[..] == k[..]).cloned())
+                        .collect()
+                } else {
+                    props
+                        .into_iter()
+                        .filter(|(pk, _)| !keys.iter().any(|k| k[..] == pk[..]))
+                        .collect()
+                };
+                self.new_obj(keep, &[obj])
+            }
+            AtomMerge => {
+                let a = self.input(g, "a");
+                let b = self.input(g, "b");
+                let mut pairs = self.object_props(a, name, "a")?;
+                for (k, v) in self.object_props(b, name, "b")? {
+                    match pairs.iter_mut().find(|(pk, _)| *pk == k) {
+                        Some(slot) => slot.1 = v,
+                        None => pairs.push((k, v)),
+                    }
+                }
+                self.new_obj(pairs, &[a, b])
+            }
+            AtomKeys => {
+                let obj = self.input(g, "obj");
+                match obj {
+                    Value::Obj(_) => self.call_builtin(ObjectKeys, &[obj]),
+                    _ => self.pure_empty(),
+                }
+            }
+            AtomSplit => {
+                let s = self.required(g, name, "str")?;
+                let sep = self.input(g, "sep");
+                let s = match s {
+                    Value::Str(_) => s,
+                    v => {
+                        let u = self.str_arg_pub(v, name)?;
+                        self.alloc_str(u)?
+                    }
+                };
+                self.call_builtin(Split, &[s, sep])
+            }
+            AtomJoin => {
+                let list = self.required(g, name, "list")?;
+                let sep = self.input(g, "sep");
+                if !matches!(list, Value::Arr(_)) {
+                    return guest(format!("{name}: 'list' must be an array"));
+                }
+                self.call_builtin(Join, &[list, sep])
+            }
+            AtomLen => {
+                let v = self.input(g, "list");
+                Ok(Value::Num(match v {
+                    Value::Arr(a) => match self.heap.get(a) {
+                        Cell::Arr(x) => x.len() as f64,
+                        _ => 0.0,
+                    },
+                    Value::Str(s) => self.units(s).len() as f64,
+                    _ => 0.0,
+                }))
+            }
+            AtomJsonParse => {
+                let s = self.required(g, name, "str")?;
+                self.json_parse(s)
+            }
+            AtomJsonStringify => {
+                let v = self.input(g, "value");
+                self.json_stringify(v, Value::Undefined, Value::Undefined)
+            }
+            AtomHash => {
+                use sha2::Digest;
+                let v = self.input(g, "value");
+                let text = match v {
+                    Value::Str(_) => self.str_arg_pub(v, name)?,
+                    Value::Arr(_) | Value::Obj(_) => {
+                        let s = self.json_stringify(v, Value::Undefined, Value::Undefined)?;
+                        self.str_arg_pub(s, name)?
+                    }
+                    other => self.str_arg_pub(other, name)?,
+                };
+                let algo = match self.input(g, "algorithm") {
+                    Value::Undefined => "SHA-256".to_string(),
+                    a => String::from_utf16_lossy(&self.str_arg_pub(a, name)?).to_uppercase(),
+                };
+                let bytes = String::from_utf16_lossy(&text).into_bytes();
+                let digest: Vec<u8> = match algo.as_str() {
+                    "SHA-256" | "SHA256" => sha2::Sha256::digest(&bytes).to_vec(),
+                    "SHA-384" | "SHA384" => sha2::Sha384::digest(&bytes).to_vec(),
+                    "SHA-512" | "SHA512" => sha2::Sha512::digest(&bytes).to_vec(),
+                    other => return guest(format!(
+                        "hash: unsupported algorithm '{other}' (use SHA-256, SHA-384 or SHA-512)"
+                    )),
+                };
+                let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+                self.str_value(&hex)
+            }
+            AtomRandom => {
+                let num = |vm: &Vm, k: &str, d: f64| -> OpResult<f64> {
+                    match vm.input(g, k) {
+                        Value::Undefined => Ok(d),
+                        v => vm.to_number(v, name),
+                    }
+                };
+                let min = num(self, "min", 0.0)?;
+                let max = num(self, "max", 1.0)?;
+                let format = match self.input(g, "format") {
+                    Value::Undefined => "float".to_string(),
+                    v => String::from_utf16_lossy(&self.str_arg_pub(v, name)?),
+                };
+                let unit = |vm: &mut Vm| (vm.next_random() >> 11) as f64 / (1u64 << 53) as f64;
+                match format.as_str() {
+                    "float" => Ok(Value::Num(min + unit(self) * (max - min))),
+                    "integer" => {
+                        let (lo, hi) = (min.ceil(), max.floor());
+                        Ok(Value::Num(
+                            (lo + (unit(self) * (hi - lo + 1.0)).floor()).min(hi),
+                        ))
+                    }
+                    "base36" => {
+                        let n = num(self, "length", 10.0)?;
+                        if !(0.0..=10_000.0).contains(&n) {
+                            return guest("random: 'length' must be between 0 and 10000");
+                        }
+                        let n = n as usize;
+                        self.charge_units(n * 8)?;
+                        const DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+                        let s: String = (0..n)
+                            .map(|_| DIGITS[(self.next_random() % 36) as usize] as char)
+                            .collect();
+                        self.str_value(&s)
+                    }
+                    other => guest(format!(
+                        "random: unknown format '{other}' (use float, integer or base36)"
+                    )),
+                }
+            }
+            AtomUuid => {
+                let a = self.next_random();
+                let b = self.next_random();
+                let mut bytes = [0u8; 16];
+                bytes[..8].copy_from_slice(&a.to_be_bytes());
+                bytes[8..].copy_from_slice(&b.to_be_bytes());
+                bytes[6] = (bytes[6] & 0x0F) | 0x40;
+                bytes[8] = (bytes[8] & 0x3F) | 0x80;
+                let h: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
+                let h = h.concat();
+                let s = format!(
+                    "{}-{}-{}-{}-{}",
+                    &h[0..8],
+                    &h[8..12],
+                    &h[12..16],
+                    &h[16..20],
+                    &h[20..32]
+                );
+                self.str_value(&s)
+            }
+            _ => guest(format!("{name} is not available")),
+        }
+    }
+
+    fn pure_empty(&mut self) -> OpResult<Value> {
+        self.reserve(crate::heap::arr_bytes(0), &[])?;
+        Ok(self.commit_arr(Vec::new()))
+    }
+}

@@ -1,0 +1,401 @@
+//! Builtins on the VM's special objects (Set, Date, regex), array `sort`, and `substr` /
+//! `normalize`. Every one pays for the elements and characters it touches before doing the work.
+
+use ajs_bytecode::NativeId;
+
+use crate::error::{guest, OpResult};
+use crate::heap::{arr_bytes, set_bytes, Cell, Gc, SetCell, SetKey};
+use crate::machine::{Vm, MILLI_PER_ELEMENT};
+use crate::number::number_to_string;
+use crate::value::Value;
+
+/// A sort key: undefined sorts last; everything else compares as its string.
+enum SortKey {
+    Str(Gc),
+    Text(Vec<u16>),
+    Undef,
+}
+
+impl Vm {
+    /// Members of the special objects (`set.size`, `date.year`, `re.source`, …).
+    pub(crate) fn special_member(&mut self, g: Gc, key: &str) -> OpResult<Value> {
+        match self.heap.get(g) {
+            Cell::Set(m) => Ok(match key {
+                "size" => Value::Num(m.len() as f64),
+                _ => Value::Undefined,
+            }),
+            Cell::Date(t) => {
+                let t = *t;
+                self.date_member(t, key)
+            }
+            Cell::Regex(r) => {
+                let (src, flags, global, last) = (
+                    r.source.to_vec(),
+                    r.flags.to_string(),
+                    r.global,
+                    r.last_index,
+                );
+                Ok(match key {
+                    "source" => {
+                        self.charge_units(src.len())?;
+                        self.alloc_str(src)?
+                    }
+                    "flags" => self.str_value(&flags)?,
+                    "global" => Value::Bool(global),
+                    "ignoreCase" => Value::Bool(flags.contains('i')),
+                    "multiline" => Value::Bool(flags.contains('m')),
+                    "dotAll" => Value::Bool(flags.contains('s')),
+                    "unicode" => Value::Bool(flags.contains('u')),
+                    "sticky" => Value::Bool(false),
+                    "lastIndex" => Value::Num(last as f64),
+                    _ => Value::Undefined,
+                })
+            }
+            _ => Ok(Value::Undefined),
+        }
+    }
+
+    /// A method called on an object value: Set, Date and regex methods.
+    pub(crate) fn object_method(&mut self, id: NativeId, g: Gc, args: &[Value]) -> OpResult<Value> {
+        match self.heap.get(g) {
+            Cell::Set(_) => self.set_method(id, g, args),
+            Cell::Date(_) => self.date_method(id, g, args),
+            Cell::Regex(_) => self.regex_method(id, g, args),
+            _ => {
+                let m = &id.js_name()[1..];
+                guest(format!("'{m}' is not a function on an object"))
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ sort
+
+    /// `sort()` / `toSorted()` without a comparator: JavaScript's order (elements as strings,
+    /// code-unit order, undefined last), stable. Pays n·log n before sorting.
+    pub(crate) fn sort_array(&mut self, g: Gc, in_place: bool) -> OpResult<Value> {
+        let items: Vec<Value> = match self.heap.get(g) {
+            Cell::Arr(a) => a.clone(),
+            _ => Vec::new(),
+        };
+        let n = items.len();
+        let log = (usize::BITS - n.leading_zeros()).max(1) as u64;
+        self.charge(
+            (n as u64)
+                .saturating_mul(log)
+                .saturating_mul(MILLI_PER_ELEMENT),
+        )?;
+        let mut units = 0usize;
+        for &e in &items {
+            match e {
+                Value::Arr(_) | Value::Obj(_) => {
+                    return guest(
+                        "Cannot sort an array that contains arrays or objects: sort() compares elements as strings, and AJS never turns an array or object into a string",
+                    )
+                }
+                Value::Str(s) => units += self.units(s).len(),
+                Value::Pending(_) => return guest("Cannot sort a host result that has not settled"),
+                _ => units += 8,
+            }
+        }
+        // comparisons read the strings about log n times each
+        self.charge_units(units.saturating_mul(log as usize))?;
+        let mut keyed: Vec<(SortKey, Value)> = items
+            .into_iter()
+            .map(|e| {
+                let k = match e {
+                    Value::Undefined => SortKey::Undef,
+                    Value::Str(s) => SortKey::Str(s),
+                    Value::Num(x) => SortKey::Text(number_to_string(x).encode_utf16().collect()),
+                    Value::Bool(b) => SortKey::Text(b.to_string().encode_utf16().collect()),
+                    Value::Null => SortKey::Text("null".encode_utf16().collect()),
+                    _ => SortKey::Undef,
+                };
+                (k, e)
+            })
+            .collect();
+        {
+            let heap = &self.heap;
+            fn text<'a>(heap: &'a crate::heap::Heap, k: &'a SortKey) -> Option<&'a [u16]> {
+                match k {
+                    SortKey::Str(s) => Some(match heap.get(*s) {
+                        Cell::Str(u) => u,
+                        _ => &[],
+                    }),
+                    SortKey::Text(t) => Some(t),
+                    SortKey::Undef => None,
+                }
+            }
+            keyed.sort_by(|a, b| match (text(heap, &a.0), text(heap, &b.0)) {
+                (Some(x), Some(y)) => x.cmp(y),
+                (Some(_), None) => std::cmp::Ordering::Less,
+                (None, Some(_)) => std::cmp::Ordering::Greater,
+                (None, None) => std::cmp::Ordering::Equal,
+            });
+        }
+        let sorted: Vec<Value> = keyed.into_iter().map(|(_, v)| v).collect();
+        if in_place {
+            if let Some(Cell::Arr(a)) = self.heap.get_mut(g) {
+                *a = sorted;
+            }
+            Ok(Value::Arr(g))
+        } else {
+            self.charge_elems(n)?;
+            self.reserve(arr_bytes(n), &[Value::Arr(g)])?;
+            Ok(self.commit_arr(sorted))
+        }
+    }
+
+    // ------------------------------------------------------------------ strings
+
+    /// `s.substr(start, length?)`.
+    pub(crate) fn substr(&mut self, g: Gc, args: &[Value]) -> OpResult<Value> {
+        let len = self.units(g).len() as f64;
+        let a = |i: usize| args.get(i).copied().unwrap_or(Value::Undefined);
+        let int = |vm: &Vm, v: Value| -> OpResult<f64> {
+            let n = vm.to_number(v, "substr")?;
+            Ok(if n.is_nan() { 0.0 } else { n.trunc() })
+        };
+        let mut start = int(self, a(1))?;
+        if start < 0.0 {
+            start = (len + start).max(0.0);
+        }
+        let start = start.min(len);
+        let count = match a(2) {
+            Value::Undefined => len - start,
+            v => int(self, v)?.max(0.0).min(len - start),
+        };
+        let (s, e) = (start as usize, (start + count) as usize);
+        self.charge_units(e - s)?;
+        let out = self.units(g)[s..e].to_vec();
+        self.reserve(crate::heap::str_bytes(out.len()), &[])?;
+        Ok(self.commit_str(out))
+    }
+
+    /// `s.normalize(form?)`.
+    pub(crate) fn normalize(&mut self, g: Gc, form: Value) -> OpResult<Value> {
+        use unicode_normalization::UnicodeNormalization;
+        let form = match form {
+            Value::Undefined => "NFC".to_string(),
+            v => String::from_utf16_lossy(&self.to_units(v, "normalize")?),
+        };
+        if !matches!(form.as_str(), "NFC" | "NFD" | "NFKC" | "NFKD") {
+            return guest("The normalization form should be one of NFC, NFD, NFKC, NFKD.");
+        }
+        let len = self.units(g).len();
+        // decomposition can grow a string (at most 18× per character for NFKD); pay for the
+        // reading now and for the output before storing it
+        self.charge_units(len.saturating_mul(4))?;
+        let mut out: Vec<u16> = Vec::with_capacity(len);
+        let mut run = String::new();
+        let flush = |run: &mut String, out: &mut Vec<u16>| {
+            let s: String = match form.as_str() {
+                "NFC" => run.nfc().collect(),
+                "NFD" => run.nfd().collect(),
+                "NFKC" => run.nfkc().collect(),
+                _ => run.nfkd().collect(),
+            };
+            out.extend(s.encode_utf16());
+            run.clear();
+        };
+        for r in char::decode_utf16(self.units(g).iter().copied()) {
+            match r {
+                Ok(c) => run.push(c),
+                Err(e) => {
+                    flush(&mut run, &mut out);
+                    out.push(e.unpaired_surrogate());
+                }
+            }
+        }
+        flush(&mut run, &mut out);
+        self.charge_units(out.len())?;
+        self.reserve(crate::heap::str_bytes(out.len()), &[])?;
+        Ok(self.commit_str(out))
+    }
+
+    // ------------------------------------------------------------------ Set
+
+    fn set_key(&self, v: Value) -> OpResult<SetKey> {
+        Ok(match v {
+            Value::Undefined => SetKey::Undefined,
+            Value::Null => SetKey::Null,
+            Value::Bool(b) => SetKey::Bool(b),
+            Value::Num(n) => SetKey::Num(if n.is_nan() {
+                f64::NAN.to_bits()
+            } else {
+                (n + 0.0).to_bits()
+            }),
+            Value::Str(g) => SetKey::Str(self.units(g).into()),
+            Value::Arr(g) | Value::Obj(g) => SetKey::Ref(g),
+            Value::Pending(_) => {
+                return guest("A host result that has not settled cannot go in a Set")
+            }
+        })
+    }
+
+    /// Fuel for hashing one member (its characters when a string) plus the element charge.
+    fn key_cost(&self, v: Value) -> u64 {
+        MILLI_PER_ELEMENT
+            + match v {
+                Value::Str(g) => self.units(g).len() as u64 / crate::machine::UNITS_PER_MILLI,
+                _ => 0,
+            }
+    }
+
+    /// The members of a Set or the elements of an array (for `Set(items)` and the algebra).
+    fn members(&self, v: Value, op: &str) -> OpResult<Vec<Value>> {
+        match v {
+            Value::Undefined | Value::Null => Ok(Vec::new()),
+            Value::Arr(g) => Ok(match self.heap.get(g) {
+                Cell::Arr(a) => a.clone(),
+                _ => Vec::new(),
+            }),
+            Value::Obj(g) => match self.heap.get(g) {
+                Cell::Set(m) => Ok(m.values().copied().collect()),
+                _ => guest(format!("{op} needs an array or a Set, got an object")),
+            },
+            other => guest(format!(
+                "{op} needs an array or a Set, got a {}",
+                self.kind_name(other)
+            )),
+        }
+    }
+
+    /// Builds a Set cell from values, paying per member first.
+    fn build_set(&mut self, items: &[Value], roots: &[Value]) -> OpResult<Value> {
+        let mut cost = 0u64;
+        for &v in items {
+            cost = cost.saturating_add(self.key_cost(v));
+        }
+        self.charge(cost)?;
+        let mut m = SetCell::default();
+        let mut units = 0usize;
+        for &v in items {
+            let k = self.set_key(v)?;
+            if let SetKey::Str(u) = &k {
+                if !m.contains_key(&k) {
+                    units += u.len();
+                }
+            }
+            m.entry(k).or_insert(v);
+        }
+        self.reserve(set_bytes(m.len(), units), roots)?;
+        Ok(Value::Obj(self.heap.insert(Cell::Set(m))))
+    }
+
+    /// `Set(items?)`.
+    pub(crate) fn set_new(&mut self, items: Value) -> OpResult<Value> {
+        let list = match items {
+            Value::Str(_) | Value::Num(_) | Value::Bool(_) => {
+                return guest("Set(items) needs an array (or nothing)")
+            }
+            v => self.members(v, "Set")?,
+        };
+        self.charge_elems(list.len())?;
+        self.build_set(&list, &[items])
+    }
+
+    fn set_method(&mut self, id: NativeId, g: Gc, args: &[Value]) -> OpResult<Value> {
+        use NativeId::*;
+        let x = args.get(1).copied().unwrap_or(Value::Undefined);
+        let len = match self.heap.get(g) {
+            Cell::Set(m) => m.len(),
+            _ => 0,
+        };
+        match id {
+            Has => {
+                self.charge(self.key_cost(x))?;
+                let k = self.set_key(x)?;
+                Ok(Value::Bool(
+                    matches!(self.heap.get(g), Cell::Set(m) if m.contains_key(&k)),
+                ))
+            }
+            Add => {
+                self.charge(self.key_cost(x))?;
+                let k = self.set_key(x)?;
+                if matches!(self.heap.get(g), Cell::Set(m) if m.contains_key(&k)) {
+                    return Ok(Value::Obj(g));
+                }
+                let more = 8 + match &k {
+                    SetKey::Str(u) => 2 * u.len(),
+                    _ => 0,
+                };
+                self.reserve(more, &[Value::Obj(g), x])?;
+                self.heap.grow(more);
+                if let Some(Cell::Set(m)) = self.heap.get_mut(g) {
+                    m.insert(k, x);
+                }
+                Ok(Value::Obj(g))
+            }
+            Remove => {
+                // removing keeps insertion order: the members after it move
+                self.charge(
+                    self.key_cost(x)
+                        .saturating_add(len as u64 * MILLI_PER_ELEMENT),
+                )?;
+                let k = self.set_key(x)?;
+                let less = 8 + match &k {
+                    SetKey::Str(u) => 2 * u.len(),
+                    _ => 0,
+                };
+                let removed = match self.heap.get_mut(g) {
+                    Some(Cell::Set(m)) => m.shift_remove(&k).is_some(),
+                    _ => false,
+                };
+                if removed {
+                    self.heap.shrink(less);
+                }
+                Ok(Value::Obj(g))
+            }
+            Clear => {
+                self.charge_elems(len)?;
+                let before = self.heap.get(g).bytes();
+                if let Some(Cell::Set(m)) = self.heap.get_mut(g) {
+                    m.clear();
+                }
+                self.heap.shrink(before - set_bytes(0, 0));
+                Ok(Value::Obj(g))
+            }
+            ToArray => {
+                let items = self.members(Value::Obj(g), "toArray")?;
+                self.charge_elems(items.len())?;
+                self.reserve(arr_bytes(items.len()), &[])?;
+                Ok(self.commit_arr(items))
+            }
+            Union | Intersection | Diff => {
+                let mine = self.members(Value::Obj(g), id.js_name())?;
+                let other = self.members(x, id.js_name())?;
+                self.charge_elems(mine.len() + other.len())?;
+                let items: Vec<Value> = if id == Union {
+                    mine.into_iter().chain(other).collect()
+                } else {
+                    let mut cost = 0u64;
+                    for &v in &other {
+                        cost = cost.saturating_add(self.key_cost(v));
+                    }
+                    for &v in &mine {
+                        cost = cost.saturating_add(self.key_cost(v));
+                    }
+                    self.charge(cost)?;
+                    let mut theirs = std::collections::HashSet::with_capacity(other.len());
+                    for &v in &other {
+                        theirs.insert(self.set_key(v)?);
+                    }
+                    let mut keep = Vec::new();
+                    for v in mine {
+                        let inside = theirs.contains(&self.set_key(v)?);
+                        if inside == (id == Intersection) {
+                            keep.push(v);
+                        }
+                    }
+                    keep
+                };
+                self.build_set(&items, &[Value::Obj(g), x])
+            }
+            ToString => guest("Cannot turn a Set into a string; use .toArray().join() first"),
+            _ => {
+                let m = &id.js_name()[1..];
+                guest(format!("'{m}' is not a function on a Set"))
+            }
+        }
+    }
+}

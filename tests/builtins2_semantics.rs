@@ -1,0 +1,303 @@
+//! Semantics of the second batch of builtins: `sort`/`toSorted`, `substr`, `normalize`, regular
+//! expressions (decision 23), `Set` (decision 13), `Date` (decision 12, UTC) and the pure utility
+//! atoms (decision 21); with their refusals.
+
+mod common;
+
+use common::{err, ok};
+use serde_json::json;
+
+#[test]
+fn sort_without_a_comparator_sorts_as_strings_stably() {
+    assert_eq!(
+        ok("[3, 1, 10, 2].sort()", json!({})),
+        Some(json!([1, 10, 2, 3]))
+    );
+    assert_eq!(
+        ok("['b', undefined, 'a', true, null].sort()", json!({})),
+        Some(json!(["a", "b", null, true, null]))
+    );
+    assert_eq!(
+        ok(
+            "let a = [2, 1]\nlet b = a.toSorted()\nreturn [a, b]",
+            json!({})
+        ),
+        Some(json!([[2, 1], [1, 2]]))
+    );
+    assert_eq!(
+        ok("let a = ['b', 'a']\na.sort()\nreturn a", json!({})),
+        Some(json!(["a", "b"]))
+    );
+    assert!(err("[[1], 2].sort()", json!({}))
+        .starts_with("Cannot sort an array that contains arrays or objects"));
+    assert!(err("[{}, 2].toSorted()", json!({})).starts_with("Cannot sort"));
+}
+
+#[test]
+fn substr_and_normalize() {
+    assert_eq!(ok("'abcdef'.substr(-3, 2)", json!({})), Some(json!("de")));
+    assert_eq!(ok("'abcdef'.substr(2)", json!({})), Some(json!("cdef")));
+    assert_eq!(
+        ok("'e\\u0301'.normalize('NFC').length", json!({})),
+        Some(json!(1))
+    );
+    assert_eq!(
+        ok("'\\u00e9'.normalize('NFD').length", json!({})),
+        Some(json!(2))
+    );
+    assert_eq!(
+        err("'a'.normalize('nfc')", json!({})),
+        "The normalization form should be one of NFC, NFD, NFKC, NFKD."
+    );
+}
+
+#[test]
+fn regular_expressions() {
+    assert_eq!(ok("/ab+c/i.test('xABBC')", json!({})), Some(json!(true)));
+    assert_eq!(
+        ok("'a1b22'.match(/\\d+/g)", json!({})),
+        Some(json!(["1", "22"]))
+    );
+    assert_eq!(ok("'x'.match(/\\d/)", json!({})), Some(json!(null)));
+    assert_eq!(
+        ok(
+            "'2024-01-15'.replace(/(\\d+)-(\\d+)-(?<d>\\d+)/, '$<d>.$2.$1 [$&]')",
+            json!({})
+        ),
+        Some(json!("15.01.2024 [2024-01-15]"))
+    );
+    assert_eq!(
+        ok("'a1b2'.matchAll(/[a-z](\\d)/g)", json!({})),
+        Some(json!([["a1", "1"], ["b2", "2"]]))
+    );
+    assert_eq!(
+        ok("'a, b ,c'.split(/\\s*,\\s*/)", json!({})),
+        Some(json!(["a", "b", "c"]))
+    );
+    assert_eq!(ok("'héllo wörld'.search(/w/)", json!({})), Some(json!(6)));
+    assert_eq!(ok("'😀a'.search(/a/)", json!({})), Some(json!(2)));
+    assert_eq!(
+        ok(
+            "let r = /a/g\nreturn [r.test('aa'), r.test('aa'), r.test('aa')]",
+            json!({})
+        ),
+        Some(json!([true, true, false]))
+    );
+    assert_eq!(
+        ok("[typeof /a/, /a/gi.flags, /a/.source]", json!({})),
+        Some(json!(["object", "gi", "a"]))
+    );
+    // a regex crosses out as {}, like JSON.stringify of a JavaScript RegExp
+    assert_eq!(ok("[/a/]", json!({})), Some(json!([{}])));
+    assert_eq!(ok("JSON.stringify(/a/)", json!({})), Some(json!("{}")));
+    // JavaScript's \d and \w are ASCII; '.' stops at \r
+    assert_eq!(ok("/\\d/.test('٣')", json!({})), Some(json!(false)));
+    assert_eq!(ok("/a.b/.test('a\\rb')", json!({})), Some(json!(false)));
+    assert_eq!(ok("/a.b/s.test('a\\rb')", json!({})), Some(json!(true)));
+}
+
+#[test]
+fn regex_refusals() {
+    for (code, want) in [
+        ("/(a)\\1/.test('aa')", "Backreferences"),
+        ("/a(?=b)/.test('ab')", "Lookahead"),
+        ("/(?<!a)b/.test('b')", "Lookbehind"),
+        ("/a/y.test('a')", "sticky"),
+    ] {
+        let e = err(code, json!({}));
+        assert!(e.contains(want), "{code}: {e}");
+        assert!(e.contains(" at <source>:"), "compile error expected: {e}");
+    }
+    assert!(err("'aa'.replaceAll(/a/, 'b')", json!({})).contains("global"));
+    assert!(err("'aa'.matchAll(/a/)", json!({})).contains("non-global"));
+    assert!(err(
+        "regexMatch({ pattern: 'a'.repeat(1001), value: 'a' })",
+        json!({})
+    )
+    .starts_with("Regex pattern too long (1001 > 1000)"));
+    assert!(
+        err("regexMatch({ pattern: '(a)\\\\1', value: 'a' })", json!({})).contains("backtracking")
+    );
+}
+
+#[test]
+fn sets() {
+    assert_eq!(
+        ok("Set([1, 2, 2, 'a', 'a', NaN, NaN, 0, -0])", json!({})),
+        Some(json!([1, 2, "a", null, 0]))
+    );
+    assert_eq!(
+        ok("let s = Set()\ns.add(1)\ns.add(1)\ns.add('x')\nreturn [s.size, s.has(1), s.has('y'), s.toArray()]", json!({})),
+        Some(json!([2, true, false, [1, "x"]]))
+    );
+    assert_eq!(
+        ok("Set([1, 2, 3]).remove(2)", json!({})),
+        Some(json!([1, 3]))
+    );
+    assert_eq!(ok("Set([1, 2, 3]).clear().size", json!({})), Some(json!(0)));
+    assert_eq!(
+        ok("Set([1, 2]).union(Set([2, 3]))", json!({})),
+        Some(json!([1, 2, 3]))
+    );
+    assert_eq!(
+        ok("Set([1, 2, 3]).intersection([2, 3, 4])", json!({})),
+        Some(json!([2, 3]))
+    );
+    assert_eq!(
+        ok("Set([1, 2, 3]).diff([2])", json!({})),
+        Some(json!([1, 3]))
+    );
+    assert_eq!(
+        ok("[typeof Set(), JSON.stringify(Set(['a']))]", json!({})),
+        Some(json!(["object", "[\"a\"]"]))
+    );
+    let o = "let o = {}\nlet s = Set([o, o, {}])\nreturn s.size";
+    assert_eq!(ok(o, json!({})), Some(json!(2)));
+    assert!(err("Set('abc')", json!({})).contains("needs an array"));
+    assert!(err("new Set([1])", json!({})).contains("Use Set([items]) instead"));
+}
+
+#[test]
+fn dates_are_utc() {
+    let d = "let d = Date('2024-01-15T10:20:30.250Z')\nreturn [d.value, d.timestamp, d.year, d.month, d.day, d.hours, d.minutes, d.seconds, d.dayOfWeek]";
+    assert_eq!(
+        ok(d, json!({})),
+        Some(json!([
+            "2024-01-15T10:20:30.250Z",
+            1705314030250u64,
+            2024,
+            1,
+            15,
+            10,
+            20,
+            30,
+            1
+        ]))
+    );
+    assert_eq!(
+        ok("Date('2024-01-15').toISOString()", json!({})),
+        Some(json!("2024-01-15T00:00:00.000Z"))
+    );
+    assert_eq!(ok("Date(0).getTime()", json!({})), Some(json!(0)));
+    assert_eq!(
+        ok(
+            "Date('2024-01-31').add({ months: 1 }).format('date')",
+            json!({})
+        ),
+        Some(json!("2024-03-02"))
+    );
+    assert_eq!(
+        ok(
+            "Date('2024-01-15T10:00:00Z').add({ days: 1, hours: -2 }).value",
+            json!({})
+        ),
+        Some(json!("2024-01-16T08:00:00.000Z"))
+    );
+    assert_eq!(
+        ok("Date('2024-01-15T10:20:30Z').format('time')", json!({})),
+        Some(json!("10:20:30"))
+    );
+    assert_eq!(
+        ok(
+            "Date('2024-01-15T10:20:30Z').format('DD/MM/YYYY HH:mm')",
+            json!({})
+        ),
+        Some(json!("15/01/2024 10:20"))
+    );
+    assert_eq!(
+        ok("Date('2024-01-15').format('iso')", json!({})),
+        Some(json!("iso"))
+    );
+    assert_eq!(
+        ok(
+            "Date('2024-01-20').diff(Date('2024-01-15'), 'days')",
+            json!({})
+        ),
+        Some(json!(5))
+    );
+    assert_eq!(
+        ok("Date('2024-01-15').isBefore('2024-01-16')", json!({})),
+        Some(json!(true))
+    );
+    assert_eq!(
+        ok("Date('2024-01-15').isAfter(Date('2024-01-16'))", json!({})),
+        Some(json!(false))
+    );
+    // crosses out as the ISO string, as JSON.stringify does for a JavaScript Date
+    assert_eq!(
+        ok("[Date(86400000)]", json!({})),
+        Some(json!(["1970-01-02T00:00:00.000Z"]))
+    );
+    assert_eq!(
+        ok("JSON.stringify({ d: Date(0) })", json!({})),
+        Some(json!("{\"d\":\"1970-01-01T00:00:00.000Z\"}"))
+    );
+    assert_eq!(ok("typeof Date()", json!({})), Some(json!("object")));
+    assert_eq!(ok("typeof Date.now()", json!({})), Some(json!("number")));
+    assert_eq!(
+        err("Date('not a date')", json!({})),
+        "Invalid date: not a date"
+    );
+    assert!(err("new Date()", json!({})).contains("Use Date() or Date('2024-01-15') instead"));
+}
+
+#[test]
+fn pure_atoms() {
+    let cases = [
+        (
+            "template({ tmpl: 'Hi {{name}} ({{n}}){{missing}}', vars: { name: 'Bo', n: 3 } })",
+            json!("Hi Bo (3)"),
+        ),
+        (
+            "regexMatch({ pattern: '^a+b$', value: 'aaab' })",
+            json!(true),
+        ),
+        (
+            "pick({ obj: { a: 1, b: 2, c: 3 }, keys: ['c', 'a', 'z'] })",
+            json!({ "c": 3, "a": 1 }),
+        ),
+        (
+            "omit({ obj: { a: 1, b: 2, c: 3 }, keys: ['b'] })",
+            json!({ "a": 1, "c": 3 }),
+        ),
+        (
+            "merge({ a: { x: 1, y: 2 }, b: { y: 3, z: 4 } })",
+            json!({ "x": 1, "y": 3, "z": 4 }),
+        ),
+        ("keys({ obj: { p: 1, q: 2 } })", json!(["p", "q"])),
+        ("split({ str: 'a-b', sep: '-' })", json!(["a", "b"])),
+        ("join({ list: [1, 2], sep: '+' })", json!("1+2")),
+        ("len({ list: [1, 2, 3] })", json!(3)),
+        ("len({ list: 5 })", json!(0)),
+        (
+            "jsonParse({ str: '[1, {\"a\": 2}]' })",
+            json!([1, { "a": 2 }]),
+        ),
+        ("jsonStringify({ value: { a: [1] } })", json!("{\"a\":[1]}")),
+        (
+            "hash({ value: 'abc' })",
+            json!("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
+        ),
+    ];
+    for (code, want) in cases {
+        assert_eq!(ok(code, json!({})), Some(want), "{code}");
+    }
+    let r = ok("random({ min: 1, max: 6, format: 'integer' })", json!({})).unwrap();
+    let r = r.as_f64().unwrap();
+    assert!((1.0..=6.0).contains(&r) && r.fract() == 0.0, "{r}");
+    let u = ok("uuid()", json!({})).unwrap();
+    let u = u.as_str().unwrap();
+    assert_eq!(u.len(), 36);
+    assert_eq!(&u[14..15], "4");
+    assert_eq!(
+        ok("random({ format: 'base36', length: 12 }).length", json!({})),
+        Some(json!(12))
+    );
+    assert!(err("template({ vars: {} })", json!({})).contains("missing required input 'tmpl'"));
+    assert!(err("pick(1, 2)", json!({})).contains("takes one object"));
+    // a context key of the same name still reads as a value
+    assert_eq!(
+        ok("keys + len", json!({ "keys": 1, "len": 2 })),
+        Some(json!(3))
+    );
+}

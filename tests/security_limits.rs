@@ -1,0 +1,481 @@
+//! It halts, and memory is bounded: fuel-shape attacks and memory bombs (reference §9,
+//! scenarios 1–18). Wall-clock bounds of the reference become fuel, size or count bounds here;
+//! the few `Instant` checks are generous sanity bounds, not the claim.
+
+#[path = "adversarial_common.rs"]
+mod adv;
+
+use std::time::{Duration, Instant};
+
+use adv::{agent, eval, eval_heap, failed, fails_with, fuel, ok_json};
+use ajs::{ErrorKind, Eval, Options};
+use ajs_compiler::{compile, CompileOptions, Mode};
+use ajs_vm::{JsValue, Step, Vm, VmOptions};
+use serde_json::{json, Value};
+
+const HEAP_MSG: &str = "Heap limit exceeded";
+
+fn out_of_fuel(out: &ajs::Outcome, what: &str, budget: f64) {
+    let (m, k) = failed(out, what);
+    assert_eq!(m, "Out of Fuel", "`{what}`");
+    assert_eq!(k, ErrorKind::OutOfFuel, "`{what}`");
+    assert!(
+        out.fuel_used <= budget,
+        "`{what}`: used {} of {budget}",
+        out.fuel_used
+    );
+}
+
+/// Scenario 1: an endless loop stops on its budget; `i++` and `+=` loops count correctly.
+#[test]
+fn endless_loops_run_out_of_fuel() {
+    for code in [
+        "while (1 == 1) {}\nreturn 1",
+        "while (true) { }\nreturn 1",
+        "let i = 0\nwhile (true) { i++ }\nreturn i",
+        "let i = 0\nwhile (i >= 0) { i += 1 }\nreturn i",
+        "let i = 0\nwhile (true) { if (i > 1e12) { break }\n i = i + 1\n continue }\nreturn i",
+        "let xs = [1, 2, 3]\nwhile (true) { xs = xs.map(x => x) }\nreturn 1",
+    ] {
+        out_of_fuel(&eval(code, json!({}), fuel(10.0)), code, 10.0);
+    }
+    for code in [
+        "let i = 0\nwhile (i < n) { i++ }\nreturn i",
+        "let i = 0\nwhile (i < n) { i += 1 }\nreturn i",
+        "let i = 0\nwhile (i < n) { ++i }\nreturn i",
+    ] {
+        let out = eval(code, json!({ "n": 100 }), fuel(1000.0));
+        assert_eq!(ok_json(&out, code), Some(json!(100)), "`{code}`");
+    }
+}
+
+/// Scenario 2: a `try` around every iteration cannot resume after exhaustion.
+#[test]
+fn try_catch_cannot_resume_after_fuel_exhaustion() {
+    let code =
+        "let i = 0\nwhile (true) {\n  try { i = i + 1 } catch (e) { i = i + 1 }\n}\nreturn i";
+    let out = eval(code, json!({}), fuel(50.0));
+    out_of_fuel(&out, code, 50.0);
+    assert!(out.fuel_used < 60.0);
+    let code = "let i = 0\nwhile (true) {\n  try { while (true) { i++ } } catch (e) { i = 0 }\n}\nreturn i";
+    out_of_fuel(&eval(code, json!({}), fuel(50.0)), code, 50.0);
+    // Positive control: the same shape with a bound finishes.
+    let code =
+        "let i = 0\nwhile (i < 10) {\n  try { i = i + 1 } catch (e) { i = i + 1 }\n}\nreturn i";
+    assert_eq!(
+        ok_json(&eval(code, json!({}), fuel(50.0)), code),
+        Some(json!(10))
+    );
+}
+
+fn cost(code: &str, ctx: Value) -> f64 {
+    let out = eval(code, ctx, fuel(1e9));
+    ok_json(&out, code);
+    out.fuel_used
+}
+
+/// Scenarios 3, 4, 6: size-proportional builtins charge ∝ n (≥ 10× marginal fuel per 100×
+/// input), and a huge input on a small budget fails.
+#[test]
+fn size_proportional_builtins_scale_with_input() {
+    let xs = |n: usize| json!({ "xs": (0..n).map(|i| i % 97).collect::<Vec<_>>(), "s": "ab".repeat(n / 2) });
+    for code in [
+        "JSON.stringify(xs).length",
+        "xs.concat(xs).length",
+        "xs.slice(0).length",
+        "xs.join(',').length",
+        "xs.toReversed().length",
+        "xs.slice(0).sort().length",
+        "xs.includes(-1)",
+        "xs.indexOf(-1)",
+        "s.includes('zz')",
+        "s.indexOf('zz')",
+        "s.split('').length",
+        "xs.map(x => x).length",
+        "xs.filter(x => true).length",
+        "xs.reduce((a, x) => a + x, 0)",
+    ] {
+        let base = |n| cost("xs.length + s.length", xs(n));
+        let small = cost(code, xs(500)) - base(500);
+        let big = cost(code, xs(50_000)) - base(50_000);
+        assert!(
+            big >= 10.0 * small && big > 0.0,
+            "`{code}`: marginal {small} at 500, {big} at 50k"
+        );
+    }
+    // 500 k numbers stringified on 10 fuel: refused before the work is done.
+    let ctx = json!({ "xs": vec![1; 500_000] });
+    let out = eval("JSON.stringify(xs)", ctx, fuel(10.0));
+    out_of_fuel(&out, "stringify 500k", 10.0);
+}
+
+/// Scenario 5: the charge precedes the allocation.
+#[test]
+fn repeat_is_charged_before_it_allocates() {
+    out_of_fuel(
+        &eval("'x'.repeat(10000)", json!({}), fuel(0.5)),
+        "repeat 1e4",
+        0.5,
+    );
+    out_of_fuel(
+        &eval("'x'.repeat(1e6)", json!({}), fuel(50.0)),
+        "repeat 1e6",
+        50.0,
+    );
+    let start = Instant::now();
+    out_of_fuel(
+        &eval("'x'.repeat(1e8)", json!({}), fuel(10.0)),
+        "repeat 1e8",
+        10.0,
+    );
+    out_of_fuel(
+        &eval("''.padStart(1e9, 'ab')", json!({}), fuel(10.0)),
+        "pad",
+        10.0,
+    );
+    out_of_fuel(
+        &eval("'ab'.padEnd(1e9)", json!({}), fuel(10.0)),
+        "padEnd",
+        10.0,
+    );
+    assert!(start.elapsed() < Duration::from_secs(2));
+}
+
+/// Scenario 7: runaway spread allocation stops on fuel 100.
+#[test]
+fn runaway_spread_stops() {
+    for code in [
+        "let arr = []\nwhile (true) { arr = [...arr, { big: 'x'.repeat(100) }] }\nreturn 1",
+        "let arr = [1]\nwhile (true) { arr = [...arr, ...arr] }\nreturn 1",
+        "let o = {}\nlet i = 0\nwhile (true) { o = { ...o, ['k' + i]: i }\n i++ }\nreturn 1",
+        "let a = [1]\nwhile (true) { a = a.concat(a) }\nreturn 1",
+    ] {
+        let out = eval(code, json!({}), fuel(100.0));
+        let (m, _) = failed(&out, code);
+        assert!(
+            m == "Out of Fuel" || m.starts_with(HEAP_MSG),
+            "`{code}`: {m}"
+        );
+        assert!(out.fuel_used <= 100.0);
+    }
+}
+
+/// Scenario 8: a growing accumulator in `reduce` is linear; helper calls with a large argument
+/// do not copy it per call.
+#[test]
+fn reduce_accumulator_and_helper_arguments_are_linear() {
+    let code = "xs.reduce((acc, x) => acc + x, 0)";
+    let small = cost(code, json!({ "xs": vec![1; 1000] }));
+    let big = cost(code, json!({ "xs": vec![1; 100_000] }));
+    assert!(big < 200.0 * small, "reduce not linear: {small} → {big}");
+    let src = "function first(xs) { return xs[0] }\nfunction main({ xs: [1] }) {\n  let i = 0\n  let t = 0\n  while (i < 400) { t = t + first(xs)\n i++ }\n  return { t: t }\n}";
+    let out = agent(src, json!({ "xs": vec![1; 20_000] }), fuel(1000.0));
+    assert_eq!(ok_json(&out, "400 helper calls"), Some(json!({ "t": 400 })));
+    assert!(out.fuel_used < 1000.0);
+}
+
+/// Scenario 9: self and mutual recursion in helpers hit the depth cap cleanly (no host stack
+/// overflow), and the error ends the run; mutual recursion below the cap works.
+#[test]
+fn deep_recursion_in_helpers_is_capped() {
+    for src in [
+        "function down(n) { return down(n + 1) }\nfunction main() { return { v: down(0) } }",
+        "function a(n) { return b(n + 1) }\nfunction b(n) { return a(n + 1) }\nfunction main() { return { v: a(0) } }",
+        "function down(n) { return [1, 2].map(x => down(n + 1)) }\nfunction main() { return { v: down(0) } }",
+        "function down(n) { try { return down(n + 1) } catch (e) { return down(n + 1) } }\nfunction main() { return { v: down(0) } }",
+        "function wide(n) { return wide(n + 1) + wide(n + 2) }\nfunction main() { return { v: wide(0) } }",
+    ] {
+        let out = agent(src, json!({}), fuel(1e6));
+        let (m, k) = failed(&out, src);
+        assert!(
+            k == ErrorKind::CallDepth || k == ErrorKind::OutOfFuel,
+            "{src}: {m} ({k:?})"
+        );
+    }
+    let src = "function even(n) { if (n == 0) { return true }\n return odd(n - 1) }\nfunction odd(n) { if (n == 0) { return false }\n return even(n - 1) }\nfunction main() { return { v: even(100) } }";
+    assert_eq!(
+        ok_json(&agent(src, json!({}), fuel(1e5)), src),
+        Some(json!({ "v": true }))
+    );
+}
+
+/// Scenario 10 (adapted: there is no `agentRun`): a run a capability starts is a separate run
+/// with its own fuel; its failure comes back to the parent as a catchable error.
+#[test]
+fn a_nested_run_through_a_capability_has_its_own_budget() {
+    let caps = ajs::Capabilities::default().with_atom("child", |input: JsValue| async move {
+        let code = match input {
+            JsValue::Object(m) => match m.get("code") {
+                Some(JsValue::String(s)) => s.clone(),
+                _ => String::new(),
+            },
+            _ => String::new(),
+        };
+        let out = Eval::new(code).fuel(0.5).run().await;
+        match out.error {
+            Some(e) => Err(e.message),
+            None => Ok(out.result),
+        }
+    });
+    let opts = Options {
+        fuel: 100.0,
+        capabilities: caps,
+        ..Options::default()
+    };
+    let out = eval(
+        "try { return child({ code: 'let i = 0\\nwhile (true) { i++ }\\nreturn i' }) } catch (e) { return 'child: ' + e }",
+        json!({}),
+        opts.clone(),
+    );
+    assert_eq!(ok_json(&out, "child"), Some(json!("child: Out of Fuel")));
+    let out = eval("child({ code: '1 + 1' })", json!({}), opts);
+    assert_eq!(ok_json(&out, "child ok"), Some(json!(2)));
+}
+
+/// Scenarios 6 and the looping builtins: every callback method over a large array on a small
+/// budget runs out of fuel instead of finishing.
+#[test]
+fn callbacks_over_large_arrays_are_metered() {
+    let ctx = json!({ "xs": vec![1; 200_000] });
+    for code in [
+        "xs.map(x => x + 1).length",
+        "xs.filter(x => x > 0).length",
+        "xs.forEach(x => x)",
+        "xs.some(x => x > 1)",
+        "xs.every(x => x > 0)",
+        "xs.find(x => x > 1)",
+        "xs.findIndex(x => x > 1)",
+        "xs.findLast(x => x > 1)",
+        "xs.findLastIndex(x => x > 1)",
+        "xs.reduce((a, x) => a + x, 0)",
+        "xs.reduceRight((a, x) => a + x, 0)",
+        "xs.map(x => xs.length).length",
+        "xs.map(x => [1, 2, 3].map(y => y)).length",
+        "xs.join('').length",
+        "xs.toReversed().length",
+        "JSON.stringify(xs).length",
+        "JSON.parse(JSON.stringify(xs)).length",
+        "Object.keys(Object.fromEntries(xs.map((x, i) => ['k' + i, x]))).length",
+    ] {
+        out_of_fuel(&eval(code, ctx.clone(), fuel(20.0)), code, 20.0);
+    }
+}
+
+/// Scenario 11: 26 doublings of 1 KB hit the default 64 MB ceiling under 10 M fuel; a 1 MB
+/// ceiling holds; rebinding one name 50× with 200 KB passes.
+#[test]
+fn string_doubling_hits_the_heap_ceiling() {
+    let code =
+        "let s = 'x'.repeat(1024)\nlet i = 0\nwhile (i < 26) { s = s + s\n i++ }\nreturn s.length";
+    let out = eval(code, json!({}), fuel(1e7));
+    fails_with(&out, code, HEAP_MSG);
+    let out = eval_heap(code, json!({}), fuel(1e7), 1 << 20);
+    assert!(
+        failed(&out, code).0.contains("limit 1MB"),
+        "{:?}",
+        out.error
+    );
+    let code =
+        "let s = ''\nlet i = 0\nwhile (i < 50) { s = 'y'.repeat(100000)\n i++ }\nreturn s.length";
+    let out = eval_heap(code, json!({}), fuel(1e6), 1 << 20);
+    assert_eq!(ok_json(&out, code), Some(json!(100_000)));
+}
+
+/// Scenarios 12–13: shadowing never frees a live value's budget; discarded scopes release it.
+#[test]
+fn shadowing_keeps_and_discarding_releases_heap() {
+    // 8 × 16 KB live at once under 64 KB: trips, whatever the names.
+    let src = "function hold(s, n) {\n  if (n == 0) { return 0 }\n  let s2 = s.repeat(1)\n  return hold(s2 + '', n - 1) + s2.length\n}\nfunction main() {\n  let s = 'x'.repeat(8192)\n  let a = [s + '1', s + '2', s + '3', s + '4', s + '5', s + '6', s + '7', s + '8']\n  return { n: a.length }\n}";
+    let runner = ajs::Runner {
+        max_heap_bytes: 64 * 1024,
+        ..Default::default()
+    };
+    let out = adv::rt().block_on(runner.run_agent(src, &json!({}), &fuel(1e5)));
+    fails_with(&out, "8 x 16KB", HEAP_MSG);
+    // 5000-item map under 64 KB passes when the items are dropped.
+    let code = "let i = 0\nlet t = 0\nwhile (i < 20) { t = t + xs.map(x => x + 1).length\n i++ }\nreturn t";
+    let out = eval_heap(code, json!({ "xs": vec![1; 500] }), fuel(1e6), 64 * 1024);
+    assert_eq!(ok_json(&out, code), Some(json!(10_000)));
+}
+
+/// Scenario 14: push-accumulate loops are seen by the heap and stopped, fast.
+#[test]
+fn push_loops_are_stopped_by_the_heap() {
+    for code in [
+        "let a = []\nwhile (true) { a.push('xxxxxxxxxxxxxxxxxxxx') }\nreturn 1",
+        "let a = []\nwhile (true) { a.push([1, 2, 3, 4]) }\nreturn 1",
+        "let a = []\nwhile (true) { a.unshift({ k: 1 }) }\nreturn 1",
+        "let a = [[]]\nwhile (true) { a[0].push(a.length) }\nreturn 1",
+        "let a = []\nlet s = 'x'\nwhile (true) { a.push(s)\n s = s + 'x' }\nreturn 1",
+    ] {
+        let out = eval_heap(code, json!({}), fuel(1e8), 1 << 20);
+        fails_with(&out, code, HEAP_MSG);
+    }
+}
+
+/// Scenario 16: errors raised inside callbacks and helpers surface.
+#[test]
+fn errors_in_child_scopes_surface() {
+    let out = eval_heap(
+        "[1, 2].map(x => 'x'.repeat(1e7)).length",
+        json!({}),
+        fuel(1e6),
+        1 << 20,
+    );
+    fails_with(&out, "heap in callback", HEAP_MSG);
+    let out = eval("[{}].map(o => o['__pro' + 'to__'])", json!({}), fuel(100.0));
+    fails_with(&out, "proto in callback", "Security Error");
+    let out = agent(
+        "function h(o) { return o['constr' + 'uctor'] }\nfunction main() { return { v: h({}) } }",
+        json!({}),
+        fuel(100.0),
+    );
+    fails_with(&out, "proto in helper", "Security Error");
+}
+
+/// Scenario 17: ordinary memory-pressure shapes complete.
+#[test]
+fn ordinary_memory_pressure_completes() {
+    let big = "y".repeat(1 << 20);
+    for (code, ctx) in [
+        ("let a = []\nlet i = 0\nwhile (i < 1000) { a.push({ i: i })\n i++ }\nreturn a.length", json!({})),
+        ("let o = 1\nlet i = 0\nwhile (i < 100) { o = { o: o }\n i++ }\nreturn JSON.stringify(o).length > 0", json!({})),
+        ("let s = ''\nlet i = 0\nwhile (i < 500) { s = s + 'ab'\n i++ }\nreturn s.length", json!({})),
+        ("return big.length", json!({ "big": big })),
+        ("let a1 = 1\nlet a2 = 2\nlet a3 = 3\nlet a4 = 4\nlet a5 = 5\nlet a6 = 6\nreturn a1 + a2 + a3 + a4 + a5 + a6", json!({})),
+    ] {
+        ok_json(&eval(code, ctx, fuel(10_000.0)), code);
+    }
+}
+
+fn vm_for(src: &str, heap: usize) -> Vm {
+    let program = compile(
+        src,
+        &CompileOptions {
+            mode: Mode::FunctionBody,
+            externals: &["big".to_string()],
+            atoms: &[],
+            source_name: "<source>",
+        },
+    )
+    .unwrap()
+    .verify()
+    .unwrap();
+    let args = [JsValue::String("z".repeat(200_000))];
+    Vm::new(
+        program,
+        &args,
+        VmOptions {
+            fuel: 1_000_000_000_000,
+            max_heap_bytes: heap,
+            ..VmOptions::default()
+        },
+    )
+    .unwrap()
+}
+
+/// Scenario 18 ★: allocation spikes are refused before the memory is committed: the heap counter
+/// never passes the ceiling, and a 2 GB request returns at once.
+#[test]
+fn allocation_spikes_are_refused_before_commit() {
+    let heap = 1 << 20;
+    for src in [
+        "return 'x'.repeat(1e9)",
+        "return ''.padStart(1e9, 'ab')",
+        "return 'a'.padEnd(1e9, 'ab')",
+        "let s = 'x'.repeat(500000)\nreturn s.concat(s, s, s)",
+        "let a = 'x'.repeat(300000)\nreturn [a, a, a].join(a)",
+        "return JSON.parse(JSON.stringify([big, big, big]))",
+        "return big.split('')",
+        "return big.replaceAll('z', 'zzzzzzzzzz')",
+        "let a = [1]\nwhile (true) { a = [...a, ...a] }",
+        "return [1].concat(big.split(''), big.split(''))",
+        "return Object.fromEntries(big.split('').map((c, i) => ['k' + i, c]))",
+    ] {
+        let start = Instant::now();
+        let mut vm = vm_for(src, heap);
+        let mut end = None;
+        for _ in 0..100_000 {
+            let step = vm.run(1_000_000);
+            assert!(
+                vm.heap_bytes() <= heap,
+                "`{src}`: heap counter {}",
+                vm.heap_bytes()
+            );
+            match step {
+                Step::Done(_) => {
+                    end = Some("done".to_string());
+                    break;
+                }
+                Step::Failed(e) => {
+                    end = Some(e.message.clone());
+                    break;
+                }
+                Step::Host(_) | Step::Yield => {}
+            }
+        }
+        let end = end.expect("ended");
+        assert!(end.starts_with(HEAP_MSG), "`{src}` ended with {end}");
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "`{src}` took {:?}",
+            start.elapsed()
+        );
+    }
+}
+
+/// Bounded input and output: source, context, arguments.
+#[test]
+fn input_sizes_are_capped() {
+    let out = eval(&format!("'{}'", "x".repeat(9000)), json!({}), fuel(100.0));
+    fails_with(&out, "source", "over the 8192-byte limit (maxSourceBytes)");
+    let out = eval(
+        "big.length",
+        json!({ "big": "x".repeat(5 << 20) }),
+        fuel(100.0),
+    );
+    fails_with(
+        &out,
+        "context",
+        "over the 4194304-byte limit (argsMaxBytes)",
+    );
+    // An unused huge context key costs nothing.
+    let out = eval("1", json!({ "big": "x".repeat(5 << 20) }), fuel(100.0));
+    assert_eq!(ok_json(&out, "unused"), Some(json!(1)));
+    let f = ajs::SafeFunction::new(&["a"], "return a.length", Options::default()).unwrap();
+    let out = adv::rt().block_on(f.call(&[json!("x".repeat(5 << 20))]));
+    fails_with(&out, "args", "over the 4194304-byte limit (argsMaxBytes)");
+    let out = agent(
+        "function main({ s: '' }) { return { n: s.length } }",
+        json!({ "s": "x".repeat(5 << 20) }),
+        fuel(100.0),
+    );
+    fails_with(&out, "agent args", "argsMaxBytes");
+}
+
+/// Bounded output: the log is capped, a cyclic value cannot be returned.
+#[test]
+fn output_is_bounded() {
+    let out = agent(
+        "function main() {\n  let i = 0\n  while (i < 5000) { console.log('line ' + i)\n i++ }\n  return { n: i }\n}",
+        json!({}),
+        fuel(1e5),
+    );
+    ok_json(&out, "log");
+    assert!(out.log.len() <= 1000, "log kept {} lines", out.log.len());
+    let out = eval("let a = []\na.push(a)\nreturn a", json!({}), fuel(100.0));
+    failed(&out, "cycle out");
+}
+
+/// Scenarios 4, 6 for the callback forms of decision 10: `sort` with a comparator and `flatMap`
+/// with a callback pay for every comparison and element.
+#[test]
+fn comparator_sort_and_flat_map_are_metered() {
+    let ctx = json!({ "xs": vec![1; 200_000] });
+    for code in [
+        "xs.slice(0).sort((a, b) => b - a).length",
+        "xs.flatMap(x => [x, x]).length",
+    ] {
+        out_of_fuel(&eval(code, ctx.clone(), fuel(20.0)), code, 20.0);
+    }
+}

@@ -1,0 +1,120 @@
+//! Destructuring, spread and computed keys (decision 7), compared with Node.
+
+mod common;
+
+use serde_json::{json, Value};
+
+/// Blocks of statements returning a value; each is run by Node inside a function.
+const DIFFERENTIAL: &[&str] = &[
+    "let { a, b: [x, y = 5], ...rest } = { a: 1, b: [2], c: 3 }\nreturn [a, x, y, rest]",
+    "let [p, , q, ...more] = [1, 2, 3, 4]\nreturn { p, q, more }",
+    "const { a = 10, c } = { c: 2 }\nreturn a + c",
+    "let { a: { b } } = { a: { b: 7 } }\nreturn b",
+    "let [[x], { y }] = [[1], { y: 2 }]\nreturn x + y",
+    "let { n = 1 } = { n: null }\nreturn n",
+    "let [u = 3] = []\nreturn u",
+    "return [...[1, 2], 3, ...[4]]",
+    "return [...'héllo😀']",
+    "return { ...{ a: 1, b: 2 }, b: 3, ...null }",
+    "let k = 'x'\nreturn { [k + '1']: 1, [2]: 2 }",
+    "return Math.max(...[1, 5, 3], 4)",
+    "let ys = [1]\nys.push(...[2, 3])\nreturn ys",
+    "return { ...[7, 8] }",
+];
+
+#[test]
+fn destructuring_and_spread_match_node() {
+    let script: String = DIFFERENTIAL
+        .iter()
+        .map(|b| format!("console.log(JSON.stringify([(function () {{\n{b}\n}})()]));\n"))
+        .collect();
+    let node = std::process::Command::new("node")
+        .arg("-e")
+        .arg(&script)
+        .output()
+        .expect("node is installed");
+    assert!(
+        node.status.success(),
+        "{}",
+        String::from_utf8_lossy(&node.stderr)
+    );
+    let lines: Vec<String> = String::from_utf8_lossy(&node.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(lines.len(), DIFFERENTIAL.len());
+    let mut failures = Vec::new();
+    for (b, want) in DIFFERENTIAL.iter().zip(lines) {
+        let out = common::eval(b, json!({}));
+        let got = json!([out.result.to_json().unwrap_or(Value::Null)]);
+        let want: Value = serde_json::from_str(&want).unwrap();
+        if out.error.is_some() || got != want {
+            failures.push(format!(
+                "{b:?}: node {want}, ajs {got} {:?}",
+                out.error.map(|e| e.message)
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn destructuring_and_spread_refusals() {
+    let e = common::err("let { constructor } = o\nreturn 1", json!({ "o": {} }));
+    assert!(
+        e.starts_with("Security Error: Access to 'constructor' is forbidden"),
+        "{e}"
+    );
+    let e = common::err("return { [k]: 1 }", json!({ "k": "__proto__" }));
+    assert_eq!(e, "Security Error: Access to '__proto__' is forbidden");
+    let e = common::err("let [a] = o\nreturn a", json!({ "o": {} }));
+    assert_eq!(e, "Cannot destructure an object as an array");
+    let e = common::err("let { a } = null\nreturn a", json!({}));
+    assert_eq!(e, "Cannot destructure null");
+    let e = common::err("return [...o]", json!({ "o": {} }));
+    assert!(
+        e.starts_with("Cannot spread an object into an array"),
+        "{e}"
+    );
+    let e = common::err("return { [xs]: 1 }", json!({ "xs": [] }));
+    assert!(
+        e.starts_with("Cannot use an array as a property key"),
+        "{e}"
+    );
+    // spread copies: the source is not changed
+    assert_eq!(
+        common::ok(
+            "let b = [...a]\nb.push(3)\nreturn [a, b]",
+            json!({ "a": [1] })
+        ),
+        Some(json!([[1], [1, 3]]))
+    );
+}
+
+#[test]
+fn spread_costs_fuel_per_element() {
+    let cost = |n: usize| {
+        let xs: Vec<usize> = (0..n).collect();
+        common::eval_with(
+            "[...xs].length",
+            json!({ "xs": xs }),
+            ajs::Options {
+                fuel: 1e6,
+                ..Default::default()
+            },
+        )
+        .fuel_used
+    };
+    let (small, big) = (cost(100), cost(100_000));
+    assert!(big > 10.0 * small, "{small} -> {big}");
+    let xs: Vec<usize> = (0..200_000).collect();
+    let out = common::eval_with(
+        "[...xs, ...xs]",
+        json!({ "xs": xs }),
+        ajs::Options {
+            fuel: 5.0,
+            ..Default::default()
+        },
+    );
+    assert_eq!(out.error.unwrap().message, "Out of Fuel");
+}
