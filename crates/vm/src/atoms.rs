@@ -283,9 +283,11 @@ impl Vm {
                     "SHA-256" | "SHA256" => sha2::Sha256::digest(&bytes).to_vec(),
                     "SHA-384" | "SHA384" => sha2::Sha384::digest(&bytes).to_vec(),
                     "SHA-512" | "SHA512" => sha2::Sha512::digest(&bytes).to_vec(),
-                    other => return guest(format!(
+                    other => {
+                        return guest(format!(
                         "hash: unsupported algorithm '{other}' (use SHA-256, SHA-384 or SHA-512)"
-                    )),
+                    ))
+                    }
                 };
                 let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
                 self.str_value(&hex)

@@ -37,10 +37,12 @@ impl Vm {
                 }
                 out
             }
-            other => return guest(format!(
+            other => {
+                return guest(format!(
                 "Cannot spread {} into an array; only arrays and strings can be spread with [...x]",
                 self.describe(other)
-            )),
+            ))
+            }
         };
         let Value::Arr(target) = arr else {
             return guest("spread target is not an array");
