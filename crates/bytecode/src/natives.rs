@@ -306,6 +306,15 @@ define_natives! {
     AtomRandom = "random", 0..=1;
     /// `uuid()`: a v4 UUID from the host randomness source.
     AtomUuid = "uuid", 0..=1;
+    /// `filter(data, schemaOrExample)`: validates `data` against a JSON Schema (or the schema of
+    /// an example value) and returns it stripped to the schema's properties.
+    Filter = "filter", 2..=2;
+    /// `Schema.fromExample(example)`: the JSON Schema an example value implies.
+    SchemaFromExample = "Schema.fromExample", 1..=1;
+    /// `Schema.response(name, schemaOrExample)`: a structured-output response format.
+    SchemaResponse = "Schema.response", 2..=2;
+    /// `Schema.isValid(data, schemaOrExample)`: whether `filter` would accept `data`.
+    SchemaIsValid = "Schema.isValid", 2..=2;
 }
 
 impl NativeId {

@@ -33,6 +33,7 @@ mod natives;
 mod number;
 mod ops;
 mod regexp;
+mod schema;
 mod spread;
 mod value;
 

@@ -169,6 +169,9 @@ impl Vm {
             AtomTemplate | AtomRegexMatch | AtomPick | AtomOmit | AtomMerge | AtomKeys
             | AtomSplit | AtomJoin | AtomLen | AtomJsonParse | AtomJsonStringify | AtomHash
             | AtomRandom | AtomUuid => self.pure_atom(id, arg(0)),
+            Filter | SchemaFromExample | SchemaResponse | SchemaIsValid => {
+                self.schema_native(id, args)
+            }
             SetNew => self.set_new(arg(0)),
             DateNew => self.date_new(args),
             DateNow => Ok(self.date_now()),
