@@ -19,6 +19,11 @@
 //! ```
 #![deny(missing_docs)]
 
+/// The embedding guide (`docs/embedding.md`): its examples run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/embedding.md")]
+pub struct EmbeddingGuide;
+
 mod capabilities;
 mod driver;
 mod signature;
