@@ -74,7 +74,7 @@ fn run_bytes(bytes: &[u8]) -> &'static str {
                     return "failed";
                 }
             }
-            Step::Yield => {}
+            Step::Yield | Step::Blocked => {}
         }
         assert!(vm.fuel_used_milli() <= 200_000, "fuel over budget");
         assert!(vm.heap_bytes() <= 1 << 20, "heap over ceiling");

@@ -411,7 +411,7 @@ fn allocation_spikes_are_refused_before_commit() {
                     end = Some(e.message.clone());
                     break;
                 }
-                Step::Host(_) | Step::Yield => {}
+                Step::Host(_) | Step::Yield | Step::Blocked => {}
             }
         }
         let end = end.expect("ended");

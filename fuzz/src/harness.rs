@@ -87,7 +87,7 @@ pub fn drive(mut vm: Vm) -> End {
                     return End::Failed;
                 }
             }
-            Step::Yield => {}
+            Step::Yield | Step::Blocked => {}
         }
     }
     panic!("the run did not end within {MAX_SLICES} slices of a {FUEL_MILLI}-milli-fuel budget");

@@ -17,6 +17,7 @@ use ajs_bytecode::VerifiedProgram;
 use ajs_io::{admit, encode_body, FetchRequest, HttpClient, HttpError, HttpRequest, DEPTH_HEADER};
 use ajs_vm::{ErrorKind, HostCall, JsValue, RunError, Step, Vm, VmOptions, MAX_BOUNDARY_DEPTH};
 
+use crate::approvals::{ApprovalHandler, Journal, PendingCall, Policy, ReplayMismatch, Verdict};
 use crate::capabilities::{AtomDecl, FetchCall, QuotaLedger};
 use crate::{Options, Outcome};
 
@@ -72,7 +73,7 @@ fn boundary_error(atom: &str, why: &str) -> RunError {
     )
 }
 
-fn finish(vm: &Vm, r: Result<JsValue, RunError>) -> Outcome {
+pub(crate) fn finish(vm: &Vm, r: Result<JsValue, RunError>) -> Outcome {
     let log = vm.log().to_vec();
     match r {
         Ok(v) => Outcome {
@@ -98,81 +99,268 @@ pub(crate) async fn run_program(
     options: &Options,
     env: RunEnv<'_>,
 ) -> Outcome {
-    let start = Instant::now();
-    let deadline = start + Duration::from_millis(options.timeout_ms);
     let cancel = options.cancel.clone();
-    let is_cancelled = || cancel.as_ref().is_some_and(|t| t.is_cancelled());
-    if is_cancelled() {
+    if cancel.as_ref().is_some_and(|t| t.is_cancelled()) {
         return Outcome::failed(CANCELLED_MESSAGE, ErrorKind::Cancelled, None, 0.0);
     }
-    let mut vm = match Vm::new(program, args, vm_opts) {
+    let vm = match Vm::new(program, args, vm_opts) {
         Ok(vm) => vm,
         Err(e) => return Outcome::failed(e.message, e.kind, e.pos, 0.0),
     };
+    let mut ctl = Control::default();
+    match drive(vm, options, &env, &mut ctl).await {
+        DriveEnd::Finished(o, _) => o,
+        DriveEnd::Suspended { .. } => Outcome::failed(
+            "the run stopped for a decision nobody can give",
+            ErrorKind::Input,
+            None,
+            0.0,
+        ),
+    }
+}
+
+/// How a run is steered besides its options: approval policies, suspension, the journal being
+/// recorded or replayed, caps.
+#[derive(Default)]
+pub(crate) struct Control<'a> {
+    pub policies: Option<&'a HashMap<String, Policy>>,
+    pub handler: Option<&'a ApprovalHandler>,
+    pub can_suspend: bool,
+    pub key: Option<&'a [u8]>,
+    /// the journal being recorded
+    pub journal: Option<Journal>,
+    /// the journal being replayed, and the next entry
+    pub replay: Option<(&'a Journal, usize)>,
+    pub max_calls: Option<u32>,
+    pub max_output_bytes: Option<usize>,
+    /// a replay divergence that ended the run
+    pub mismatch: Option<ReplayMismatch>,
+}
+
+pub(crate) enum DriveEnd {
+    Finished(Outcome, Box<Vm>),
+    Suspended {
+        snapshot: Vec<u8>,
+        pending: Vec<PendingCall>,
+    },
+}
+
+pub(crate) fn denied(atom: &str) -> String {
+    format!("Call to '{atom}' denied by policy")
+}
+
+/// Performs one host call under the run's deadline and cancellation. `Ok(answer)` is what the
+/// guest receives; `Err` ends the run.
+pub(crate) async fn perform(
+    call: HostCall,
+    options: &Options,
+    env: &RunEnv<'_>,
+    deadline: Instant,
+) -> Result<Result<JsValue, String>, RunError> {
+    let cancel = options.cancel.clone();
+    if cancel.as_ref().is_some_and(|t| t.is_cancelled()) {
+        return Err(cancelled_error());
+    }
+    let atom = call.atom.clone();
+    if let (Some(ledger), Some(&limit)) = (env.ledger, env.quotas.get(&atom)) {
+        if !ledger.try_take(&atom, limit) {
+            return Err(quota_error(&atom, limit));
+        }
+    }
+    match dispatch(call, options, env.depth) {
+        Err(refusal) => Ok(Err(refusal)),
+        Ok((fut, own_timeout)) => {
+            let own_deadline = Instant::now() + own_timeout;
+            let until = deadline.min(own_deadline);
+            let waited = tokio::time::timeout_at(until.into(), fut);
+            let r = match &cancel {
+                Some(token) => tokio::select! {
+                    biased;
+                    () = token.cancelled() => return Err(cancelled_error()),
+                    r = waited => r,
+                },
+                None => waited.await,
+            };
+            match r {
+                Ok(Ok(v)) => match check_boundary(&atom, &v, options.membrane_max_bytes) {
+                    Ok(()) => Ok(Ok(v)),
+                    Err(e) => {
+                        drop_deep(v);
+                        Err(e)
+                    }
+                },
+                Ok(Err(HostErr::Catch(m))) => Ok(Err(m)),
+                Ok(Err(HostErr::End(e))) => Err(e),
+                Err(_) if until == deadline || Instant::now() >= deadline => {
+                    Err(timeout_error(options.timeout_ms))
+                }
+                Err(_) => Ok(Err(format!(
+                    "Atom '{atom}' timed out after {}ms",
+                    own_timeout.as_millis()
+                ))),
+            }
+        }
+    }
+}
+
+/// The pending calls of a stopped run, as the host sees them.
+pub(crate) fn pending_of(vm: &Vm) -> Vec<PendingCall> {
+    vm.pending_calls()
+        .into_iter()
+        .map(|p| PendingCall {
+            id: p.id,
+            input_hash: ajs_vm::value_hash(&p.call.input),
+            atom: p.call.atom,
+            input: p.call.input,
+            deferred: p.deferred,
+        })
+        .collect()
+}
+
+/// Runs a VM (fresh or restored) until it ends or stops for a decision.
+pub(crate) async fn drive(
+    mut vm: Vm,
+    options: &Options,
+    env: &RunEnv<'_>,
+    ctl: &mut Control<'_>,
+) -> DriveEnd {
+    let start = Instant::now();
+    let before = vm.elapsed_ms();
+    let remaining = options.timeout_ms.saturating_sub(before);
+    let deadline = start + Duration::from_millis(remaining);
+    let cancel = options.cancel.clone();
+    let is_cancelled = || cancel.as_ref().is_some_and(|t| t.is_cancelled());
+    macro_rules! end {
+        ($r:expr) => {{
+            let o = finish(&vm, $r);
+            return DriveEnd::Finished(o, Box::new(vm));
+        }};
+    }
+    if remaining == 0 {
+        end!(Err(timeout_error(options.timeout_ms)));
+    }
+    if is_cancelled() {
+        end!(Err(cancelled_error()));
+    }
     loop {
         match vm.run(SLICE_MILLI) {
-            Step::Done(v) => return finish(&vm, Ok(v)),
-            Step::Failed(e) => return finish(&vm, Err(e)),
+            Step::Done(v) => {
+                if let Some(max) = ctl.max_output_bytes {
+                    let n = v.json_len();
+                    if n > max {
+                        end!(Err(RunError::new(
+                            ErrorKind::Boundary,
+                            format!(
+                                "Output is {n} bytes, over the {max}-byte limit (maxOutputBytes)"
+                            ),
+                        )));
+                    }
+                }
+                end!(Ok(v))
+            }
+            Step::Failed(e) => end!(Err(e)),
             Step::Yield => {
                 if Instant::now() >= deadline {
-                    return finish(&vm, Err(timeout_error(options.timeout_ms)));
+                    end!(Err(timeout_error(options.timeout_ms)));
                 }
                 if is_cancelled() {
-                    return finish(&vm, Err(cancelled_error()));
+                    end!(Err(cancelled_error()));
                 }
                 tokio::task::yield_now().await;
             }
-            Step::Host(call) => {
-                if is_cancelled() {
-                    return finish(&vm, Err(cancelled_error()));
+            Step::Blocked => {
+                if !ctl.can_suspend {
+                    end!(Err(RunError::new(
+                        ErrorKind::Input,
+                        "the run needs a deferred host result and may not suspend",
+                    )));
                 }
-                let atom = call.atom.clone();
-                if let (Some(ledger), Some(&limit)) = (env.ledger, env.quotas.get(&atom)) {
-                    if !ledger.try_take(&atom, limit) {
-                        return finish(&vm, Err(quota_error(&atom, limit)));
+                return suspend(vm, ctl, before, start);
+            }
+            Step::Host(call) => {
+                let index = vm.awaiting_call_id().unwrap_or(0);
+                if let Some(max) = ctl.max_calls {
+                    if vm.host_calls() > max {
+                        let calls = if max == 1 { "call" } else { "calls" };
+                        end!(Err(RunError::new(
+                            ErrorKind::Quota,
+                            format!("Host call limit exceeded: {max} {calls} allowed (maxCalls)"),
+                        )));
                     }
                 }
-                let answer = match dispatch(call, options, env.depth) {
-                    Err(refusal) => Err(refusal),
-                    Ok((fut, own_timeout)) => {
-                        let own_deadline = Instant::now() + own_timeout;
-                        let until = deadline.min(own_deadline);
-                        let waited = tokio::time::timeout_at(until.into(), fut);
-                        let r = match &cancel {
-                            Some(token) => tokio::select! {
-                                biased;
-                                () = token.cancelled() => return finish(&vm, Err(cancelled_error())),
-                                r = waited => r,
-                            },
-                            None => waited.await,
-                        };
-                        match r {
-                            Ok(Ok(v)) => {
-                                match check_boundary(&atom, &v, options.membrane_max_bytes) {
-                                    Ok(()) => Ok(v),
-                                    Err(e) => {
-                                        drop_deep(v);
-                                        return finish(&vm, Err(e));
-                                    }
-                                }
+                let fuel = vm.fuel_used_milli();
+                if let Some((journal, next)) = &mut ctl.replay {
+                    let answer = match journal.check(*next, &call, fuel) {
+                        Ok(a) => a,
+                        Err(m) => {
+                            let e = RunError::new(ErrorKind::Input, m.to_string());
+                            ctl.mismatch = Some(m);
+                            end!(Err(e));
+                        }
+                    };
+                    *next += 1;
+                    if let Err(e) = vm.resume(answer) {
+                        end!(Err(e));
+                    }
+                    continue;
+                }
+                let policy = ctl
+                    .policies
+                    .and_then(|p| p.get(&call.atom))
+                    .copied()
+                    .unwrap_or_default();
+                let answer = match policy {
+                    Policy::Allow => None,
+                    Policy::Deny => Some(Err(denied(&call.atom))),
+                    Policy::Pause | Policy::Collect => {
+                        if let Some(handler) = ctl.handler {
+                            let pending = pending_of(&vm).into_iter().next();
+                            match pending {
+                                Some(p) => match handler(p).await {
+                                    Verdict::Approve => None,
+                                    Verdict::Deny => Some(Err(denied(&call.atom))),
+                                    Verdict::Result(v) => Some(Ok(v)),
+                                },
+                                None => Some(Err(denied(&call.atom))),
                             }
-                            Ok(Err(HostErr::Catch(m))) => Err(m),
-                            Ok(Err(HostErr::End(e))) => return finish(&vm, Err(e)),
-                            Err(_) if until == deadline || Instant::now() >= deadline => {
-                                return finish(&vm, Err(timeout_error(options.timeout_ms)));
+                        } else if policy == Policy::Pause {
+                            return suspend(vm, ctl, before, start);
+                        } else {
+                            if let Err(e) = vm.defer() {
+                                end!(Err(e));
                             }
-                            Err(_) => Err(format!(
-                                "Atom '{atom}' timed out after {}ms",
-                                own_timeout.as_millis()
-                            )),
+                            continue;
                         }
                     }
                 };
+                let answer = match answer {
+                    Some(a) => a,
+                    None => match perform(call.clone(), options, env, deadline).await {
+                        Ok(a) => a,
+                        Err(e) => end!(Err(e)),
+                    },
+                };
+                if let Some(j) = &mut ctl.journal {
+                    j.record(index, &call, &answer, fuel, false);
+                }
                 if let Err(e) = vm.resume(answer) {
-                    return finish(&vm, Err(e));
+                    end!(Err(e));
                 }
             }
         }
+    }
+}
+
+fn suspend(mut vm: Vm, ctl: &mut Control<'_>, before: u64, start: Instant) -> DriveEnd {
+    let spent = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
+    vm.set_elapsed_ms(before.saturating_add(spent));
+    if let Some(j) = &ctl.journal {
+        vm.set_host_data(j.to_bytes());
+    }
+    let pending = pending_of(&vm);
+    DriveEnd::Suspended {
+        snapshot: vm.snapshot_with(ctl.key),
+        pending,
     }
 }
 

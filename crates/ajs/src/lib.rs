@@ -24,6 +24,7 @@
 #[doc = include_str!("../../../docs/embedding.md")]
 pub struct EmbeddingGuide;
 
+mod approvals;
 mod capabilities;
 mod driver;
 mod signature;
@@ -35,6 +36,12 @@ pub use ajs_bytecode::{Program, SourcePos, VerifiedProgram};
 pub use ajs_compiler::CompileError;
 pub use ajs_io::{FetchPolicy, HttpClient, LlmClient, LlmConfig, SAFE_RESPONSE_HEADERS};
 pub use ajs_vm::{ErrorKind, JsValue, LogLine, RunError};
+pub use ajs_vm::{SnapshotError, TraceStep};
+pub use approvals::{
+    replay, ApprovalHandler, Approvals, ConfigError, Decision, GatedRunner, Journal, JournalEntry,
+    MemoryNonceStore, NonceStore, PendingCall, Policy, ReplayError, ReplayMismatch, Report,
+    ResumeError, RunResult, RunSettings, Suspended, Verdict,
+};
 pub use capabilities::{
     AtomDecl, AtomFn, Capabilities, FetchCall, FetchFn, HostFuture, InputField, InputType, LlmFn,
     QuotaLedger, DEFAULT_ATOM_FUEL, DEFAULT_ATOM_TIMEOUT,

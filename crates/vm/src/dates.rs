@@ -149,7 +149,7 @@ impl Vm {
     /// `Date(init?)`.
     pub(crate) fn date_new(&mut self, args: &[Value]) -> OpResult<Value> {
         let t = match args.first().copied() {
-            None | Some(Value::Undefined) => ((self.clock)()).trunc(),
+            None | Some(Value::Undefined) => self.now().trunc(),
             Some(v) => match self.time_of(v)? {
                 Some(t) => t,
                 None => {
@@ -165,8 +165,8 @@ impl Vm {
     }
 
     /// `Date.now()`.
-    pub(crate) fn date_now(&self) -> Value {
-        Value::Num(((self.clock)()).trunc())
+    pub(crate) fn date_now(&mut self) -> Value {
+        Value::Num(self.now().trunc())
     }
 
     /// A Date's read-only members.

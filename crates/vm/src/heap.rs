@@ -144,6 +144,33 @@ impl Heap {
         }
     }
 
+    /// Every cell (for snapshots).
+    pub(crate) fn cells(&self) -> &[Cell] {
+        &self.cells
+    }
+
+    /// A heap holding `cells` (restored from a snapshot): the free list, the marks and the
+    /// live-byte count are rebuilt from the cells, never trusted from outside.
+    pub(crate) fn from_cells(cells: Vec<Cell>, limit: usize, collections: u64) -> Heap {
+        let free = cells
+            .iter()
+            .enumerate()
+            .rev()
+            .filter(|(_, c)| matches!(c, Cell::Free))
+            .map(|(i, _)| i as Gc)
+            .collect();
+        let live = cells.iter().map(Cell::bytes).sum::<usize>();
+        Heap {
+            marks: vec![false; cells.len()],
+            cells,
+            free,
+            live,
+            limit,
+            next_gc: (live.saturating_mul(2)).max(FIRST_GC).min(limit),
+            collections,
+        }
+    }
+
     /// Live bytes as accounted.
     pub fn live_bytes(&self) -> usize {
         self.live

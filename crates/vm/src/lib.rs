@@ -39,10 +39,14 @@ mod value;
 
 pub use ajs_bytecode::isa::MILLI;
 pub use error::{ErrorKind, RunError};
+pub use machine::snapshot::{
+    hex, program_fingerprint, snapshot_id, value_hash, SnapshotError, SNAPSHOT_MAGIC,
+    SNAPSHOT_VERSION,
+};
 pub use machine::{
-    AtomSpec, HostCall, LogLevel, LogLine, Step, Vm, VmOptions, DEFAULT_FUEL,
-    DEFAULT_MAX_CALL_DEPTH, DEFAULT_MAX_HEAP_BYTES, DEFAULT_MAX_LOG_LINES, MILLI_PER_ELEMENT,
-    UNITS_PER_MILLI,
+    system_clock, AtomSpec, HostCall, LogLevel, LogLine, PendingHostCall, Step, TraceStep, Vm,
+    VmOptions, DEFAULT_FUEL, DEFAULT_MAX_CALL_DEPTH, DEFAULT_MAX_HEAP_BYTES, DEFAULT_MAX_LOG_LINES,
+    MILLI_PER_ELEMENT, UNITS_PER_MILLI,
 };
 pub use number::{number_to_string, string_to_number};
 pub use value::{JsValue, Value, MAX_BOUNDARY_DEPTH};

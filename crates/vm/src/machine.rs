@@ -9,6 +9,9 @@ use crate::error::{guest, ErrorKind, Fault, OpResult, RunError};
 use crate::heap::{arr_bytes, prop_bytes, str_bytes, Cell, Gc, Heap, PropMap};
 use crate::value::{JsValue, Value, MAX_BOUNDARY_DEPTH};
 
+#[path = "snapshot.rs"]
+pub(crate) mod snapshot;
+
 /// Default fuel budget: 1000 fuel.
 pub const DEFAULT_FUEL: u64 = 1000 * MILLI;
 /// Default live-heap ceiling: 64 MiB.
@@ -112,6 +115,42 @@ pub enum Step {
     Yield,
     /// The run ended with an error.
     Failed(RunError),
+    /// The run needs the result of a deferred host call (see [`Vm::defer`]): an instruction would
+    /// read a [`Value::Pending`], or the run would end with deferred calls never settled. Settle
+    /// every call of [`Vm::pending_calls`] with [`Vm::settle`], then run again; the instruction
+    /// is executed then, once.
+    Blocked,
+}
+
+/// One executed instruction, recorded when tracing is on ([`Vm::set_trace`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TraceStep {
+    /// The instruction's name.
+    pub op: &'static str,
+    /// Fuel used before it, in milli-fuel.
+    pub fuel_before: u64,
+    /// Fuel used after it, in milli-fuel.
+    pub fuel_after: u64,
+    /// Where in the user's source, when known.
+    pub pos: Option<SourcePos>,
+}
+
+/// A host call that has not been answered: the one the run is stopped at, or a deferred one.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PendingHostCall {
+    /// The call's number in the run (0 for the first host call).
+    pub id: u32,
+    /// The atom and its input.
+    pub call: HostCall,
+    /// Whether it was deferred ([`Vm::defer`]) rather than being the call the run stopped at.
+    pub deferred: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Deferred {
+    id: u32,
+    atom: u16,
+    input: Value,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -132,7 +171,12 @@ struct TryEntry {
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Status {
     Running,
-    AwaitingHost { dst: u32 },
+    AwaitingHost {
+        dst: u32,
+        id: u32,
+        atom: u16,
+        input: Value,
+    },
     Finished,
 }
 
@@ -165,10 +209,29 @@ pub struct Vm {
     pub(crate) clock: fn() -> f64,
     /// compiled regexes by (translated pattern), so a literal in a loop compiles once
     pub(crate) regex_cache: HashMap<String, regex::Regex>,
+    /// host calls deferred by [`Vm::defer`], not settled yet
+    deferred: Vec<Deferred>,
+    /// host calls issued so far (the next call's id)
+    next_call_id: u32,
+    /// wall-clock milliseconds the run has spent before this process (set by the driver)
+    elapsed_ms: u64,
+    /// the seed the run's randomness started from
+    random_seed: u64,
+    /// every clock reading, in order (journaled)
+    clock_log: Vec<f64>,
+    /// readings to answer the clock with instead of `clock` (replay)
+    clock_replay: Option<Vec<f64>>,
+    /// opaque host data carried through snapshots (the facade's journal)
+    host_data: Vec<u8>,
+    /// executed instructions, when tracing
+    trace: Option<Vec<TraceStep>>,
+    trace_cap: usize,
+    trace_dropped: u64,
 }
 
 enum Exit {
     Yield,
+    Blocked,
     Done(Value),
     Host(u16, Value, u32),
 }
@@ -228,6 +291,16 @@ impl Vm {
             rng: opts.random_seed | 1,
             clock: opts.clock,
             regex_cache: HashMap::new(),
+            deferred: Vec::new(),
+            next_call_id: 0,
+            elapsed_ms: 0,
+            random_seed: opts.random_seed,
+            clock_log: Vec::new(),
+            clock_replay: None,
+            host_data: Vec::new(),
+            trace: None,
+            trace_cap: 0,
+            trace_dropped: 0,
             program,
         };
         let prog = vm.program.clone();
@@ -303,7 +376,7 @@ impl Vm {
     /// A run-ending [`RunError`] of kind `Boundary` if the value cannot be copied in (too deep);
     /// an `Input` error when no host call is pending.
     pub fn resume(&mut self, answer: Result<JsValue, String>) -> Result<(), RunError> {
-        let Status::AwaitingHost { dst } = self.status else {
+        let Status::AwaitingHost { dst, .. } = self.status else {
             return Err(RunError::new(
                 ErrorKind::Input,
                 "resume called while no host call is pending",
@@ -350,6 +423,7 @@ impl Vm {
             }
             Status::Running => {}
         }
+        let slow = !self.deferred.is_empty() || self.trace.is_some();
         // An error delivered by `resume` is raised at the call site.
         if let Some(msg) = self.raise_on_run.take() {
             if let Err(e) = self.unwind(msg) {
@@ -358,8 +432,17 @@ impl Vm {
         }
         let mut slice_left = slice;
         loop {
-            match self.exec(&mut slice_left) {
+            let r = if slow {
+                self.exec::<true>(&mut slice_left)
+            } else {
+                self.exec::<false>(&mut slice_left)
+            };
+            if slow {
+                self.close_trace();
+            }
+            match r {
                 Ok(Exit::Yield) => return Step::Yield,
+                Ok(Exit::Blocked) => return Step::Blocked,
                 Ok(Exit::Done(v)) => {
                     self.status = Status::Finished;
                     return match self.export(v) {
@@ -371,7 +454,14 @@ impl Vm {
                     let name = self.program.atoms[atom as usize].clone();
                     match self.export(input) {
                         Ok(j) => {
-                            self.status = Status::AwaitingHost { dst };
+                            let id = self.next_call_id;
+                            self.next_call_id = self.next_call_id.saturating_add(1);
+                            self.status = Status::AwaitingHost {
+                                dst,
+                                id,
+                                atom,
+                                input,
+                            };
                             return Step::Host(HostCall {
                                 atom: name,
                                 input: j,
@@ -428,7 +518,7 @@ fn fault_to_error(f: Fault) -> RunError {
 }
 
 impl Vm {
-    fn exec(&mut self, slice_left: &mut u64) -> OpResult<Exit> {
+    fn exec<const SLOW: bool>(&mut self, slice_left: &mut u64) -> OpResult<Exit> {
         let prog = self.program.clone();
         'frames: loop {
             let Some(&Frame { func, pc, base, .. }) = self.frames.last() else {
@@ -462,6 +552,16 @@ impl Vm {
             }
             loop {
                 let op = code[pc];
+                if SLOW {
+                    if self.blocks_on_pending(&op, base) {
+                        save_pc!();
+                        return Ok(Exit::Blocked);
+                    }
+                    if self.trace.is_some() {
+                        let pos = prog.span(func as usize, pc);
+                        self.trace_step(op.name(), pos);
+                    }
+                }
                 match op {
                     Op::Charge { amount } => {
                         let amount = amount.0 as u64;
@@ -602,6 +702,11 @@ impl Vm {
                         let depth = self.frames.len() as u32 - 1;
                         while self.tries.last().is_some_and(|t| t.frame >= depth) {
                             self.tries.pop();
+                        }
+                        if SLOW && self.frames.len() == 1 && !self.deferred.is_empty() {
+                            // the run would end with deferred calls never settled
+                            save_pc!();
+                            return Ok(Exit::Blocked);
                         }
                         let Some(done) = self.frames.pop() else {
                             return Ok(Exit::Done(v));
@@ -852,11 +957,17 @@ impl Vm {
         if self.heap.fits_without_gc(bytes) {
             return Ok(());
         }
+        let awaiting = match self.status {
+            Status::AwaitingHost { input, .. } => Some(input),
+            _ => None,
+        };
         let roots = self
             .regs
             .iter()
             .chain(self.consts.iter())
-            .chain(extra_roots.iter());
+            .chain(extra_roots.iter())
+            .chain(self.deferred.iter().map(|d| &d.input))
+            .chain(awaiting.iter());
         self.heap.collect(roots);
         if self.heap.fits(bytes) {
             return Ok(());
@@ -1057,11 +1168,17 @@ impl Vm {
         // Children already built are only held in `siblings`: keep them alive across a collection
         // by making them roots while the next child is allocated.
         if !self.heap.fits_without_gc(64) {
+            let awaiting = match self.status {
+                Status::AwaitingHost { input, .. } => Some(input),
+                _ => None,
+            };
             let roots = self
                 .regs
                 .iter()
                 .chain(self.consts.iter())
-                .chain(siblings.iter());
+                .chain(siblings.iter())
+                .chain(self.deferred.iter().map(|d| &d.input))
+                .chain(awaiting.iter());
             self.heap.collect(roots);
         }
         self.import(v, depth + 1)

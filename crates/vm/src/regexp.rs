@@ -164,6 +164,21 @@ impl Vm {
         }
     }
 
+    /// Rebuilds a regex cell's matcher from its source and flags (restoring a snapshot).
+    pub(crate) fn rebuild_regex(
+        &mut self,
+        source: &[u16],
+        flags: &str,
+    ) -> Result<(regex::Regex, bool), String> {
+        let src = String::from_utf16_lossy(source);
+        let t = translate(&src, flags)?;
+        match self.engine(&t) {
+            Ok(re) => Ok((re, t.global)),
+            Err(crate::error::Fault::Guest(m)) => Err(m),
+            Err(crate::error::Fault::Fatal(e)) => Err(e.message),
+        }
+    }
+
     /// A new regex value from a JavaScript pattern and flags.
     pub(crate) fn make_regex(&mut self, source: &[u16], flags: &str) -> OpResult<Value> {
         let src = String::from_utf16_lossy(source);

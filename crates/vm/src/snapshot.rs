@@ -1,0 +1,931 @@
+//! Suspending a run: deferred host calls, tracing, the host clock, and snapshots — the whole
+//! run state as bytes, integrity-checked, restorable in another process.
+//!
+//! A snapshot is untrusted input: [`Vm::restore`] checks the header, the hash (or HMAC), the
+//! program fingerprint and every invariant the interpreter relies on (frames, registers, heap
+//! indices, the kinds of cells values point at) before it hands back a `Vm`.
+
+use std::collections::HashSet;
+
+use ajs_bytecode::program::COST_VERSION;
+use ajs_bytecode::{Constant, Op, SourcePos, VerifiedProgram};
+use hmac::{Hmac, Mac};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::{
+    Deferred, Frame, HostCall, LogLevel, LogLine, PendingHostCall, Status, TraceStep, TryEntry, Vm,
+};
+use crate::error::{ErrorKind, Fault, RunError};
+use crate::heap::{Cell, Heap, PropMap, RegexCell, SetCell, SetKey};
+use crate::value::{JsValue, Value};
+
+/// The first bytes of every snapshot.
+pub const SNAPSHOT_MAGIC: [u8; 4] = *b"AJSS";
+/// The snapshot format version.
+pub const SNAPSHOT_VERSION: u16 = 1;
+const HEADER_LEN: usize = 4 + 2 + 2 + 1 + 32;
+
+/// Why a snapshot was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SnapshotError {
+    /// Not a snapshot (wrong magic or too short).
+    #[error("not an AJS snapshot")]
+    NotASnapshot,
+    /// Written by another snapshot format version.
+    #[error("snapshot format version {found} is not this build's {expected}")]
+    Version {
+        /// In the snapshot.
+        found: u16,
+        /// This build's.
+        expected: u16,
+    },
+    /// Written under another cost table.
+    #[error("snapshot cost version {found} is not this build's {expected}")]
+    CostVersion {
+        /// In the snapshot.
+        found: u16,
+        /// This build's.
+        expected: u16,
+    },
+    /// The hash or HMAC does not match: the bytes were changed, or the key is wrong.
+    #[error("snapshot integrity check failed: the bytes were altered or the key is wrong")]
+    Integrity,
+    /// The snapshot carries an HMAC and no key was given, or the reverse.
+    #[error("snapshot key mismatch: {0}")]
+    Key(&'static str),
+    /// The snapshot is of a run of another program.
+    #[error("snapshot is for another program")]
+    ForeignProgram,
+    /// The body does not decode.
+    #[error("snapshot body does not decode: {0}")]
+    Decode(String),
+    /// The state breaks an invariant the interpreter relies on.
+    #[error("snapshot state is invalid: {0}")]
+    Invalid(String),
+    /// A single-use snapshot was already resumed.
+    #[error("snapshot was already used")]
+    AlreadyUsed,
+}
+
+/// SHA-256 of a program's bytes: what a snapshot and a journal are bound to.
+pub fn program_fingerprint(program: &VerifiedProgram) -> [u8; 32] {
+    Sha256::digest(program.to_bytes()).into()
+}
+
+/// A stable SHA-256 of a host value (kinds, numbers' bits, strings, keys in order), hex.
+pub fn value_hash(v: &JsValue) -> String {
+    let mut h = Sha256::new();
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        match v {
+            JsValue::Undefined => h.update([0u8]),
+            JsValue::Null => h.update([1u8]),
+            JsValue::Bool(b) => h.update([2u8, u8::from(*b)]),
+            JsValue::Number(n) => {
+                h.update([3u8]);
+                h.update(n.to_bits().to_le_bytes());
+            }
+            JsValue::String(s) => {
+                h.update([4u8]);
+                h.update((s.len() as u64).to_le_bytes());
+                h.update(s.as_bytes());
+            }
+            JsValue::Array(a) => {
+                h.update([5u8]);
+                h.update((a.len() as u64).to_le_bytes());
+                stack.extend(a.iter().rev());
+            }
+            JsValue::Object(m) => {
+                h.update([6u8]);
+                h.update((m.len() as u64).to_le_bytes());
+                for (k, _) in m {
+                    h.update((k.len() as u64).to_le_bytes());
+                    h.update(k.as_bytes());
+                }
+                stack.extend(m.values().rev());
+            }
+        }
+    }
+    hex(&h.finalize())
+}
+
+/// Lower-case hex.
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy)]
+enum SV {
+    U,
+    N,
+    B(bool),
+    Num(f64),
+    S(u32),
+    A(u32),
+    O(u32),
+    P(u32),
+}
+
+#[derive(Serialize, Deserialize)]
+enum SKey {
+    U,
+    N,
+    B(bool),
+    Num(u64),
+    S(Vec<u16>),
+    R(u32),
+}
+
+#[derive(Serialize, Deserialize)]
+enum SCell {
+    Free,
+    Str(Vec<u16>),
+    Arr(Vec<SV>),
+    Obj(Vec<(Vec<u16>, SV)>),
+    Set(Vec<(SKey, SV)>),
+    Date(f64),
+    Regex {
+        source: Vec<u16>,
+        flags: String,
+        last_index: u64,
+    },
+}
+
+#[derive(Serialize, Deserialize)]
+enum SStatus {
+    Running,
+    Awaiting {
+        dst: u32,
+        id: u32,
+        atom: u16,
+        input: SV,
+    },
+    Finished,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Body {
+    fingerprint: [u8; 32],
+    frames: Vec<(u16, u32, u32, u32)>,
+    regs: Vec<SV>,
+    tries: Vec<(u32, u32)>,
+    consts: Vec<SV>,
+    cells: Vec<SCell>,
+    heap_limit: u64,
+    collections: u64,
+    fuel_budget: u64,
+    fuel_left: u64,
+    raise_on_run: Option<String>,
+    handling: Option<String>,
+    status: SStatus,
+    deferred: Vec<(u32, u16, SV)>,
+    next_call_id: u32,
+    log: Vec<(u8, String)>,
+    log_dropped: u64,
+    max_log_lines: u64,
+    max_call_depth: u64,
+    atom_cost: Vec<u64>,
+    atom_quota: Vec<Option<u32>>,
+    atom_used: Vec<u32>,
+    rng: u64,
+    random_seed: u64,
+    elapsed_ms: u64,
+    clock_log: Vec<f64>,
+    clock_replay: Option<Vec<f64>>,
+    host_data: Vec<u8>,
+}
+
+fn sv(v: Value) -> SV {
+    match v {
+        Value::Undefined => SV::U,
+        Value::Null => SV::N,
+        Value::Bool(b) => SV::B(b),
+        Value::Num(n) => SV::Num(n),
+        Value::Str(g) => SV::S(g),
+        Value::Arr(g) => SV::A(g),
+        Value::Obj(g) => SV::O(g),
+        Value::Pending(p) => SV::P(p),
+    }
+}
+
+fn tag(key: Option<&[u8]>, header: &[u8], body: &[u8]) -> [u8; 32] {
+    match key {
+        Some(k) => {
+            let mut m = <Hmac<Sha256> as Mac>::new_from_slice(k).expect("HMAC takes any key");
+            m.update(header);
+            m.update(body);
+            m.finalize().into_bytes().into()
+        }
+        None => {
+            let mut h = Sha256::new();
+            h.update(header);
+            h.update(body);
+            h.finalize().into()
+        }
+    }
+}
+
+/// The identity of a snapshot (its hash or HMAC), for single-use checks.
+pub fn snapshot_id(bytes: &[u8]) -> Option<String> {
+    (bytes.len() >= HEADER_LEN).then(|| hex(&bytes[9..41]))
+}
+
+struct Check<'a> {
+    cells: &'a [SCell],
+    pending: HashSet<u32>,
+}
+
+impl Check<'_> {
+    fn value(&self, v: SV, pending_ok: bool) -> Result<Value, SnapshotError> {
+        let cell = |g: u32| self.cells.get(g as usize);
+        let bad = |what: &str| Err(SnapshotError::Invalid(what.to_string()));
+        Ok(match v {
+            SV::U => Value::Undefined,
+            SV::N => Value::Null,
+            SV::B(b) => Value::Bool(b),
+            SV::Num(n) => Value::Num(n),
+            SV::S(g) => match cell(g) {
+                Some(SCell::Str(_)) => Value::Str(g),
+                _ => return bad("a string value points at no string cell"),
+            },
+            SV::A(g) => match cell(g) {
+                Some(SCell::Arr(_)) => Value::Arr(g),
+                _ => return bad("an array value points at no array cell"),
+            },
+            SV::O(g) => match cell(g) {
+                Some(SCell::Obj(_) | SCell::Set(_) | SCell::Date(_) | SCell::Regex { .. }) => {
+                    Value::Obj(g)
+                }
+                _ => return bad("an object value points at no object cell"),
+            },
+            SV::P(p) if pending_ok && self.pending.contains(&p) => Value::Pending(p),
+            SV::P(_) => return bad("an unsettled host result is not where one may be"),
+        })
+    }
+}
+
+fn invalid<T>(m: impl Into<String>) -> Result<T, SnapshotError> {
+    Err(SnapshotError::Invalid(m.into()))
+}
+
+impl Vm {
+    /// The whole run state as bytes, with a SHA-256 integrity hash.
+    pub fn snapshot(&self) -> Vec<u8> {
+        self.snapshot_with(None)
+    }
+
+    /// The whole run state as bytes: a header (magic, format version, cost version, whether it
+    /// is keyed, the tag) and the postcard body. The tag is an HMAC-SHA256 under `key` when one
+    /// is given, else a SHA-256.
+    pub fn snapshot_with(&self, key: Option<&[u8]>) -> Vec<u8> {
+        let cells = self
+            .heap
+            .cells()
+            .iter()
+            .map(|c| match c {
+                Cell::Free => SCell::Free,
+                Cell::Str(s) => SCell::Str(s.to_vec()),
+                Cell::Arr(a) => SCell::Arr(a.iter().copied().map(sv).collect()),
+                Cell::Obj(m) => SCell::Obj(m.iter().map(|(k, v)| (k.to_vec(), sv(*v))).collect()),
+                Cell::Set(m) => SCell::Set(
+                    m.iter()
+                        .map(|(k, v)| {
+                            let k = match k {
+                                SetKey::Undefined => SKey::U,
+                                SetKey::Null => SKey::N,
+                                SetKey::Bool(b) => SKey::B(*b),
+                                SetKey::Num(n) => SKey::Num(*n),
+                                SetKey::Str(s) => SKey::S(s.to_vec()),
+                                SetKey::Ref(g) => SKey::R(*g),
+                            };
+                            (k, sv(*v))
+                        })
+                        .collect(),
+                ),
+                Cell::Date(t) => SCell::Date(*t),
+                Cell::Regex(r) => SCell::Regex {
+                    source: r.source.to_vec(),
+                    flags: r.flags.to_string(),
+                    last_index: r.last_index as u64,
+                },
+            })
+            .collect();
+        let body = Body {
+            fingerprint: program_fingerprint(&self.program),
+            frames: self
+                .frames
+                .iter()
+                .map(|f| (f.func, f.pc, f.base, f.ret))
+                .collect(),
+            regs: self.regs.iter().copied().map(sv).collect(),
+            tries: self.tries.iter().map(|t| (t.frame, t.handler)).collect(),
+            consts: self.consts.iter().copied().map(sv).collect(),
+            cells,
+            heap_limit: self.heap.limit() as u64,
+            collections: self.heap.collections(),
+            fuel_budget: self.fuel_budget,
+            fuel_left: self.fuel_left,
+            raise_on_run: self.raise_on_run.clone(),
+            handling: self.handling.clone(),
+            status: match self.status {
+                Status::Running => SStatus::Running,
+                Status::Finished => SStatus::Finished,
+                Status::AwaitingHost {
+                    dst,
+                    id,
+                    atom,
+                    input,
+                } => SStatus::Awaiting {
+                    dst,
+                    id,
+                    atom,
+                    input: sv(input),
+                },
+            },
+            deferred: self
+                .deferred
+                .iter()
+                .map(|d| (d.id, d.atom, sv(d.input)))
+                .collect(),
+            next_call_id: self.next_call_id,
+            log: self
+                .log
+                .iter()
+                .map(|l| {
+                    let level = match l.level {
+                        LogLevel::Info => 0,
+                        LogLevel::Warn => 1,
+                        LogLevel::Error => 2,
+                    };
+                    (level, l.message.clone())
+                })
+                .collect(),
+            log_dropped: self.log_dropped,
+            max_log_lines: self.max_log_lines as u64,
+            max_call_depth: self.max_call_depth as u64,
+            atom_cost: self.atom_cost.clone(),
+            atom_quota: self.atom_quota.clone(),
+            atom_used: self.atom_used.clone(),
+            rng: self.rng,
+            random_seed: self.random_seed,
+            elapsed_ms: self.elapsed_ms,
+            clock_log: self.clock_log.clone(),
+            clock_replay: self.clock_replay.clone(),
+            host_data: self.host_data.clone(),
+        };
+        let body = postcard::to_allocvec(&body).unwrap_or_default();
+        let mut header = Vec::with_capacity(HEADER_LEN + body.len());
+        header.extend_from_slice(&SNAPSHOT_MAGIC);
+        header.extend_from_slice(&SNAPSHOT_VERSION.to_le_bytes());
+        header.extend_from_slice(&COST_VERSION.to_le_bytes());
+        header.push(u8::from(key.is_some()));
+        let t = tag(key, &header, &body);
+        header.extend_from_slice(&t);
+        header.extend_from_slice(&body);
+        header
+    }
+
+    /// Restores a run from [`Vm::snapshot`]'s bytes, for `program`. The clock is the system
+    /// clock ([`Vm::set_clock`] to change it); everything else — budgets included — continues
+    /// from the snapshot.
+    ///
+    /// # Errors
+    /// [`SnapshotError`] when the bytes are not a snapshot of this format and cost version, fail
+    /// the integrity check (or the key does not match), belong to another program, or hold a
+    /// state that breaks an invariant of the interpreter.
+    pub fn restore(
+        program: VerifiedProgram,
+        bytes: &[u8],
+        key: Option<&[u8]>,
+    ) -> Result<Vm, SnapshotError> {
+        if bytes.len() < HEADER_LEN || bytes[..4] != SNAPSHOT_MAGIC {
+            return Err(SnapshotError::NotASnapshot);
+        }
+        let version = u16::from_le_bytes([bytes[4], bytes[5]]);
+        if version != SNAPSHOT_VERSION {
+            return Err(SnapshotError::Version {
+                found: version,
+                expected: SNAPSHOT_VERSION,
+            });
+        }
+        let cost = u16::from_le_bytes([bytes[6], bytes[7]]);
+        if cost != COST_VERSION {
+            return Err(SnapshotError::CostVersion {
+                found: cost,
+                expected: COST_VERSION,
+            });
+        }
+        match (bytes[8], key) {
+            (0, None) | (1, Some(_)) => {}
+            (1, None) => return Err(SnapshotError::Key("the snapshot is keyed; give the key")),
+            (0, Some(_)) => return Err(SnapshotError::Key("the snapshot is not keyed")),
+            _ => return Err(SnapshotError::NotASnapshot),
+        }
+        let body = &bytes[HEADER_LEN..];
+        let want = tag(key, &bytes[..9], body);
+        // constant-time enough for a 32-byte tag: compare every byte
+        let diff = want
+            .iter()
+            .zip(&bytes[9..41])
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b));
+        if diff != 0 {
+            return Err(SnapshotError::Integrity);
+        }
+        let body: Body =
+            postcard::from_bytes(body).map_err(|e| SnapshotError::Decode(e.to_string()))?;
+        if body.fingerprint != program_fingerprint(&program) {
+            return Err(SnapshotError::ForeignProgram);
+        }
+        Vm::from_body(program, body)
+    }
+
+    fn from_body(program: VerifiedProgram, b: Body) -> Result<Vm, SnapshotError> {
+        let funcs = &program.functions;
+        // frames: contiguous register windows, pcs inside their code
+        if b.frames.is_empty() {
+            return invalid("no frames");
+        }
+        let mut expected_base = 0u64;
+        let mut frames = Vec::with_capacity(b.frames.len());
+        let mut prev: Option<(u64, u64)> = None;
+        for &(func, pc, base, ret) in &b.frames {
+            let Some(f) = funcs.get(func as usize) else {
+                return invalid("a frame runs no function of the program");
+            };
+            if pc as usize >= f.code.len() {
+                return invalid("a frame's pc is outside its code");
+            }
+            if base as u64 != expected_base {
+                return invalid("frames' register windows are not contiguous");
+            }
+            if let Some((pb, pn)) = prev {
+                if (ret as u64) < pb || ret as u64 >= pb + pn {
+                    return invalid("a frame returns into no register of its caller");
+                }
+            }
+            prev = Some((base as u64, f.nregs as u64));
+            expected_base += f.nregs as u64;
+            frames.push(Frame {
+                func,
+                pc,
+                base,
+                ret,
+            });
+        }
+        if b.regs.len() as u64 != expected_base {
+            return invalid("registers do not match the frames");
+        }
+        if b.max_call_depth == 0 || b.frames.len() as u64 > b.max_call_depth {
+            return invalid("more frames than the call depth allows");
+        }
+        let mut tries = Vec::with_capacity(b.tries.len());
+        for &(frame, handler) in &b.tries {
+            let Some(&(func, ..)) = b.frames.get(frame as usize) else {
+                return invalid("a try handler names no frame");
+            };
+            if handler as usize >= funcs[func as usize].code.len() {
+                return invalid("a try handler is outside its code");
+            }
+            tries.push(TryEntry { frame, handler });
+        }
+        let natoms = program.atoms.len();
+        if b.atom_cost.len() != natoms
+            || b.atom_quota.len() != natoms
+            || b.atom_used.len() != natoms
+        {
+            return invalid("atom counters do not match the program's atoms");
+        }
+        if b.fuel_left > b.fuel_budget {
+            return invalid("more fuel left than the budget");
+        }
+        let mut pending = HashSet::new();
+        for &(id, atom, _) in &b.deferred {
+            if atom as usize >= natoms || id >= b.next_call_id || !pending.insert(id) {
+                return invalid("a deferred call is malformed");
+            }
+        }
+        let check = Check {
+            cells: &b.cells,
+            pending,
+        };
+        // cells: every reference inside points at a cell of the right kind
+        let mut cells = Vec::with_capacity(b.cells.len());
+        let mut regexes = Vec::new();
+        for (i, c) in b.cells.iter().enumerate() {
+            cells.push(match c {
+                SCell::Free => Cell::Free,
+                SCell::Str(s) => Cell::Str(s.clone().into_boxed_slice()),
+                SCell::Arr(a) => Cell::Arr(
+                    a.iter()
+                        .map(|v| check.value(*v, false))
+                        .collect::<Result<_, _>>()?,
+                ),
+                SCell::Obj(m) => {
+                    let mut out = PropMap::with_capacity_and_hasher(m.len(), Default::default());
+                    for (k, v) in m {
+                        out.insert(k.clone().into_boxed_slice(), check.value(*v, false)?);
+                    }
+                    Cell::Obj(out)
+                }
+                SCell::Set(m) => {
+                    let mut out = SetCell::with_capacity_and_hasher(m.len(), Default::default());
+                    for (k, v) in m {
+                        let k = match k {
+                            SKey::U => SetKey::Undefined,
+                            SKey::N => SetKey::Null,
+                            SKey::B(x) => SetKey::Bool(*x),
+                            SKey::Num(n) => SetKey::Num(*n),
+                            SKey::S(s) => SetKey::Str(s.clone().into_boxed_slice()),
+                            SKey::R(g) => {
+                                if b.cells.get(*g as usize).is_none() {
+                                    return invalid("a set member points at no cell");
+                                }
+                                SetKey::Ref(*g)
+                            }
+                        };
+                        out.insert(k, check.value(*v, false)?);
+                    }
+                    Cell::Set(out)
+                }
+                SCell::Date(t) => Cell::Date(*t),
+                SCell::Regex { .. } => {
+                    regexes.push(i);
+                    Cell::Free
+                }
+            });
+        }
+        let regs: Vec<Value> = b
+            .regs
+            .iter()
+            .map(|v| check.value(*v, true))
+            .collect::<Result<_, _>>()?;
+        if b.consts.len() != program.constants.len() {
+            return invalid("constants do not match the program");
+        }
+        let mut consts = Vec::with_capacity(b.consts.len());
+        for (v, c) in b.consts.iter().zip(&program.constants) {
+            let v = check.value(*v, false)?;
+            let ok = match (v, c) {
+                (Value::Num(x), Constant::Number(y)) => x.to_bits() == y.to_bits(),
+                (Value::Str(g), Constant::String(s)) => {
+                    matches!(&cells[g as usize], Cell::Str(u) if u[..] == s[..])
+                }
+                _ => false,
+            };
+            if !ok {
+                return invalid("constants do not match the program");
+            }
+            consts.push(v);
+        }
+        let status = match b.status {
+            SStatus::Running => super::Status::Running,
+            SStatus::Finished => super::Status::Finished,
+            SStatus::Awaiting {
+                dst,
+                id,
+                atom,
+                input,
+            } => {
+                if dst as usize >= regs.len() || atom as usize >= natoms || id >= b.next_call_id {
+                    return invalid("the awaited host call is malformed");
+                }
+                Status::AwaitingHost {
+                    dst,
+                    id,
+                    atom,
+                    input: check.value(input, false)?,
+                }
+            }
+        };
+        let deferred = b
+            .deferred
+            .iter()
+            .map(|&(id, atom, input)| {
+                Ok(Deferred {
+                    id,
+                    atom,
+                    input: check.value(input, false)?,
+                })
+            })
+            .collect::<Result<Vec<_>, SnapshotError>>()?;
+        let mut log = Vec::with_capacity(b.log.len());
+        for (level, message) in b.log {
+            let level = match level {
+                0 => LogLevel::Info,
+                1 => LogLevel::Warn,
+                2 => LogLevel::Error,
+                _ => return invalid("unknown log level"),
+            };
+            log.push(LogLine { level, message });
+        }
+        let regex_sources: Vec<(usize, Vec<u16>, String, u64)> = regexes
+            .iter()
+            .map(|&i| match &b.cells[i] {
+                SCell::Regex {
+                    source,
+                    flags,
+                    last_index,
+                } => (i, source.clone(), flags.clone(), *last_index),
+                _ => unreachable!("collected from regex cells"),
+            })
+            .collect();
+        let limit = usize::try_from(b.heap_limit).unwrap_or(usize::MAX);
+        let mut vm = Vm {
+            heap: Heap::from_cells(cells, limit, b.collections),
+            consts,
+            regs,
+            frames,
+            tries,
+            fuel_budget: b.fuel_budget,
+            fuel_left: b.fuel_left,
+            raise_on_run: b.raise_on_run,
+            handling: b.handling,
+            status,
+            log,
+            log_dropped: b.log_dropped,
+            max_log_lines: usize::try_from(b.max_log_lines).unwrap_or(usize::MAX),
+            max_call_depth: usize::try_from(b.max_call_depth).unwrap_or(usize::MAX),
+            atom_cost: b.atom_cost,
+            atom_quota: b.atom_quota,
+            atom_used: b.atom_used,
+            rng: b.rng | 1,
+            clock: super::system_clock,
+            regex_cache: Default::default(),
+            deferred,
+            next_call_id: b.next_call_id,
+            elapsed_ms: b.elapsed_ms,
+            random_seed: b.random_seed,
+            clock_log: b.clock_log,
+            clock_replay: b.clock_replay,
+            host_data: b.host_data,
+            trace: None,
+            trace_cap: 0,
+            trace_dropped: 0,
+            program,
+        };
+        for (i, source, flags, last_index) in regex_sources {
+            let (re, global) = vm
+                .rebuild_regex(&source, &flags)
+                .map_err(SnapshotError::Invalid)?;
+            if let Some(c) = vm.heap.get_mut(i as u32) {
+                *c = Cell::Regex(Box::new(RegexCell {
+                    source: source.into_boxed_slice(),
+                    flags: flags.into_boxed_str(),
+                    re,
+                    global,
+                    last_index: usize::try_from(last_index).unwrap_or(usize::MAX),
+                }));
+            }
+        }
+        // the heap's accounting counts regex cells once rebuilt
+        let cells = vm.heap.cells().to_vec();
+        vm.heap = Heap::from_cells(cells, limit, b.collections);
+        Ok(vm)
+    }
+
+    // ---- deferred host calls ----
+
+    /// Defers the host call the run is stopped at: its destination receives a
+    /// [`Value::Pending`] and the run continues until it needs the value ([`Step::Blocked`]).
+    /// Returns the call's id.
+    ///
+    /// [`Step::Blocked`]: super::Step::Blocked
+    ///
+    /// # Errors
+    /// An `Input` error when no host call is pending.
+    pub fn defer(&mut self) -> Result<u32, RunError> {
+        let Status::AwaitingHost {
+            dst,
+            id,
+            atom,
+            input,
+        } = self.status
+        else {
+            return Err(RunError::new(
+                ErrorKind::Input,
+                "defer called while no host call is pending",
+            ));
+        };
+        self.deferred.push(Deferred { id, atom, input });
+        self.regs[dst as usize] = Value::Pending(id);
+        self.status = Status::Running;
+        Ok(id)
+    }
+
+    /// Settles a deferred call: `Ok(value)` replaces its pending value wherever it is held,
+    /// `Err(message)` is raised as a guest error where the run continues.
+    ///
+    /// # Errors
+    /// An `Input` error when no deferred call has this id; a run-ending `Boundary` error when the
+    /// value cannot be copied in.
+    pub fn settle(&mut self, id: u32, answer: Result<JsValue, String>) -> Result<(), RunError> {
+        let Some(i) = self.deferred.iter().position(|d| d.id == id) else {
+            return Err(RunError::new(
+                ErrorKind::Input,
+                format!("no deferred host call has id {id}"),
+            ));
+        };
+        let v = match answer {
+            Ok(v) => match self.import(&v, 0) {
+                Ok(v) => v,
+                Err(Fault::Guest(m)) => {
+                    self.raise_on_run.get_or_insert(m);
+                    Value::Undefined
+                }
+                Err(Fault::Fatal(e)) => {
+                    self.status = Status::Finished;
+                    return Err(e);
+                }
+            },
+            Err(m) => {
+                self.raise_on_run.get_or_insert(m);
+                Value::Undefined
+            }
+        };
+        self.deferred.remove(i);
+        for r in self.regs.iter_mut() {
+            if *r == Value::Pending(id) {
+                *r = v;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every host call not answered yet: the one the run is stopped at (if any), then the
+    /// deferred ones, by id.
+    pub fn pending_calls(&self) -> Vec<PendingHostCall> {
+        let mut out = Vec::new();
+        let mut push = |id: u32, atom: u16, input: Value, deferred: bool| {
+            if let Ok(input) = self.export(input) {
+                out.push(PendingHostCall {
+                    id,
+                    call: HostCall {
+                        atom: self.program.atoms[atom as usize].clone(),
+                        input,
+                    },
+                    deferred,
+                });
+            }
+        };
+        if let Status::AwaitingHost {
+            id, atom, input, ..
+        } = self.status
+        {
+            push(id, atom, input, false);
+        }
+        for d in &self.deferred {
+            push(d.id, d.atom, d.input, true);
+        }
+        out
+    }
+
+    /// The id of the host call the run is stopped at.
+    pub fn awaiting_call_id(&self) -> Option<u32> {
+        match self.status {
+            Status::AwaitingHost { id, .. } => Some(id),
+            _ => None,
+        }
+    }
+
+    /// Host calls issued so far (deferred ones included).
+    pub fn host_calls(&self) -> u32 {
+        self.next_call_id
+    }
+
+    pub(super) fn blocks_on_pending(&self, op: &Op, base: usize) -> bool {
+        if self.deferred.is_empty() || matches!(op, Op::Move { .. }) {
+            return false;
+        }
+        let mut hit = false;
+        let mut run_base: Option<usize> = None;
+        op.operands(|o| match o {
+            ajs_bytecode::isa::Operand::Read(r) => {
+                hit |= matches!(self.regs.get(base + r as usize), Some(Value::Pending(_)));
+            }
+            ajs_bytecode::isa::Operand::Base(r) => run_base = Some(base + r as usize),
+            ajs_bytecode::isa::Operand::Count(n) => {
+                if let Some(s) = run_base.take() {
+                    let end = (s + n as usize).min(self.regs.len());
+                    hit |= self.regs[s.min(end)..end]
+                        .iter()
+                        .any(|v| matches!(v, Value::Pending(_)));
+                }
+            }
+            _ => {}
+        });
+        hit
+    }
+
+    // ---- budgets carried across processes ----
+
+    /// Wall-clock milliseconds the run spent before it was last snapshotted (the driver adds
+    /// its own time before snapshotting, with [`Vm::set_elapsed_ms`]).
+    pub fn elapsed_ms(&self) -> u64 {
+        self.elapsed_ms
+    }
+
+    /// Records the run's total elapsed wall-clock time.
+    pub fn set_elapsed_ms(&mut self, ms: u64) {
+        self.elapsed_ms = ms;
+    }
+
+    /// The fuel budget, in milli-fuel.
+    pub fn fuel_budget_milli(&self) -> u64 {
+        self.fuel_budget
+    }
+
+    /// Opaque host data carried through snapshots.
+    pub fn host_data(&self) -> &[u8] {
+        &self.host_data
+    }
+
+    /// Sets the opaque host data carried through snapshots.
+    pub fn set_host_data(&mut self, data: Vec<u8>) {
+        self.host_data = data;
+    }
+
+    // ---- the host clock and randomness ----
+
+    /// Sets the host clock.
+    pub fn set_clock(&mut self, clock: fn() -> f64) {
+        self.clock = clock;
+    }
+
+    /// Answers the clock with these readings, in order, instead of the host clock (replay).
+    /// Past the last reading the clock answers `NaN`.
+    pub fn set_clock_replay(&mut self, readings: Vec<f64>) {
+        self.clock_replay = Some(readings);
+    }
+
+    /// Every clock reading the run made, in order.
+    pub fn clock_readings(&self) -> &[f64] {
+        &self.clock_log
+    }
+
+    /// The seed the run's randomness started from.
+    pub fn random_seed(&self) -> u64 {
+        self.random_seed
+    }
+
+    pub(crate) fn now(&mut self) -> f64 {
+        let t = match &self.clock_replay {
+            Some(r) => r.get(self.clock_log.len()).copied().unwrap_or(f64::NAN),
+            None => (self.clock)(),
+        };
+        if self.clock_log.len() < 1 << 20 {
+            self.clock_log.push(t);
+        }
+        t
+    }
+
+    // ---- tracing ----
+
+    /// Turns tracing on (keeping at most `cap` steps; later ones are counted) or off (`None`).
+    pub fn set_trace(&mut self, cap: Option<usize>) {
+        match cap {
+            Some(c) => {
+                self.trace = Some(Vec::new());
+                self.trace_cap = c;
+            }
+            None => self.trace = None,
+        }
+    }
+
+    /// Takes the steps traced so far and the number dropped past the cap.
+    pub fn take_trace(&mut self) -> (Vec<TraceStep>, u64) {
+        let steps = self.trace.as_mut().map(std::mem::take).unwrap_or_default();
+        (steps, std::mem::take(&mut self.trace_dropped))
+    }
+
+    pub(super) fn trace_step(&mut self, op: &'static str, pos: Option<SourcePos>) {
+        let used = self.fuel_budget - self.fuel_left;
+        let cap = self.trace_cap;
+        if let Some(t) = &mut self.trace {
+            if let Some(last) = t.last_mut() {
+                if last.fuel_after == u64::MAX {
+                    last.fuel_after = used;
+                }
+            }
+            if t.len() < cap {
+                t.push(TraceStep {
+                    op,
+                    fuel_before: used,
+                    fuel_after: u64::MAX,
+                    pos,
+                });
+            } else {
+                self.trace_dropped += 1;
+            }
+        }
+    }
+
+    pub(super) fn close_trace(&mut self) {
+        let used = self.fuel_budget - self.fuel_left;
+        if let Some(last) = self.trace.as_mut().and_then(|t| t.last_mut()) {
+            if last.fuel_after == u64::MAX {
+                last.fuel_after = used;
+            }
+        }
+    }
+}
