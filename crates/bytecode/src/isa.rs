@@ -334,9 +334,10 @@ define_ops! {
     ObjectAssign = 0x48 { obj: Src, src: Src } cost BASE;
     /// Defines property `key` (a run-time value made a property key) of the object in `obj`.
     InitIndex = 0x49 { obj: Src, key: Src, val: Src } cost BASE;
-    /// Raises a guest error unless `src` can be destructured: an array when `array` is 1, anything
-    /// but null or undefined when it is 0.
-    CheckDestructure = 0x4a { src: Src, array: Imm } cost BASE;
+    /// `dst` = `src` made ready to destructure: a guest error for null or undefined; with
+    /// `array` 1, a string becomes the array of its code points and anything else that is not an
+    /// array is an error.
+    Destructurable = 0x4a { dst: Dst, src: Src, array: Count } cost BASE;
     /// `dst` = a copy of the object in `src` without the keys held (as strings) in the registers
     /// `base .. base + count` (`let { a, ...rest } = src`).
     ObjectRest = 0x4b { dst: Dst, src: Src, base: Base, count: Count } cost BASE;

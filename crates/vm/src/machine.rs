@@ -788,8 +788,9 @@ impl Vm {
                         let (o, k, v) = (r!(obj), r!(key), r!(val));
                         tryop!(self.init_index(o, k, v));
                     }
-                    Op::CheckDestructure { src, array } => {
-                        tryop!(self.check_destructure(r!(src), array.0 == 1));
+                    Op::Destructurable { dst, src, array } => {
+                        let v = r!(src);
+                        r!(dst) = tryop!(self.destructurable(v, array.0 == 1));
                     }
                     Op::ObjectRest {
                         dst,

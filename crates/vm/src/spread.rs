@@ -132,18 +132,19 @@ impl Vm {
         self.set_prop(obj, kg, val)
     }
 
-    /// Checks a destructuring source.
-    pub(crate) fn check_destructure(&self, v: Value, array: bool) -> OpResult<()> {
+    /// A destructuring source: refused when null or undefined (or, for an array pattern, when
+    /// neither an array nor a string); a string becomes the array of its code points.
+    pub(crate) fn destructurable(&mut self, v: Value, array: bool) -> OpResult<Value> {
         match (v, array) {
-            (Value::Null | Value::Undefined, _) => guest(format!(
-                "Cannot destructure {}",
-                if matches!(v, Value::Null) {
-                    "null"
-                } else {
-                    "undefined"
-                }
-            )),
-            (Value::Arr(_), true) | (_, false) => Ok(()),
+            (Value::Null, _) => guest("Cannot destructure null"),
+            (Value::Undefined, _) => guest("Cannot destructure undefined"),
+            (Value::Str(_), true) => {
+                self.reserve(crate::heap::arr_bytes(0), &[v])?;
+                let arr = Value::Arr(self.heap.insert(Cell::Arr(Vec::new())));
+                self.spread_into_array(arr, v)?;
+                Ok(arr)
+            }
+            (Value::Arr(_), true) | (_, false) => Ok(v),
             (other, true) => guest(format!(
                 "Cannot destructure {} as an array",
                 self.describe(other)

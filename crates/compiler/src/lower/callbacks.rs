@@ -459,49 +459,26 @@ impl Lowerer<'_> {
                     }
                     self.bind(b.name.as_str(), reg, false);
                 }
-                BindingPattern::ObjectPattern(o) if o.rest.is_none() => {
-                    for prop in &o.properties {
-                        let (BindingPattern::BindingIdentifier(b), Some(key)) =
-                            (&prop.value, prop.key.static_name())
-                        else {
-                            self.scopes.pop();
-                            return fail(prop.span, "only simple properties ({ a, b }) can be destructured in callback parameters");
-                        };
-                        if prop.computed {
-                            self.scopes.pop();
-                            return fail(
-                                prop.span,
-                                "computed keys cannot be destructured in callback parameters",
-                            );
-                        }
-                        if forbidden(&key) {
-                            self.scopes.pop();
-                            return fail(prop.span, forbidden_msg(&key));
-                        }
-                        let reg = self.declare(b.name.as_str(), b.span)?;
-                        match src {
-                            Some(s) => {
-                                let k = self.str_const(&key, prop.span)?;
-                                self.emit(
-                                    Op::GetProp {
-                                        dst: Dst(reg),
-                                        obj: Src(s),
-                                        key: Key(k),
-                                    },
-                                    prop.span,
-                                );
-                            }
-                            None => self.emit(Op::LoadUndef { dst: Dst(reg) }, b.span),
-                        }
-                        self.bind(b.name.as_str(), reg, false);
+                pattern => {
+                    // object and array patterns, defaults and rest, as in `let`
+                    let Some(s) = src else {
+                        self.scopes.pop();
+                        return fail(
+                            p.span,
+                            "this callback parameter receives nothing to destructure",
+                        );
+                    };
+                    let mut names = Vec::new();
+                    Self::pattern_names(pattern, &mut names)?;
+                    let mut regs: Vec<(String, u16)> = Vec::with_capacity(names.len());
+                    for (name, nspan) in names {
+                        let reg = self.declare(name, nspan)?;
+                        regs.push((name.to_string(), reg));
                     }
-                }
-                _ => {
-                    self.scopes.pop();
-                    return fail(
-                        p.span,
-                        "callback parameters must be names or { a, b } patterns",
-                    );
+                    self.destructure(pattern, s, &regs)?;
+                    for (name, reg) in regs {
+                        self.bind(&name, reg, false);
+                    }
                 }
             }
         }

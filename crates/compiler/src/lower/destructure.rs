@@ -62,7 +62,12 @@ impl Lowerer<'_> {
         Ok(())
     }
 
-    fn destructure(&mut self, p: &BindingPattern, src: u16, regs: &[(String, u16)]) -> R<()> {
+    pub(super) fn destructure(
+        &mut self,
+        p: &BindingPattern,
+        src: u16,
+        regs: &[(String, u16)],
+    ) -> R<()> {
         let span = p.span();
         match p {
             BindingPattern::BindingIdentifier(b) => {
@@ -113,14 +118,16 @@ impl Lowerer<'_> {
                 self.top = mark;
             }
             BindingPattern::ObjectPattern(o) => {
+                let mark = self.top;
+                let checked = self.alloc(span)?;
                 self.emit(
-                    Op::CheckDestructure {
+                    Op::Destructurable {
+                        dst: Dst(checked),
                         src: Src(src),
-                        array: ajs_bytecode::isa::Imm(0),
+                        array: Count(0),
                     },
                     span,
                 );
-                let mark = self.top;
                 let mut taken: Vec<u16> = Vec::new(); // registers holding the keys taken (for ...rest)
                 for prop in &o.properties {
                     let t = self.alloc(prop.span)?;
@@ -215,14 +222,18 @@ impl Lowerer<'_> {
                 self.top = mark;
             }
             BindingPattern::ArrayPattern(a) => {
+                let original = src;
+                let mark = self.top;
+                // a string destructures by code points, as `[...s]` does
+                let src = self.alloc(span)?;
                 self.emit(
-                    Op::CheckDestructure {
-                        src: Src(src),
-                        array: ajs_bytecode::isa::Imm(1),
+                    Op::Destructurable {
+                        dst: Dst(src),
+                        src: Src(original),
+                        array: Count(1),
                     },
                     span,
                 );
-                let mark = self.top;
                 for (i, el) in a.elements.iter().enumerate() {
                     let Some(el) = el else { continue };
                     let t = self.alloc(el.span())?;
