@@ -1,10 +1,16 @@
 //! Run code nobody trusts: `Eval` and `SafeFunction` over the fuel-metered AJS VM.
 //!
+//! The cargo feature `compiler` (on by default) brings the AJS compiler and with it `Eval`,
+//! `SafeFunction`, [`Runner::compile_agent`], `run_agent` and `run_eval`. Without it (
+//! `default-features = false`) the crate links no parser and runs only compiled artifacts:
+//! [`load_artifact`], then [`Runner::run_program`].
+//!
 //! Three promises: **it halts** (every step costs fuel; a wall-clock timeout backs it up), **it
 //! reaches nothing it was not handed** (the only way out is a capability the host injects) and
 //! **it holds copies, not references** (data crosses the boundary as plain values).
 //!
 //! ```
+//! # #[cfg(feature = "compiler")]
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! use ajs::{Eval, SafeFunction, Options};
 //! use serde_json::json;
@@ -32,10 +38,11 @@ mod signature;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-pub use ajs_bytecode::{Program, SourcePos, VerifiedProgram};
+pub use ajs_bytecode::{LoadError, Program, SourcePos, VerifiedProgram};
+#[cfg(feature = "compiler")]
 pub use ajs_compiler::CompileError;
 pub use ajs_io::{FetchPolicy, HttpClient, LlmClient, LlmConfig, SAFE_RESPONSE_HEADERS};
-pub use ajs_vm::{ErrorKind, JsValue, LogLine, RunError};
+pub use ajs_vm::{ErrorKind, JsValue, LogLevel, LogLine, RunError};
 pub use ajs_vm::{SnapshotError, TraceStep};
 pub use approvals::{
     replay, ApprovalHandler, Approvals, ConfigError, Decision, GatedRunner, Journal, JournalEntry,
@@ -49,6 +56,7 @@ pub use capabilities::{
 pub use driver::CANCELLED_MESSAGE;
 pub use tokio_util::sync::CancellationToken;
 
+#[cfg(feature = "compiler")]
 use ajs_compiler::{compile, CompileOptions, Mode};
 use ajs_vm::{AtomSpec, VmOptions, MILLI};
 
@@ -182,6 +190,20 @@ impl Options {
     }
 }
 
+/// Loads a compiled artifact (`ajs compile`'s output) through the verifier, with its span sidecar
+/// when given. Refuses another format or cost-table version (naming both), another instruction
+/// set, and anything that does not verify (fuel charges are recomputed, never trusted); nothing
+/// from a refused artifact runs.
+///
+/// # Errors
+/// [`LoadError`] saying what is wrong and where.
+pub fn load_artifact(bytes: &[u8], spans: Option<&[u8]>) -> Result<VerifiedProgram, LoadError> {
+    match spans {
+        Some(s) => Program::from_bytes_with_spans(bytes, s),
+        None => Program::from_bytes(bytes),
+    }
+}
+
 fn random_seed() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
@@ -265,6 +287,7 @@ fn json_kind(v: &serde_json::Value) -> &'static str {
     }
 }
 
+#[cfg(feature = "compiler")]
 fn source_check(source: &str, opts: &Options) -> Result<(), String> {
     if opts.max_source_bytes != 0 && source.len() > opts.max_source_bytes {
         return Err(format!(
@@ -288,6 +311,7 @@ fn too_deep(what: &str) -> Outcome {
     )
 }
 
+#[cfg(feature = "compiler")]
 fn compile_error(e: CompileError) -> Outcome {
     let pos = SourcePos {
         line: e.line,
@@ -296,6 +320,7 @@ fn compile_error(e: CompileError) -> Outcome {
     Outcome::failed(e.to_string(), ErrorKind::Input, Some(pos), 0.0)
 }
 
+#[cfg(feature = "compiler")]
 /// Runs a snippet once (the seed's `Eval`). The code sees only the context, as variables.
 #[derive(Clone, Debug, Default)]
 pub struct Eval {
@@ -307,6 +332,7 @@ pub struct Eval {
     pub options: Options,
 }
 
+#[cfg(feature = "compiler")]
 impl Eval {
     /// A snippet with an empty context and default options.
     pub fn new(code: impl Into<String>) -> Eval {
@@ -351,6 +377,7 @@ impl Eval {
     }
 }
 
+#[cfg(feature = "compiler")]
 /// A function body compiled once and called many times (the seed's `SafeFunction`). Each call
 /// gets the full budget.
 #[derive(Clone, Debug)]
@@ -360,6 +387,7 @@ pub struct SafeFunction {
     options: Options,
 }
 
+#[cfg(feature = "compiler")]
 /// Why a `SafeFunction` could not be created.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum CreateError {
@@ -374,6 +402,7 @@ pub enum CreateError {
     Compile(#[from] CompileError),
 }
 
+#[cfg(feature = "compiler")]
 impl SafeFunction {
     /// Compiles `body` with parameter names `params`.
     ///
@@ -506,6 +535,7 @@ impl Runner {
         Ok(())
     }
 
+    #[cfg(feature = "compiler")]
     /// Compiles an agent program (top-level functions, the last one the entry).
     ///
     /// # Errors
@@ -533,6 +563,7 @@ impl Runner {
         })
     }
 
+    #[cfg(feature = "compiler")]
     /// Compiles and runs an agent program with `args` (a JSON object keyed by parameter name).
     pub async fn run_agent(
         &self,
@@ -619,6 +650,7 @@ impl Runner {
         out
     }
 
+    #[cfg(feature = "compiler")]
     /// Compiles and runs a snippet by `Eval`'s rules under this runner's quotas and heap ceiling.
     pub async fn run_eval(
         &self,
@@ -693,6 +725,24 @@ impl Runner {
             .collect();
         let vm_opts = options.vm_options(&self.quotas, self.max_heap_bytes);
         driver::run_program(program.clone(), &args, vm_opts, options, self.env()).await
+    }
+
+    /// Checks, before anything runs, that every atom the program calls (`Program::atoms`) is
+    /// one these options provide: `httpFetch`, `llmPredict` or a registered host atom.
+    ///
+    /// # Errors
+    /// `This program calls the atom 'NAME', which this runner does not provide`.
+    pub fn check_atoms(program: &Program, options: &Options) -> Result<(), String> {
+        match program
+            .atoms
+            .iter()
+            .find(|a| options.capabilities.decl(a).is_none())
+        {
+            Some(a) => Err(format!(
+                "This program calls the atom '{a}', which this runner does not provide"
+            )),
+            None => Ok(()),
+        }
     }
 
     fn env(&self) -> driver::RunEnv<'_> {

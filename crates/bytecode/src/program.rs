@@ -15,6 +15,8 @@ pub const MAGIC: [u8; 4] = *b"AJSB";
 pub const FORMAT_VERSION: u16 = 1;
 /// Version of the fuel cost table (bumped whenever any cost changes).
 pub const COST_VERSION: u16 = 1;
+/// First bytes of a span sidecar (the span table `--strip` moves out of an artifact).
+pub const SPANS_MAGIC: [u8; 4] = *b"AJSS";
 /// Most functions a program may hold.
 pub const MAX_FUNCTIONS: usize = u16::MAX as usize;
 /// Most constants a program may hold.
@@ -218,6 +220,20 @@ pub enum LoadError {
     /// A program-level table is invalid.
     #[error("invalid program: {0}")]
     Program(String),
+    /// A span sidecar that is malformed or belongs to another artifact.
+    #[error("span sidecar refused: {0}")]
+    Spans(String),
+}
+
+/// A 64-bit FNV-1a fingerprint of an artifact's bytes; a span sidecar records the fingerprint of
+/// the stripped artifact it belongs to.
+pub fn artifact_fingerprint(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
 }
 
 /// What is wrong with one instruction.
@@ -431,6 +447,68 @@ impl Program {
     /// Removes the span table (for deployment); error positions are then unknown.
     pub fn strip(&mut self) {
         self.debug = None;
+    }
+
+    /// Serializes the program without its span table, and the span table (if any) as a sidecar
+    /// bound to those exact artifact bytes: `SPANS_MAGIC`, format version, the artifact's
+    /// [`artifact_fingerprint`], then the table.
+    pub fn to_stripped_bytes(&self) -> (Vec<u8>, Option<Vec<u8>>) {
+        let mut stripped = self.clone();
+        let debug = stripped.debug.take();
+        let artifact = stripped.to_bytes();
+        let sidecar = debug.map(|d| {
+            let mut out = Vec::new();
+            out.extend_from_slice(&SPANS_MAGIC);
+            out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+            out.extend_from_slice(&artifact_fingerprint(&artifact).to_le_bytes());
+            if let Ok(body) = postcard::to_stdvec(&d) {
+                out.extend_from_slice(&body);
+            }
+            out
+        });
+        (artifact, sidecar)
+    }
+
+    /// Loads a stripped artifact together with its span sidecar (see
+    /// [`Program::to_stripped_bytes`]): the artifact is verified as by [`Program::from_bytes`],
+    /// then the sidecar must name this artifact's fingerprint and match its code exactly.
+    ///
+    /// # Errors
+    /// [`LoadError`]; [`LoadError::Spans`] when the sidecar is malformed or belongs elsewhere.
+    pub fn from_bytes_with_spans(
+        artifact: &[u8],
+        sidecar: &[u8],
+    ) -> Result<VerifiedProgram, LoadError> {
+        const HEADER: usize = 4 + 2 + 8;
+        let program = Program::from_bytes(artifact)?;
+        if sidecar.len() < HEADER || sidecar[..4] != SPANS_MAGIC {
+            return Err(LoadError::Spans("not a span sidecar (bad magic)".into()));
+        }
+        let format = u16::from_le_bytes([sidecar[4], sidecar[5]]);
+        if format != FORMAT_VERSION {
+            return Err(LoadError::Spans(format!(
+                "format version {format} is not supported (this build reads version {FORMAT_VERSION})"
+            )));
+        }
+        let mut h = [0u8; 8];
+        h.copy_from_slice(&sidecar[6..14]);
+        let found = u64::from_le_bytes(h);
+        let expected = artifact_fingerprint(artifact);
+        if found != expected {
+            return Err(LoadError::Spans(format!(
+                "it belongs to artifact {found:016x}, not this one ({expected:016x})"
+            )));
+        }
+        let debug: DebugInfo = postcard::from_bytes(&sidecar[HEADER..])
+            .map_err(|e| LoadError::Spans(format!("malformed table: {e}")))?;
+        if program.debug.is_some() {
+            return Err(LoadError::Spans(
+                "the artifact already carries a span table".into(),
+            ));
+        }
+        let mut p = program.program().clone();
+        p.debug = Some(debug);
+        p.verify()
     }
 
     /// The source position of instruction `pc` of function `func`, when spans are present.

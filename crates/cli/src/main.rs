@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use ajs::{Eval, Options};
 use serde_json::{Map, Value};
 
-const USAGE: &str = "\
+const USAGE_TEMPLATE: &str = "\
 ajs: run untrusted AJS code in a fuel-metered VM
 
 Usage:
@@ -25,11 +25,29 @@ Usage:
       Prints the disassembly of a compiled artifact (a file starting with `AJSB`) or of AJS
       source, compiled as an Eval snippet whose context declares the given names (or, with
       --params, as a function body with these parameters). FILE '-' reads stdin.
-  ajs --help
+  ajs compile AGENT.ajs [-o OUT.ajsb] [--strip] [--spans PATH] [--atoms a,b]
+      Compiles an agent program into a versioned artifact (format version, cost-table version,
+      instruction-set fingerprint; default OUT: AGENT with the extension .ajsb). --strip moves
+      the span table to a sidecar file (OUT.spans, or PATH) that `exec --spans` takes back.
+      --atoms declares host atoms besides httpFetch and llmPredict; a runner refuses an
+      artifact calling an atom it does not provide.
+{exec}{serve}  ajs --help
       Shows this text.
 
 Options take `--name value` or `--name=value`; `--` ends the options.
 ";
+
+fn usage() -> String {
+    USAGE_TEMPLATE
+        .replace(
+            "{exec}",
+            &ajs_runner::cli::EXEC_USAGE.replace("  exec", "  ajs exec"),
+        )
+        .replace(
+            "{serve}",
+            &ajs_runner::cli::SERVE_USAGE.replace("  serve", "  ajs serve"),
+        )
+}
 
 /// Bad command-line usage: the message, printed to stderr with exit code 2.
 struct Usage(String);
@@ -38,12 +56,15 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         None | Some("--help" | "-h" | "help") => {
-            print!("{USAGE}");
+            print!("{}", usage());
             Ok(ExitCode::SUCCESS)
         }
         Some("eval") => cmd_eval(&args[1..]),
         Some("cases") => cmd_cases(&args[1..]),
         Some("disasm") => cmd_disasm(&args[1..]),
+        Some("compile") => cmd_compile(&args[1..]),
+        Some("exec") => ajs_runner::cli::exec("ajs", &args[1..]).map_err(|e| Usage(e.0)),
+        Some("serve") => ajs_runner::cli::serve("ajs", &args[1..]).map_err(|e| Usage(e.0)),
         Some(other) => Err(Usage(format!("unknown command '{other}'"))),
     };
     match result {
@@ -132,7 +153,7 @@ fn read_stdin() -> Result<Vec<u8>, Usage> {
 
 fn cmd_eval(args: &[String]) -> Result<ExitCode, Usage> {
     if args.iter().any(|a| a == "--help" || a == "-h") {
-        print!("{USAGE}");
+        print!("{}", usage());
         return Ok(ExitCode::SUCCESS);
     }
     let p = parse_args(
@@ -196,6 +217,103 @@ fn cmd_cases(args: &[String]) -> Result<ExitCode, Usage> {
     } else {
         ExitCode::from(1)
     })
+}
+
+fn cmd_compile(args: &[String]) -> Result<ExitCode, Usage> {
+    let strip = args.iter().any(|a| a == "--strip");
+    let rest: Vec<String> = args
+        .iter()
+        .filter(|a| *a != "--strip")
+        .map(|a| if a == "-o" { "--out".into() } else { a.clone() })
+        .collect();
+    let p = parse_args(
+        &rest,
+        &["--out", "--spans", "--atoms", "--max-source-bytes"],
+    )?;
+    let file = match p.positional.as_slice() {
+        [f] => f.clone(),
+        [] => return Err(Usage("compile needs an AGENT source file".into())),
+        more => {
+            return Err(Usage(format!(
+                "compile takes one AGENT argument, got {}",
+                more.len()
+            )))
+        }
+    };
+    let mut out = None;
+    let mut spans = None;
+    let mut options = Options {
+        max_source_bytes: 1024 * 1024,
+        ..Options::default()
+    };
+    for (name, value) in &p.options {
+        match name.as_str() {
+            "--out" => out = Some(value.clone()),
+            "--spans" => spans = Some(value.clone()),
+            "--max-source-bytes" => options.max_source_bytes = parse_num(name, value)?,
+            _ => {
+                for atom in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                    // Only the name matters to the compiler; the runner provides the real atom.
+                    options.capabilities = options.capabilities.with_atom(atom, |_| async {
+                        Err("not available at compile time".to_string())
+                    });
+                }
+            }
+        }
+    }
+    if spans.is_some() && !strip {
+        return Err(Usage("--spans names the sidecar of --strip".into()));
+    }
+    let out = out.unwrap_or_else(|| {
+        let path = std::path::Path::new(&file);
+        path.with_extension("ajsb").to_string_lossy().into_owned()
+    });
+    let spans = spans.unwrap_or_else(|| format!("{out}.spans"));
+    let source = match std::fs::read(&file) {
+        Ok(b) => match String::from_utf8(b) {
+            Ok(s) => s,
+            Err(_) => {
+                eprintln!("ajs compile: {file} is not UTF-8");
+                return Ok(ExitCode::from(1));
+            }
+        },
+        Err(e) => {
+            eprintln!("ajs compile: cannot read {file}: {e}");
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let program = match ajs::Runner::compile_agent(&source, &options) {
+        Ok(p) => p,
+        Err(ajs::CreateError::Compile(e)) => {
+            eprintln!(
+                "ajs compile: {}",
+                e.to_string()
+                    .replace(" at <source>:", &format!(" at {file}:"))
+            );
+            return Ok(ExitCode::from(1));
+        }
+        Err(e) => {
+            eprintln!("ajs compile: {file}: {e}");
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let write = |path: &str, bytes: &[u8]| {
+        std::fs::write(path, bytes).map_err(|e| eprintln!("ajs compile: cannot write {path}: {e}"))
+    };
+    if strip {
+        let (artifact, sidecar) = program.to_stripped_bytes();
+        if write(&out, &artifact).is_err() {
+            return Ok(ExitCode::from(1));
+        }
+        if let Some(s) = sidecar {
+            if write(&spans, &s).is_err() {
+                return Ok(ExitCode::from(1));
+            }
+        }
+    } else if write(&out, &program.to_bytes()).is_err() {
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn cmd_disasm(args: &[String]) -> Result<ExitCode, Usage> {

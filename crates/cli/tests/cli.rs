@@ -268,3 +268,62 @@ fn disasm_artifact_and_errors() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("cannot read"));
 }
+
+#[test]
+fn compile_then_exec_with_and_without_spans() {
+    let src = TempFile::new(
+        "ajs",
+        b"function main({ n: 1 }) {\n  if (n < 0) {\n    Error('negative')\n  }\n  return { twice: n * 2 }\n}\n",
+    );
+    let out = format!("{}.ajsb", src.path());
+    let spans = format!("{out}.spans");
+    let o = ajs(&["compile", src.path(), "-o", &out, "--strip"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::read(&out).unwrap().starts_with(b"AJSB"));
+    let o = ajs(&["exec", &out, "--args", r#"{"n": 4}"#]);
+    assert_eq!(
+        serde_json::from_str::<Value>(&stdout(&o)).unwrap()["result"],
+        json!({ "twice": 8 })
+    );
+    let o = ajs(&["exec", &out, "--args", r#"{"n": -1}"#, "--spans", &spans]);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(
+        v["error"],
+        json!({ "message": "negative", "kind": "guest", "line": 3, "column": 4 })
+    );
+    // Another format version is refused, naming both versions; nothing runs.
+    let mut bytes = std::fs::read(&out).unwrap();
+    bytes[4] = 9;
+    std::fs::write(&out, &bytes).unwrap();
+    let o = ajs(&["exec", &out]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o)
+            .contains("artifact format version 9 is not supported (this build reads version 1)"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stdout(&o).is_empty());
+    let _ = std::fs::remove_file(&out);
+    let _ = std::fs::remove_file(&spans);
+}
+
+#[test]
+fn compile_reports_errors_with_the_file_name() {
+    let src = TempFile::new("ajs", b"function main() { return { v: lookup({}) } }");
+    let out = format!("{}.ajsb", src.path());
+    let o = ajs(&["compile", src.path(), "-o", &out]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("'lookup' is not defined"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains(src.path()), "{}", stderr(&o));
+    let o = ajs(&["compile", src.path(), "-o", &out, "--atoms", "lookup"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = ajs(&["exec", &out]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("the atom 'lookup'"), "{}", stderr(&o));
+    let _ = std::fs::remove_file(&out);
+}

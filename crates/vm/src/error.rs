@@ -26,6 +26,21 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    /// The kind's name in logs and JSON answers (`guest`, `outOfFuel`, `timeout`, `quota`,
+    /// `callDepth`, `boundary`, `cancelled`, `input`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Guest => "guest",
+            ErrorKind::OutOfFuel => "outOfFuel",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Quota => "quota",
+            ErrorKind::CallDepth => "callDepth",
+            ErrorKind::Boundary => "boundary",
+            ErrorKind::Cancelled => "cancelled",
+            ErrorKind::Input => "input",
+        }
+    }
+
     /// Whether a guest `try` can catch this kind (decision 4).
     pub fn catchable(self) -> bool {
         matches!(self, ErrorKind::Guest)

@@ -1,0 +1,395 @@
+//! `ajs serve` in-process: a run, the refusals (400, 404, 405, 413, 503), the agent-depth chain
+//! and graceful shutdown.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ajs::{Options, Runner};
+use ajs_runner::{Server, ServerConfig};
+use base64::Engine;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::{Request, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde_json::{json, Value};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{oneshot, Notify};
+
+fn artifact(source: &str) -> String {
+    let p = Runner::compile_agent(source, &Options::default()).expect("compiles");
+    base64::engine::general_purpose::STANDARD.encode(p.to_bytes())
+}
+
+struct Running {
+    addr: std::net::SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    done: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    fn url(&self) -> String {
+        format!("http://{}/run", self.addr)
+    }
+    async fn shutdown(mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        tokio::time::timeout(Duration::from_secs(10), self.done)
+            .await
+            .expect("server stops")
+            .unwrap();
+    }
+}
+
+async fn start(config: Value) -> Running {
+    let mut config: ServerConfig = serde_json::from_value(config).expect("config");
+    config.listen = "127.0.0.1:0".into();
+    let server = Server::bind(config).await.expect("binds");
+    let addr = server.local_addr();
+    let (tx, rx) = oneshot::channel::<()>();
+    let done = tokio::spawn(server.run(async {
+        let _ = rx.await;
+    }));
+    Running {
+        addr,
+        stop: Some(tx),
+        done,
+    }
+}
+
+/// One request on a fresh connection: status and JSON body.
+async fn post(
+    addr: std::net::SocketAddr,
+    path: &str,
+    method: &str,
+    headers: &[(&str, &str)],
+    body: Vec<u8>,
+) -> (StatusCode, Value) {
+    let stream = TcpStream::connect(addr).await.expect("connects");
+    let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let mut req = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", addr.to_string())
+        .header("content-type", "application/json");
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let resp = send
+        .send_request(req.body(Full::new(Bytes::from(body))).unwrap())
+        .await
+        .expect("answer");
+    let status = resp.status();
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    let v = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    (status, v)
+}
+
+async fn run(addr: std::net::SocketAddr, body: Value) -> (StatusCode, Value) {
+    post(addr, "/run", "POST", &[], body.to_string().into_bytes()).await
+}
+
+const DOUBLE: &str =
+    "function main({ n: 1 }) {\n  console.log('n is ' + n)\n  return { twice: n * 2 }\n}";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_an_artifact() {
+    let s = start(json!({})).await;
+    let (st, v) = run(
+        s.addr,
+        json!({ "artifact": artifact(DOUBLE), "args": { "n": 21 } }),
+    )
+    .await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    assert_eq!(v["result"], json!({ "twice": 42 }));
+    assert!(v["fuelUsed"].as_f64().unwrap() > 0.0);
+    assert!(v.get("log").is_none());
+    let (_, v) = run(
+        s.addr,
+        json!({ "artifact": artifact(DOUBLE), "args": { "n": 2 }, "log": true, "options": { "fuel": 50, "timeoutMs": 1000 } }),
+    )
+    .await;
+    assert_eq!(v["log"], json!([{ "level": "info", "message": "n is 2" }]));
+    // A run that fails is still a 200 with the outcome.
+    let (st, v) = run(
+        s.addr,
+        json!({ "artifact": artifact("function main() { while (true) {} }"), "options": { "fuel": 5 } }),
+    )
+    .await;
+    assert_eq!(st, StatusCode::OK);
+    assert_eq!(v["error"]["message"], "Out of Fuel");
+    assert_eq!(v["error"]["kind"], "outOfFuel");
+    let (st, v) = run(
+        s.addr,
+        json!({ "artifact": artifact(DOUBLE), "args": { "n": "x" } }),
+    )
+    .await;
+    assert_eq!(st, StatusCode::OK);
+    assert_eq!(v["error"]["kind"], "input", "{v}");
+    let (st, v) = post(s.addr, "/healthz", "GET", &[], vec![]).await;
+    assert_eq!((st, v), (StatusCode::OK, json!({ "ok": true })));
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_are_4xx_json() {
+    let s =
+        start(json!({ "limits": { "maxRequestBytes": 4096, "maxFuel": 100, "defaultFuel": 50 } }))
+            .await;
+    let good = artifact(DOUBLE);
+    let kind = |v: &Value| v["error"]["kind"].as_str().unwrap_or("").to_string();
+    let (st, v) = post(s.addr, "/run", "POST", &[], b"{not json".to_vec()).await;
+    assert_eq!(
+        (st, kind(&v)),
+        (StatusCode::BAD_REQUEST, "badRequest".into())
+    );
+    let (st, v) = run(s.addr, json!({ "artifact": "%%%" })).await;
+    assert_eq!(st, StatusCode::BAD_REQUEST);
+    assert!(v["error"]["message"].as_str().unwrap().contains("base64"));
+    // Tampered: a flipped byte in the instruction-set fingerprint, and a truncated body.
+    let mut bytes = base64::engine::general_purpose::STANDARD
+        .decode(&good)
+        .unwrap();
+    bytes[9] ^= 1;
+    let (st, v) = run(
+        s.addr,
+        json!({ "artifact": base64::engine::general_purpose::STANDARD.encode(&bytes) }),
+    )
+    .await;
+    assert_eq!(
+        (st, kind(&v)),
+        (StatusCode::BAD_REQUEST, "artifactRefused".into())
+    );
+    bytes[9] ^= 1;
+    bytes.truncate(bytes.len() - 3);
+    let (st, v) = run(
+        s.addr,
+        json!({ "artifact": base64::engine::general_purpose::STANDARD.encode(&bytes) }),
+    )
+    .await;
+    assert_eq!(
+        (st, kind(&v)),
+        (StatusCode::BAD_REQUEST, "artifactRefused".into())
+    );
+    // Source is refused unless the config allows it.
+    let (st, v) = run(s.addr, json!({ "source": DOUBLE })).await;
+    assert_eq!(
+        (st, kind(&v)),
+        (StatusCode::BAD_REQUEST, "sourceRefused".into())
+    );
+    let (st, v) = run(
+        s.addr,
+        json!({ "artifact": good, "options": { "fuel": 1000 } }),
+    )
+    .await;
+    assert_eq!(st, StatusCode::BAD_REQUEST);
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("limits.maxFuel"),
+        "{v}"
+    );
+    let (st, _) = run(s.addr, json!({ "artifact": good, "extra": 1 })).await;
+    assert_eq!(st, StatusCode::BAD_REQUEST, "unknown fields are refused");
+    let (st, _) = post(
+        s.addr,
+        "/run",
+        "POST",
+        &[("x-agent-depth", "minus one")],
+        json!({ "artifact": good }).to_string().into_bytes(),
+    )
+    .await;
+    assert_eq!(st, StatusCode::BAD_REQUEST);
+    // An atom the server does not provide.
+    let opts = Options {
+        capabilities: ajs::Capabilities::default().with_atom("lookup", |v| async move { Ok(v) }),
+        ..Options::default()
+    };
+    let p = Runner::compile_agent("function main() { return lookup({}) }", &opts).unwrap();
+    let (st, v) = run(
+        s.addr,
+        json!({ "artifact": base64::engine::general_purpose::STANDARD.encode(p.to_bytes()) }),
+    )
+    .await;
+    assert_eq!(
+        (st, kind(&v)),
+        (StatusCode::BAD_REQUEST, "atomRefused".into())
+    );
+    assert!(v["error"]["message"].as_str().unwrap().contains("'lookup'"));
+    // 413, 404, 405.
+    let big = json!({ "artifact": good, "args": { "pad": "x".repeat(5000) } });
+    let (st, v) = run(s.addr, big).await;
+    assert_eq!(
+        (st, kind(&v)),
+        (StatusCode::PAYLOAD_TOO_LARGE, "tooLarge".into())
+    );
+    let (st, _) = post(s.addr, "/nope", "POST", &[], vec![]).await;
+    assert_eq!(st, StatusCode::NOT_FOUND);
+    let (st, _) = post(s.addr, "/run", "GET", &[], vec![]).await;
+    assert_eq!(st, StatusCode::METHOD_NOT_ALLOWED);
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn source_when_allowed() {
+    let s = start(json!({ "acceptSource": true })).await;
+    let (st, v) = run(s.addr, json!({ "source": DOUBLE, "args": { "n": 4 } })).await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    assert_eq!(v["result"], json!({ "twice": 8 }));
+    let (st, v) = run(s.addr, json!({ "source": "function main( {" })).await;
+    assert_eq!(st, StatusCode::BAD_REQUEST);
+    assert_eq!(v["error"]["kind"], "compileError");
+    s.shutdown().await;
+}
+
+/// A plain HTTP server that answers each request with the `X-Agent-Depth` it received, after
+/// `gate` is notified when one is given. `accepted` is notified on every request.
+async fn echo_server(gate: Option<Arc<Notify>>, accepted: Arc<Notify>) -> std::net::SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = l.accept().await else {
+                return;
+            };
+            let gate = gate.clone();
+            let accepted = accepted.clone();
+            tokio::spawn(async move {
+                let svc = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
+                    let gate = gate.clone();
+                    let accepted = accepted.clone();
+                    async move {
+                        accepted.notify_one();
+                        if let Some(g) = gate {
+                            g.notified().await;
+                        }
+                        let depth = req
+                            .headers()
+                            .get("x-agent-depth")
+                            .and_then(|v| v.to_str().ok())
+                            .unwrap_or("none")
+                            .to_string();
+                        let body = json!({ "depth": depth }).to_string();
+                        Ok::<_, std::convert::Infallible>(
+                            hyper::Response::builder()
+                                .header("content-type", "application/json")
+                                .body(Full::new(Bytes::from(body)))
+                                .unwrap(),
+                        )
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+    addr
+}
+
+const FETCHER: &str =
+    "function main({ url: '' }) {\n  let r = httpFetch({ url })\n  return { saw: r.depth }\n}";
+
+fn local_fetch() -> Value {
+    json!({ "domains": ["127.0.0.1"], "methods": ["POST"] })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outgoing_requests_carry_depth_plus_one() {
+    let echo = echo_server(None, Arc::new(Notify::new())).await;
+    let s = start(json!({ "fetch": local_fetch() })).await;
+    let body =
+        json!({ "artifact": artifact(FETCHER), "args": { "url": format!("http://{echo}/") } });
+    let (st, v) = run(s.addr, body.clone()).await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    assert_eq!(v["result"], json!({ "saw": "1" }));
+    let (_, v) = post(
+        s.addr,
+        "/run",
+        "POST",
+        &[("X-Agent-Depth", "3")],
+        body.to_string().into_bytes(),
+    )
+    .await;
+    assert_eq!(v["result"], json!({ "saw": "4" }));
+    let (_, v) = post(
+        s.addr,
+        "/run",
+        "POST",
+        &[("X-Agent-Depth", "10")],
+        body.to_string().into_bytes(),
+    )
+    .await;
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Agent request depth exceeded (max 10)"),
+        "{v}"
+    );
+    s.shutdown().await;
+}
+
+const CHAIN: &str = "function main({ url: '', artifact: '', level: 0 }) {\n  let r = null\n  try {\n    r = httpFetch({ url, method: 'POST', body: { artifact, args: { url, artifact, level: level + 1 } } })\n  } catch (e) {\n    return { level, stopped: e }\n  }\n  return { level, inner: r.result ?? r }\n}";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_chain_of_agents_is_cut_at_depth_ten() {
+    let s = start(json!({ "fetch": local_fetch(), "limits": { "maxConcurrentRuns": 16 } })).await;
+    let a = artifact(CHAIN);
+    let (st, v) = run(
+        s.addr,
+        json!({ "artifact": a, "args": { "url": s.url(), "artifact": a } }),
+    )
+    .await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    let mut level = &v["result"];
+    for expect in 0..10 {
+        assert_eq!(level["level"], json!(expect), "{v}");
+        level = &level["inner"];
+    }
+    assert_eq!(level["level"], json!(10), "{v}");
+    assert!(
+        level["stopped"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("Agent request depth exceeded (max 10)"),
+        "{v}"
+    );
+    assert!(level.get("inner").is_none());
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn busy_server_answers_503_then_shuts_down_gracefully() {
+    let gate = Arc::new(Notify::new());
+    let accepted = Arc::new(Notify::new());
+    let echo = echo_server(Some(gate.clone()), accepted.clone()).await;
+    let s = start(json!({ "fetch": local_fetch(), "limits": { "maxConcurrentRuns": 1 } })).await;
+    let addr = s.addr;
+    let body =
+        json!({ "artifact": artifact(FETCHER), "args": { "url": format!("http://{echo}/") } });
+    let held = tokio::spawn(run(addr, body.clone()));
+    accepted.notified().await; // the first run is now waiting on its fetch
+    let (st, v) = run(addr, body.clone()).await;
+    assert_eq!(st, StatusCode::SERVICE_UNAVAILABLE, "{v}");
+    assert_eq!(v["error"]["kind"], "busy");
+    assert!(v["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("maxConcurrentRuns"));
+    // Shut down while the first run is in flight: new connections are refused, the run finishes.
+    let stopping = tokio::spawn(s.shutdown());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        TcpStream::connect(addr).await.is_err(),
+        "no new connections"
+    );
+    assert!(!stopping.is_finished(), "waits for the request in flight");
+    gate.notify_one();
+    let (st, v) = held.await.unwrap();
+    assert_eq!(st, StatusCode::OK, "{v}");
+    assert_eq!(v["result"], json!({ "saw": "1" }));
+    stopping.await.unwrap();
+}

@@ -1,0 +1,242 @@
+//! The server's configuration file (JSON, or TOML when the file name ends in `.toml`).
+//!
+//! Everything a run may reach is declared here, not in the request: the fetch policy, the model
+//! endpoint (and the *name* of the environment variable holding its key), quotas and limits.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use ajs::{Capabilities, FetchPolicy, LlmClient, LlmConfig, Options, Runner};
+use serde::Deserialize;
+
+/// The whole configuration. Every field has a default; unknown fields are refused.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ServerConfig {
+    /// Address to listen on (default `127.0.0.1:8080`; port 0 picks a free one).
+    pub listen: String,
+    /// Whether `POST /run` accepts `source` as well as `artifact` (default false; needs a
+    /// build with the compiler: `ajs serve`, or `ajs-runner` built with the `source` feature).
+    pub accept_source: bool,
+    /// The `httpFetch` policy. Without `domains`, every fetch is refused.
+    pub fetch: FetchConfig,
+    /// The model behind `llmPredict`; without it `llmPredict` fails (catchably) in the guest.
+    pub model: Option<ModelConfig>,
+    /// Most calls per atom per run, e.g. `{ "httpFetch": 5, "llmPredict": 2 }`.
+    pub quotas: HashMap<String, u32>,
+    /// Atoms that will need a human's approval once approvals exist. Until then a program
+    /// calling one is refused before it runs.
+    pub approval_required: Vec<String>,
+    /// Request and run limits.
+    pub limits: Limits,
+    /// `text` (default: one `key=value` line per request) or `json` (one JSON object a line).
+    pub log_format: LogFormat,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            listen: "127.0.0.1:8080".into(),
+            accept_source: false,
+            fetch: FetchConfig::default(),
+            model: None,
+            quotas: HashMap::new(),
+            approval_required: Vec::new(),
+            limits: Limits::default(),
+            log_format: LogFormat::Text,
+        }
+    }
+}
+
+/// Log line format.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// `key=value` text.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// The `httpFetch` admission policy.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct FetchConfig {
+    /// Allowed hosts (`api.example.com`, `*.example.com`, `127.0.0.1`); setting it turns on
+    /// the built-in client.
+    pub domains: Option<Vec<String>>,
+    /// Methods allowed besides GET and HEAD (e.g. `["POST"]`).
+    pub methods: Vec<String>,
+    /// Request headers allowed besides the built-in list.
+    pub headers: Vec<String>,
+}
+
+/// An OpenAI-compatible chat-completions endpoint.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ModelConfig {
+    /// API base, e.g. `https://api.openai.com/v1`.
+    pub base_url: String,
+    /// Model name.
+    pub model: String,
+    /// Name of the environment variable holding the API key (never the key itself).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// Limit on one call (default 120 000 ms).
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+}
+
+/// Request and run limits.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Limits {
+    /// Largest request body in bytes (default 1 MiB); larger ones get 413.
+    pub max_request_bytes: usize,
+    /// Runs at once (default 64); a request beyond that gets 503 at once (no queue).
+    pub max_concurrent_runs: usize,
+    /// Fuel when the request names none (default 1000).
+    pub default_fuel: f64,
+    /// Most fuel a request may ask for (default 100 000); more is a 400.
+    pub max_fuel: f64,
+    /// Timeout when the request names none (default 30 000 ms).
+    pub default_timeout_ms: u64,
+    /// Longest timeout a request may ask for (default 120 000 ms); longer is a 400.
+    pub max_timeout_ms: u64,
+    /// Live-heap ceiling per run (default 64 MiB).
+    pub max_heap_bytes: usize,
+    /// Cap on the arguments' JSON size (default 1 MiB).
+    pub args_max_bytes: usize,
+    /// Source size cap when source is accepted (default 64 KiB).
+    pub max_source_bytes: usize,
+    /// On SIGINT/SIGTERM, how long in-flight requests may take to finish (default 30 000 ms).
+    pub shutdown_grace_ms: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_request_bytes: 1024 * 1024,
+            max_concurrent_runs: 64,
+            default_fuel: ajs::DEFAULT_FUEL,
+            max_fuel: 100_000.0,
+            default_timeout_ms: 30_000,
+            max_timeout_ms: 120_000,
+            max_heap_bytes: 64 * 1024 * 1024,
+            args_max_bytes: 1024 * 1024,
+            max_source_bytes: 64 * 1024,
+            shutdown_grace_ms: 30_000,
+        }
+    }
+}
+
+impl ServerConfig {
+    /// Parses a configuration: TOML when `toml` is true, JSON otherwise.
+    ///
+    /// # Errors
+    /// The parser's message (unknown fields included).
+    pub fn parse(text: &str, toml: bool) -> Result<ServerConfig, String> {
+        let c: ServerConfig = if toml {
+            toml::from_str(text).map_err(|e| e.to_string())?
+        } else {
+            serde_json::from_str(text).map_err(|e| e.to_string())?
+        };
+        c.check()?;
+        Ok(c)
+    }
+
+    /// Reads and parses a configuration file (TOML if its name ends in `.toml`).
+    ///
+    /// # Errors
+    /// Why it could not be read or parsed, naming the file.
+    pub fn load(path: &str) -> Result<ServerConfig, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+        ServerConfig::parse(&text, path.ends_with(".toml")).map_err(|e| format!("{path}: {e}"))
+    }
+
+    /// Checks the values against their bounds.
+    ///
+    /// # Errors
+    /// The first field out of range.
+    pub fn check(&self) -> Result<(), String> {
+        let l = &self.limits;
+        if l.max_concurrent_runs == 0 {
+            return Err("limits.maxConcurrentRuns must be at least 1".into());
+        }
+        if !(l.default_fuel.is_finite() && l.default_fuel >= 0.0 && l.default_fuel <= l.max_fuel) {
+            return Err("limits.defaultFuel must be between 0 and limits.maxFuel".into());
+        }
+        if l.default_timeout_ms == 0 || l.default_timeout_ms > l.max_timeout_ms {
+            return Err("limits.defaultTimeoutMs must be between 1 and limits.maxTimeoutMs".into());
+        }
+        if l.max_heap_bytes < ajs::MIN_HEAP_BYTES {
+            return Err(format!(
+                "limits.maxHeapBytes must be at least {}",
+                ajs::MIN_HEAP_BYTES
+            ));
+        }
+        if self.accept_source && !cfg!(feature = "source") {
+            return Err(
+                "acceptSource is true but this build has no compiler (use `ajs serve`)".into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// The options every run starts from: capabilities (built-in fetch client when domains are
+    /// set, the model client when configured), the fetch policy and the default limits.
+    pub fn base_options(&self) -> Options {
+        let mut caps = Capabilities::default();
+        if let Some(m) = &self.model {
+            let mut cfg = LlmConfig::new(&m.base_url, &m.model, m.api_key_env.as_deref());
+            if let Some(ms) = m.timeout_ms {
+                cfg.timeout = Duration::from_millis(ms);
+            }
+            caps = caps.with_llm_client(LlmClient::new(cfg));
+        }
+        Options {
+            fuel: self.limits.default_fuel,
+            timeout_ms: self.limits.default_timeout_ms,
+            max_source_bytes: self.limits.max_source_bytes,
+            args_max_bytes: self.limits.args_max_bytes,
+            fetch_policy: Some(FetchPolicy {
+                domains: self.fetch.domains.clone(),
+                methods: self.fetch.methods.clone(),
+                headers: self.fetch.headers.clone(),
+            }),
+            capabilities: caps,
+            ..Options::default()
+        }
+    }
+
+    /// A runner for one request: this configuration's quotas and heap ceiling, the incoming
+    /// depth, and no state shared with any other run.
+    pub fn runner(&self, depth: u32) -> Runner {
+        Runner {
+            quotas: self.quotas.clone(),
+            max_heap_bytes: self.limits.max_heap_bytes,
+            depth,
+            ledger: None,
+        }
+    }
+
+    /// Refuses, before it runs, a program calling an atom this runner does not provide or one
+    /// that needs approval.
+    ///
+    /// # Errors
+    /// The message naming the atom.
+    pub fn admit_program(&self, program: &ajs::Program, options: &Options) -> Result<(), String> {
+        Runner::check_atoms(program, options)?;
+        if let Some(a) = program
+            .atoms
+            .iter()
+            .find(|a| self.approval_required.contains(a))
+        {
+            return Err(format!(
+                "This program calls the atom '{a}', which needs approval; approvals are not available on this server"
+            ));
+        }
+        Ok(())
+    }
+}

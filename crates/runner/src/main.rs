@@ -1,0 +1,33 @@
+//! `ajs-run`: runs compiled AJS artifacts and serves them; contains no parser.
+
+use std::process::ExitCode;
+
+use ajs_runner::cli;
+
+fn usage() -> String {
+    format!(
+        "ajs-run: run compiled AJS artifacts (no parser in this binary)\n\nUsage:\n{}{}  ajs-run --help\n      Shows this text.\n",
+        cli::EXEC_USAGE.replace("  exec", "  ajs-run exec"),
+        cli::SERVE_USAGE.replace("  serve", "  ajs-run serve")
+    )
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        None | Some("--help" | "-h" | "help") => {
+            print!("{}", usage());
+            Ok(ExitCode::SUCCESS)
+        }
+        Some("exec") => cli::exec("ajs-run", &args[1..]),
+        Some("serve") => cli::serve("ajs-run", &args[1..]),
+        Some(other) => Err(cli::Usage(format!("unknown command '{other}'"))),
+    };
+    match result {
+        Ok(code) => code,
+        Err(cli::Usage(msg)) => {
+            eprintln!("ajs-run: {msg}\nRun 'ajs-run --help' for usage.");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,245 @@
+//! Artifacts for split deployment: a compiled agent survives the round trip, its span table can
+//! travel separately, and a tampered artifact is refused by the loader, never run.
+
+use ajs::{load_artifact, LoadError, Options, Program, Runner};
+use ajs_bytecode::isa::{Dst, Op, Target};
+use ajs_bytecode::program::{CodeFault, COST_VERSION, FORMAT_VERSION};
+use serde_json::{json, Value};
+
+const AGENT: &str = "function fact(n) {\n  if (n < 2) { return 1 }\n  return n * fact(n - 1)\n}\nfunction main({ n: 3 }) {\n  let i = 0\n  let s = 0\n  while (i < n) { s = s + i\n i = i + 1 }\n  if (n > 100) { Error('too big: ' + n) }\n  return { fact: fact(n), sum: s }\n}";
+
+fn compiled() -> Program {
+    Runner::compile_agent(AGENT, &Options::default())
+        .expect("compiles")
+        .program()
+        .clone()
+}
+
+fn run(program: &ajs::VerifiedProgram, args: Value) -> ajs::Outcome {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(Runner::default().run_program(program, &args, &Options::default()))
+}
+
+#[test]
+fn round_trip_runs_the_same() {
+    let p = compiled();
+    let loaded = load_artifact(&p.to_bytes(), None).expect("loads");
+    let out = run(&loaded, json!({ "n": 5 }));
+    assert_eq!(
+        out.result.to_json(),
+        Some(json!({ "fact": 120, "sum": 10 }))
+    );
+}
+
+#[test]
+fn stripped_spans_travel_in_a_sidecar() {
+    let p = compiled();
+    let (artifact, sidecar) = p.to_stripped_bytes();
+    let sidecar = sidecar.expect("the compiler writes spans");
+    assert!(artifact.len() < p.to_bytes().len());
+    let bare = load_artifact(&artifact, None).unwrap();
+    assert!(bare.debug.is_none());
+    let e = run(&bare, json!({ "n": 101 })).error.unwrap();
+    assert_eq!(e.message, "too big: 101");
+    assert_eq!(e.pos, None, "no spans, no position");
+    let with = load_artifact(&artifact, Some(&sidecar)).unwrap();
+    let e = run(&with, json!({ "n": 101 })).error.unwrap();
+    assert_eq!(e.pos.map(|p| p.line), Some(10));
+    // A sidecar binds to its artifact's exact bytes.
+    let mut other = p.clone();
+    other.constants.push(ajs_bytecode::Constant::Number(7.0));
+    let (other_artifact, _) = other.to_stripped_bytes();
+    let err = load_artifact(&other_artifact, Some(&sidecar)).unwrap_err();
+    assert!(matches!(err, LoadError::Spans(_)), "{err}");
+    assert!(err.to_string().contains("belongs to artifact"), "{err}");
+    for cut in 0..sidecar.len() {
+        assert!(load_artifact(&artifact, Some(&sidecar[..cut])).is_err());
+    }
+}
+
+#[test]
+fn other_format_or_cost_version_is_refused_naming_both() {
+    let bytes = compiled().to_bytes();
+    let mut f = bytes.clone();
+    f[4..6].copy_from_slice(&(FORMAT_VERSION + 1).to_le_bytes());
+    let e = load_artifact(&f, None).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "artifact format version {} is not supported (this build reads version {FORMAT_VERSION})",
+            FORMAT_VERSION + 1
+        )
+    );
+    let mut c = bytes.clone();
+    c[6..8].copy_from_slice(&(COST_VERSION + 7).to_le_bytes());
+    let e = load_artifact(&c, None).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "artifact cost-table version {} does not match this build's cost table version {COST_VERSION}",
+            COST_VERSION + 7
+        )
+    );
+}
+
+#[test]
+fn wrong_isa_fingerprint_is_refused() {
+    let mut bytes = compiled().to_bytes();
+    bytes[8] ^= 0x40;
+    let e = load_artifact(&bytes, None).unwrap_err();
+    assert!(matches!(e, LoadError::IsaMismatch { .. }), "{e}");
+    assert!(e.to_string().contains("instruction-set fingerprint"), "{e}");
+}
+
+#[test]
+fn truncated_artifacts_are_refused() {
+    let bytes = compiled().to_bytes();
+    for cut in 0..bytes.len() {
+        assert!(
+            load_artifact(&bytes[..cut], None).is_err(),
+            "truncated to {cut} bytes"
+        );
+    }
+    let mut longer = bytes.clone();
+    longer.push(0);
+    assert!(load_artifact(&longer, None).is_err(), "trailing byte");
+}
+
+/// Applies `edit` to the first instruction it accepts, re-encodes without verifying and loads.
+fn tamper(edit: impl Fn(&mut Op, u16) -> bool) -> LoadError {
+    let mut p = compiled();
+    let mut done = false;
+    'outer: for f in &mut p.functions {
+        let nregs = f.nregs;
+        for op in &mut f.code {
+            if edit(op, nregs) {
+                done = true;
+                break 'outer;
+            }
+        }
+    }
+    assert!(done, "no instruction to tamper with");
+    load_artifact(&p.to_bytes(), None).expect_err("a tampered artifact must be refused")
+}
+
+#[test]
+fn lowered_fuel_charge_is_refused() {
+    let e = tamper(|op, _| match op {
+        Op::Charge { amount } if amount.0 > 0 => {
+            amount.0 -= 1;
+            true
+        }
+        _ => false,
+    });
+    assert!(
+        matches!(
+            e,
+            LoadError::Code {
+                fault: CodeFault::Charge { .. },
+                ..
+            }
+        ),
+        "{e}"
+    );
+    // Zeroing every charge (a "free" program) is refused too.
+    let mut p = compiled();
+    for f in &mut p.functions {
+        for op in &mut f.code {
+            if let Op::Charge { amount } = op {
+                amount.0 = 0;
+            }
+        }
+    }
+    assert!(load_artifact(&p.to_bytes(), None).is_err());
+}
+
+#[test]
+fn retargeted_jump_is_refused() {
+    // Into the middle of a block (past its charge) …
+    let e = tamper(|op, _| match op {
+        Op::Jump { target } | Op::JumpIfFalse { target, .. } => {
+            target.0 += 1;
+            true
+        }
+        _ => false,
+    });
+    assert!(
+        matches!(
+            e,
+            LoadError::Code {
+                fault: CodeFault::Charge { .. } | CodeFault::Target(_),
+                ..
+            }
+        ),
+        "{e}"
+    );
+    // … and out of the function.
+    let e = tamper(|op, _| match op {
+        Op::JumpIfFalse { target, .. } => {
+            *target = Target(1_000_000);
+            true
+        }
+        _ => false,
+    });
+    assert!(
+        matches!(
+            e,
+            LoadError::Code {
+                fault: CodeFault::Target(1_000_000),
+                ..
+            }
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn register_out_of_range_is_refused() {
+    let e = tamper(|op, nregs| match op {
+        Op::LoadConst { dst, .. } => {
+            *dst = Dst(nregs);
+            true
+        }
+        _ => false,
+    });
+    assert!(
+        matches!(
+            e,
+            LoadError::Code {
+                fault: CodeFault::Register { .. },
+                ..
+            }
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_missing_atom_is_refused_before_running_naming_it() {
+    let options = Options {
+        capabilities: ajs::Capabilities::default().with_atom("lookup", |v| async move { Ok(v) }),
+        ..Options::default()
+    };
+    let src = "function main() {\n  console.log('started')\n  return { v: lookup({ id: 1 }) }\n}";
+    let program = Runner::compile_agent(src, &options).unwrap();
+    assert_eq!(program.atoms, vec!["lookup".to_string()]);
+    let loaded = load_artifact(&program.to_bytes(), None).unwrap();
+    assert!(Runner::check_atoms(&loaded, &options).is_ok());
+    let bare = Options::default();
+    assert_eq!(
+        Runner::check_atoms(&loaded, &bare).unwrap_err(),
+        "This program calls the atom 'lookup', which this runner does not provide"
+    );
+    // The runner refuses it too (at VM creation), before a single instruction runs.
+    let out = run(&loaded, json!({}));
+    let e = out.error.unwrap();
+    assert_eq!(
+        e.message,
+        "This program calls the atom 'lookup', which this runner does not provide"
+    );
+    assert!(out.log.is_empty(), "nothing ran");
+    assert_eq!(out.fuel_used, 0.0);
+}
