@@ -420,6 +420,20 @@ impl GatedRunner {
         o
     }
 
+    /// The calls a saved run is waiting on, read from its snapshot (for showing them to whoever
+    /// decides, in any process).
+    ///
+    /// # Errors
+    /// [`ResumeError`] when the snapshot is refused.
+    pub fn pending(
+        &self,
+        program: &VerifiedProgram,
+        snapshot: &[u8],
+    ) -> Result<Vec<PendingCall>, ResumeError> {
+        let vm = Vm::restore(program.clone(), snapshot, self.approvals.key.as_deref())?;
+        Ok(driver::pending_of(&vm))
+    }
+
     /// Runs an agent program with `args` (an object keyed by parameter name) until it ends or
     /// stops for decisions.
     pub async fn start(&self, program: &VerifiedProgram, args: &serde_json::Value) -> RunResult {

@@ -1,6 +1,7 @@
 //! `ajs`: run AJS snippets, conformance cases and disassemble programs.
 
 mod cases;
+mod gated;
 mod matchers;
 mod scripted;
 
@@ -31,7 +32,7 @@ Usage:
       the span table to a sidecar file (OUT.spans, or PATH) that `exec --spans` takes back.
       --atoms declares host atoms besides httpFetch and llmPredict; a runner refuses an
       artifact calling an atom it does not provide.
-{exec}{serve}  ajs --help
+{exec}{serve}{gated}  ajs --help
       Shows this text.
 
 Options take `--name value` or `--name=value`; `--` ends the options.
@@ -43,6 +44,7 @@ fn usage() -> String {
             "{exec}",
             &ajs_runner::cli::EXEC_USAGE.replace("  exec", "  ajs exec"),
         )
+        .replace("{gated}", gated::USAGE)
         .replace(
             "{serve}",
             &ajs_runner::cli::SERVE_USAGE.replace("  serve", "  ajs serve"),
@@ -63,6 +65,9 @@ fn main() -> ExitCode {
         Some("cases") => cmd_cases(&args[1..]),
         Some("disasm") => cmd_disasm(&args[1..]),
         Some("compile") => cmd_compile(&args[1..]),
+        Some("run") => gated::cmd_run(&args[1..]),
+        Some("resume") => gated::cmd_resume(&args[1..]),
+        Some("replay") => gated::cmd_replay(&args[1..]),
         Some("exec") => ajs_runner::cli::exec("ajs", &args[1..]).map_err(|e| Usage(e.0)),
         Some("serve") => ajs_runner::cli::serve("ajs", &args[1..]).map_err(|e| Usage(e.0)),
         Some(other) => Err(Usage(format!("unknown command '{other}'"))),
