@@ -683,36 +683,5 @@ const DIFFERENTIAL: &[&str] = &[
 
 #[test]
 fn differential_with_node() {
-    let script: String = DIFFERENTIAL
-        .iter()
-        .map(|e| format!("console.log(JSON.stringify([({e})]));\n"))
-        .collect();
-    let node = std::process::Command::new("node")
-        .arg("-e")
-        .arg(&script)
-        .output()
-        .expect("node is installed (CI installs Node 20)");
-    assert!(
-        node.status.success(),
-        "node failed: {}",
-        String::from_utf8_lossy(&node.stderr)
-    );
-    let lines: Vec<String> = String::from_utf8_lossy(&node.stdout)
-        .lines()
-        .map(str::to_string)
-        .collect();
-    assert_eq!(lines.len(), DIFFERENTIAL.len());
-    let mut failures = Vec::new();
-    for (e, want) in DIFFERENTIAL.iter().zip(lines) {
-        let out = eval(e, json!({}));
-        let got = json!([out.result.to_json().unwrap_or(Value::Null)]).to_string();
-        let want: Value = serde_json::from_str(&want).unwrap();
-        if out.error.is_some() || serde_json::from_str::<Value>(&got).unwrap() != want {
-            failures.push(format!(
-                "{e}: node {want}, ajs {got} {:?}",
-                out.error.map(|e| e.message)
-            ));
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    common::compare_with_node(DIFFERENTIAL, common::Form::Expression);
 }

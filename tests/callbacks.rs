@@ -3,7 +3,7 @@
 
 mod common;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 const DIFFERENTIAL: &[&str] = &[
     "[1, 2, 3].map(x => x * 2)",
@@ -37,38 +37,7 @@ const DIFFERENTIAL: &[&str] = &[
 
 #[test]
 fn callbacks_match_node() {
-    let script: String = DIFFERENTIAL
-        .iter()
-        .map(|e| format!("console.log(JSON.stringify([({e})]));\n"))
-        .collect();
-    let node = std::process::Command::new("node")
-        .arg("-e")
-        .arg(&script)
-        .output()
-        .expect("node is installed");
-    assert!(
-        node.status.success(),
-        "{}",
-        String::from_utf8_lossy(&node.stderr)
-    );
-    let lines: Vec<String> = String::from_utf8_lossy(&node.stdout)
-        .lines()
-        .map(str::to_string)
-        .collect();
-    assert_eq!(lines.len(), DIFFERENTIAL.len());
-    let mut failures = Vec::new();
-    for (e, want) in DIFFERENTIAL.iter().zip(lines) {
-        let out = common::eval(e, json!({}));
-        let got = json!([out.result.to_json().unwrap_or(Value::Null)]);
-        let want: Value = serde_json::from_str(&want).unwrap();
-        if out.error.is_some() || got != want {
-            failures.push(format!(
-                "{e}: node {want}, ajs {got} {:?}",
-                out.error.map(|e| e.message)
-            ));
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    common::compare_with_node(DIFFERENTIAL, common::Form::Expression);
 }
 
 #[test]

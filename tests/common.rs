@@ -35,3 +35,57 @@ pub fn err(code: &str, context: Value) -> String {
         None => panic!("`{code}` succeeded with {:?}", out.result),
     }
 }
+
+/// How a differential case is given to Node.
+#[derive(Clone, Copy)]
+pub enum Form {
+    /// One expression.
+    Expression,
+    /// Statements ending in a `return`, run by Node inside a function.
+    Block,
+}
+
+/// Runs every case in one Node process and in the VM (as `Eval` with an empty context) and
+/// requires identical JSON results.
+pub fn compare_with_node(cases: &[&str], form: Form) {
+    let script: String = cases
+        .iter()
+        .map(|c| match form {
+            Form::Expression => format!("console.log(JSON.stringify([({c})]));\n"),
+            Form::Block => format!("console.log(JSON.stringify([(function () {{\n{c}\n}})()]));\n"),
+        })
+        .collect();
+    let node = std::process::Command::new("node")
+        .arg("-e")
+        .arg(&script)
+        .output()
+        .expect("node is installed (CI installs Node 20)");
+    assert!(
+        node.status.success(),
+        "node failed: {}",
+        String::from_utf8_lossy(&node.stderr)
+    );
+    let lines: Vec<String> = String::from_utf8_lossy(&node.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(lines.len(), cases.len());
+    let mut failures = Vec::new();
+    for (c, want) in cases.iter().zip(lines) {
+        let out = eval(c, serde_json::json!({}));
+        let got = serde_json::json!([out.result.to_json().unwrap_or(Value::Null)]);
+        let want: Value = serde_json::from_str(&want).expect("node prints JSON");
+        if out.error.is_some() || got != want {
+            failures.push(format!(
+                "{c:?}: node {want}, ajs {got} {:?}",
+                out.error.map(|e| e.message)
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} differ from Node:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}

@@ -2,7 +2,7 @@
 
 mod common;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// Blocks of statements returning a value; each is run by Node inside a function.
 const DIFFERENTIAL: &[&str] = &[
@@ -24,38 +24,7 @@ const DIFFERENTIAL: &[&str] = &[
 
 #[test]
 fn destructuring_and_spread_match_node() {
-    let script: String = DIFFERENTIAL
-        .iter()
-        .map(|b| format!("console.log(JSON.stringify([(function () {{\n{b}\n}})()]));\n"))
-        .collect();
-    let node = std::process::Command::new("node")
-        .arg("-e")
-        .arg(&script)
-        .output()
-        .expect("node is installed");
-    assert!(
-        node.status.success(),
-        "{}",
-        String::from_utf8_lossy(&node.stderr)
-    );
-    let lines: Vec<String> = String::from_utf8_lossy(&node.stdout)
-        .lines()
-        .map(str::to_string)
-        .collect();
-    assert_eq!(lines.len(), DIFFERENTIAL.len());
-    let mut failures = Vec::new();
-    for (b, want) in DIFFERENTIAL.iter().zip(lines) {
-        let out = common::eval(b, json!({}));
-        let got = json!([out.result.to_json().unwrap_or(Value::Null)]);
-        let want: Value = serde_json::from_str(&want).unwrap();
-        if out.error.is_some() || got != want {
-            failures.push(format!(
-                "{b:?}: node {want}, ajs {got} {:?}",
-                out.error.map(|e| e.message)
-            ));
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    common::compare_with_node(DIFFERENTIAL, common::Form::Block);
 }
 
 #[test]
