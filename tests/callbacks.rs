@@ -33,6 +33,9 @@ const DIFFERENTIAL: &[&str] = &[
     "[[1, 2], [3]].flatMap(x => x)",
     "[1, 2].flatMap(x => [x, [x * 10]])",
     "[1, 2].flatMap((x, i) => i)",
+    "Array.from({ length: 3 }, (_, i) => i * 2)",
+    "Array.from('ab😀')",
+    "Array.from([1, 2], x => x * 3)",
 ];
 
 #[test]

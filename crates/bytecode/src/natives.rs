@@ -138,6 +138,10 @@ define_natives! {
     ArrayIsArray = "Array.isArray", 0..=1;
     /// `Array.of(...)`.
     ArrayOf = "Array.of", 0..=255;
+    /// `Array.from(iterable)`: a new array from an array, a string (its code points), a Set, or
+    /// an object with a numeric `length` (that many `undefined`). A map callback is lowered by
+    /// the compiler after this call.
+    ArrayFrom = "Array.from", 1..=1;
     /// `Number.isNaN(x)` (no coercion).
     NumberIsNaN = "Number.isNaN", 0..=1;
     /// `Number.isFinite(x)` (no coercion).

@@ -214,6 +214,9 @@ pub(crate) struct Lowerer<'o> {
     callbacks: Vec<CallbackCtx>,
     /// Helper functions of an agent program: name -> (function index, arity).
     helpers: HashMap<String, (u16, usize)>,
+    /// A register holding the array a callback method iterates, when it was built already
+    /// (`Array.from(x, cb)`).
+    callback_source: Option<u16>,
 }
 
 /// Compiles one expression (Eval expression mode).
@@ -278,6 +281,7 @@ impl<'o> Lowerer<'o> {
             chain: None,
             callbacks: Vec::new(),
             helpers: HashMap::new(),
+            callback_source: None,
         }
     }
 
@@ -1779,6 +1783,18 @@ impl<'o> Lowerer<'o> {
         span: Span,
     ) -> R<()> {
         if let Some(ns) = self.namespace(obj) {
+            if ns == "Array" && m == "from" && args.len() == 2 {
+                // Array.from(x, cb): build the array, then map it with the callback inline
+                let mark = self.top;
+                let t = self.alloc(span)?;
+                let from = NativeId::ArrayFrom;
+                self.call_native(from, None, &args[..1], t, span)?;
+                self.callback_source = Some(t);
+                let r = self.callback_method(args[1], "map", false, &args[1..], dst, span);
+                self.callback_source = None;
+                self.top = mark;
+                return r.map(|_| ());
+            }
             let native = match ns {
                 "Math" => match NativeId::lookup(&format!("Math.{m}")) {
                     Some(n) => n,

@@ -172,6 +172,7 @@ impl Vm {
             Filter | SchemaFromExample | SchemaResponse | SchemaIsValid => {
                 self.schema_native(id, args)
             }
+            ArrayFrom => self.array_from(arg(0)),
             SetNew => self.set_new(arg(0)),
             DateNew => self.date_new(args),
             DateNow => Ok(self.date_now()),

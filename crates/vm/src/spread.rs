@@ -187,6 +187,41 @@ impl Vm {
         Ok(Value::Obj(self.heap.insert(Cell::Obj(m))))
     }
 
+    /// `Array.from(src)`.
+    pub(crate) fn array_from(&mut self, src: Value) -> OpResult<Value> {
+        let items: Vec<Value> = match src {
+            Value::Arr(_) | Value::Str(_) => {
+                self.reserve(crate::heap::arr_bytes(0), &[src])?;
+                let arr = Value::Arr(self.heap.insert(Cell::Arr(Vec::new())));
+                self.spread_into_array(arr, src)?;
+                return Ok(arr);
+            }
+            Value::Obj(g) => match self.heap.get(g) {
+                Cell::Set(m) => m.values().copied().collect(),
+                Cell::Obj(m) => {
+                    let len_key: Vec<u16> = "length".encode_utf16().collect();
+                    let n = match m.get(&len_key[..]) {
+                        Some(Value::Num(n)) if n.is_finite() && *n >= 0.0 => n.trunc() as usize,
+                        _ => 0,
+                    };
+                    self.charge(n as u64 * MILLI_PER_ELEMENT)?;
+                    self.reserve(crate::heap::arr_bytes(n), &[src])?;
+                    return Ok(Value::Arr(
+                        self.heap.insert(Cell::Arr(vec![Value::Undefined; n])),
+                    ));
+                }
+                _ => Vec::new(),
+            },
+            Value::Null | Value::Undefined => {
+                return guest("Array.from needs an array, a string, a Set or { length: n }")
+            }
+            _ => Vec::new(),
+        };
+        self.charge(items.len() as u64 * MILLI_PER_ELEMENT)?;
+        self.reserve(crate::heap::arr_bytes(items.len()), &items)?;
+        Ok(Value::Arr(self.heap.insert(Cell::Arr(items))))
+    }
+
     /// `native(...array)`.
     pub(crate) fn call_native_array(&mut self, id: NativeId, args: Value) -> OpResult<Value> {
         let items: Vec<Value> = match args {

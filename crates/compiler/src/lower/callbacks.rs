@@ -104,9 +104,21 @@ impl Lowerer<'_> {
 
         let mark = self.top;
         let recv = self.alloc(span)?;
-        self.expr_to(obj, recv)?;
-        if optional {
-            self.chain_jump(recv, span);
+        match self.callback_source.take() {
+            // `Array.from(x, cb)`: the array was built already
+            Some(r) => self.emit(
+                Op::Move {
+                    dst: Dst(recv),
+                    src: Src(r),
+                },
+                span,
+            ),
+            None => {
+                self.expr_to(obj, recv)?;
+                if optional {
+                    self.chain_jump(recv, span);
+                }
+            }
         }
         let len = self.alloc(span)?;
         let name = self.str_const(m, span)?;
