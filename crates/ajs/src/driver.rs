@@ -73,6 +73,26 @@ fn boundary_error(atom: &str, why: &str) -> RunError {
     )
 }
 
+/// The length of `serde_json::Value::Array(values).to_string()`, without cloning or building it.
+pub(crate) fn json_array_len(values: &[serde_json::Value]) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0 += b.len();
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut c = Count(0);
+    for v in values {
+        // writing to a counter cannot fail
+        let _ = serde_json::to_writer(&mut c, v);
+    }
+    c.0 + 2 + values.len().saturating_sub(1)
+}
+
 pub(crate) fn finish(vm: &Vm, r: Result<JsValue, RunError>) -> Outcome {
     let log = vm.log().to_vec();
     match r {
@@ -593,6 +613,22 @@ fn http_fetch(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_array_len_matches_the_text() {
+        for args in [
+            vec![],
+            vec![serde_json::json!(20)],
+            vec![
+                serde_json::json!({"a": [1, "x\"é"], "b": null}),
+                serde_json::json!("s"),
+                serde_json::json!(2.5),
+            ],
+        ] {
+            let text = serde_json::Value::Array(args.clone()).to_string();
+            assert_eq!(json_array_len(&args), text.len());
+        }
+    }
 
     #[test]
     fn boundary_size_matches_json_text() {

@@ -165,8 +165,24 @@ impl Options {
     }
 
     fn vm_options(&self, quotas: &HashMap<String, u32>, max_heap_bytes: usize) -> VmOptions {
+        self.vm_options_for(&self.atom_names(), quotas, max_heap_bytes)
+    }
+
+    /// Like `vm_options`, with only the atoms a program uses (`program.atoms`): a program that
+    /// calls none builds no map (the per-run cost of a small snippet).
+    fn vm_options_for(
+        &self,
+        used: &[String],
+        quotas: &HashMap<String, u32>,
+        max_heap_bytes: usize,
+    ) -> VmOptions {
         let mut atoms = HashMap::new();
-        for name in self.atom_names() {
+        let offered = if used.is_empty() {
+            Vec::new()
+        } else {
+            self.atom_names()
+        };
+        for name in offered.into_iter().filter(|n| used.contains(n)) {
             let fuel = self
                 .capabilities
                 .decl(&name)
@@ -455,7 +471,7 @@ impl SafeFunction {
         {
             return too_deep("Arguments");
         }
-        let size = serde_json::Value::Array(args.to_vec()).to_string().len();
+        let size = driver::json_array_len(args);
         if size > self.options.args_max_bytes {
             return Outcome::failed(
                 format!(
@@ -478,9 +494,11 @@ impl SafeFunction {
                     .map_or(JsValue::Undefined, JsValue::from_json)
             })
             .collect();
-        let vm_opts = self
-            .options
-            .vm_options(&HashMap::new(), ajs_vm::DEFAULT_MAX_HEAP_BYTES);
+        let vm_opts = self.options.vm_options_for(
+            &self.program.atoms,
+            &HashMap::new(),
+            ajs_vm::DEFAULT_MAX_HEAP_BYTES,
+        );
         let no_quotas = HashMap::new();
         let env = driver::RunEnv {
             depth: 0,
@@ -624,7 +642,7 @@ impl Runner {
             Ok(v) => v,
             Err(m) => return Outcome::failed(m, ErrorKind::Input, None, 0.0),
         };
-        let vm_opts = options.vm_options(&self.quotas, self.max_heap_bytes);
+        let vm_opts = options.vm_options_for(&program.atoms, &self.quotas, self.max_heap_bytes);
         let mut out =
             driver::run_program(program.clone(), &values, vm_opts, options, self.env()).await;
         if out.error.is_none() {
@@ -723,7 +741,7 @@ impl Runner {
                     .map_or(JsValue::Undefined, JsValue::from_json)
             })
             .collect();
-        let vm_opts = options.vm_options(&self.quotas, self.max_heap_bytes);
+        let vm_opts = options.vm_options_for(&program.atoms, &self.quotas, self.max_heap_bytes);
         driver::run_program(program.clone(), &args, vm_opts, options, self.env()).await
     }
 

@@ -230,6 +230,7 @@ pub struct Vm {
 }
 
 enum Exit {
+    #[cfg_attr(feature = "unmetered", allow(dead_code))]
     Yield,
     Blocked,
     Done(Value),
@@ -519,6 +520,8 @@ fn fault_to_error(f: Fault) -> RunError {
 
 impl Vm {
     fn exec<const SLOW: bool>(&mut self, slice_left: &mut u64) -> OpResult<Exit> {
+        #[cfg(feature = "unmetered")]
+        let _ = slice_left;
         let prog = self.program.clone();
         'frames: loop {
             let Some(&Frame { func, pc, base, .. }) = self.frames.last() else {
@@ -563,6 +566,9 @@ impl Vm {
                     }
                 }
                 match op {
+                    #[cfg(feature = "unmetered")]
+                    Op::Charge { .. } => {}
+                    #[cfg(not(feature = "unmetered"))]
                     Op::Charge { amount } => {
                         let amount = amount.0 as u64;
                         if *slice_left == 0 {
@@ -633,15 +639,24 @@ impl Vm {
                         r!(dst) = Value::Bool(v);
                     }
                     Op::Le { dst, a, b } => {
-                        let v = tryop!(self.compare(r!(a), r!(b), "<=")).is_some_and(|o| o.is_le());
+                        let v = match (r!(a), r!(b)) {
+                            (Value::Num(x), Value::Num(y)) => x <= y,
+                            (x, y) => tryop!(self.compare(x, y, "<=")).is_some_and(|o| o.is_le()),
+                        };
                         r!(dst) = Value::Bool(v);
                     }
                     Op::Gt { dst, a, b } => {
-                        let v = tryop!(self.compare(r!(a), r!(b), ">")).is_some_and(|o| o.is_gt());
+                        let v = match (r!(a), r!(b)) {
+                            (Value::Num(x), Value::Num(y)) => x > y,
+                            (x, y) => tryop!(self.compare(x, y, ">")).is_some_and(|o| o.is_gt()),
+                        };
                         r!(dst) = Value::Bool(v);
                     }
                     Op::Ge { dst, a, b } => {
-                        let v = tryop!(self.compare(r!(a), r!(b), ">=")).is_some_and(|o| o.is_ge());
+                        let v = match (r!(a), r!(b)) {
+                            (Value::Num(x), Value::Num(y)) => x >= y,
+                            (x, y) => tryop!(self.compare(x, y, ">=")).is_some_and(|o| o.is_ge()),
+                        };
                         r!(dst) = Value::Bool(v);
                     }
                     Op::Neg { dst, src } => {
