@@ -145,27 +145,37 @@ pub fn compile(source: &str, opts: &CompileOptions) -> Result<Program, CompileEr
 }
 
 /// Most tokens that can open a nesting level for which compiling stays on the caller's stack.
-const INLINE_NESTING_TOKENS: usize = 48;
+const INLINE_NESTING_TOKENS: usize = 64;
 
-/// An upper bound on how deeply `source` can nest: every bracket, `?`, prefix-operator character
-/// and keyword that can start a nested statement counts one.
+/// An upper bound on how deeply the parser can recurse on `source`: the deepest bracket nesting
+/// (brackets inside strings and comments count too, which only overestimates) plus every
+/// construct that nests without brackets (`else if` chains, `?:` chains, arrows, keyword
+/// prefixes) plus the longest run of prefix-operator characters.
 fn nesting_tokens(source: &str) -> usize {
-    let b = source.as_bytes();
-    let mut n = b
-        .iter()
-        .filter(|c| {
-            matches!(
-                c,
-                b'(' | b'[' | b'{' | b'?' | b'!' | b'~' | b'-' | b'+' | b'=' | b'`' | b'$'
-            )
-        })
-        .count();
-    for kw in [
-        "if", "else", "while", "try", "catch", "typeof", "void", "delete", "await", "new", "yield",
-    ] {
-        n += source.matches(kw).count();
+    let (mut depth, mut max_depth, mut run, mut max_run) = (0usize, 0usize, 0usize, 0usize);
+    for &c in source.as_bytes() {
+        match c {
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                max_depth = max_depth.max(depth);
+            }
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if matches!(c, b'!' | b'~' | b'-' | b'+') {
+            run += 1;
+            max_run = max_run.max(run);
+        } else if !c.is_ascii_whitespace() {
+            run = 0;
+        }
     }
-    n
+    let mut chains = source.bytes().filter(|&c| c == b'?').count();
+    for kw in [
+        "else", "=>", "typeof", "void", "delete", "await", "new", "yield",
+    ] {
+        chains += source.matches(kw).count();
+    }
+    max_depth + chains + max_run
 }
 
 fn to_error(source: &str, name: &str, f: Fail) -> CompileError {

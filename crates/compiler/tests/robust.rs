@@ -130,3 +130,34 @@ fn too_many_values_is_a_typed_error() {
         "{e}"
     );
 }
+
+/// Sources just under the inline-compile bound compile on a small (2 MiB, like a tokio worker)
+/// stack, in debug builds too.
+#[test]
+fn borderline_nesting_compiles_on_a_small_stack() {
+    let sources = [
+        format!("{}1{}", "(".repeat(60), ")".repeat(60)),
+        format!("{}1{}", "[".repeat(60), "]".repeat(60)),
+        format!("a{}", " ? 1 : a".repeat(60)),
+        format!(
+            "let x = 0\n{}return x",
+            "if (a) { x = 1 } else ".repeat(30) + "{ x = 2 }\n"
+        ),
+        format!("{}a", "!".repeat(60)),
+    ];
+    std::thread::Builder::new()
+        .stack_size(2 * 1024 * 1024)
+        .spawn(move || {
+            for s in &sources {
+                let externals = vec!["a".to_string()];
+                let opts = ajs_compiler::CompileOptions {
+                    externals: &externals,
+                    ..Default::default()
+                };
+                let _ = ajs_compiler::compile(s, &opts);
+            }
+        })
+        .unwrap()
+        .join()
+        .expect("compiling on a 2 MiB stack does not overflow");
+}
