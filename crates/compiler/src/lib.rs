@@ -169,7 +169,15 @@ fn nesting_tokens(source: &str) -> usize {
             run = 0;
         }
     }
-    let mut chains = source.bytes().filter(|&c| c == b'?').count();
+    // a ternary's `?` (not `??` or `?.`, which do not nest)
+    let b = source.as_bytes();
+    let mut chains = (0..b.len())
+        .filter(|&i| {
+            b[i] == b'?'
+                && b.get(i + 1).is_none_or(|&n| n != b'?' && n != b'.')
+                && (i == 0 || b[i - 1] != b'?')
+        })
+        .count();
     for kw in [
         "else", "=>", "typeof", "void", "delete", "await", "new", "yield",
     ] {
