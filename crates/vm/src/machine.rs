@@ -967,12 +967,9 @@ impl Vm {
         self.charge(units as u64 / UNITS_PER_MILLI)
     }
 
-    /// Makes room for `bytes` more live bytes (collecting first if needed) or raises the heap
-    /// limit error. Nothing is committed when it fails.
-    pub(crate) fn reserve(&mut self, bytes: usize, extra_roots: &[Value]) -> OpResult<()> {
-        if self.heap.fits_without_gc(bytes) {
-            return Ok(());
-        }
+    /// Collects everything unreachable from the run's roots — registers, constants, deferred
+    /// and awaited host-call inputs — and `extra` (values only a Rust local holds).
+    fn collect_garbage(&mut self, extra: &[Value]) {
         let awaiting = match self.status {
             Status::AwaitingHost { input, .. } => Some(input),
             _ => None,
@@ -981,10 +978,19 @@ impl Vm {
             .regs
             .iter()
             .chain(self.consts.iter())
-            .chain(extra_roots.iter())
+            .chain(extra.iter())
             .chain(self.deferred.iter().map(|d| &d.input))
             .chain(awaiting.iter());
         self.heap.collect(roots);
+    }
+
+    /// Makes room for `bytes` more live bytes (collecting first if needed) or raises the heap
+    /// limit error. Nothing is committed when it fails.
+    pub(crate) fn reserve(&mut self, bytes: usize, extra_roots: &[Value]) -> OpResult<()> {
+        if self.heap.fits_without_gc(bytes) {
+            return Ok(());
+        }
+        self.collect_garbage(extra_roots);
         if self.heap.fits(bytes) {
             return Ok(());
         }
@@ -1184,18 +1190,7 @@ impl Vm {
         // Children already built are only held in `siblings`: keep them alive across a collection
         // by making them roots while the next child is allocated.
         if !self.heap.fits_without_gc(64) {
-            let awaiting = match self.status {
-                Status::AwaitingHost { input, .. } => Some(input),
-                _ => None,
-            };
-            let roots = self
-                .regs
-                .iter()
-                .chain(self.consts.iter())
-                .chain(siblings.iter())
-                .chain(self.deferred.iter().map(|d| &d.input))
-                .chain(awaiting.iter());
-            self.heap.collect(roots);
+            self.collect_garbage(siblings);
         }
         self.import(v, depth + 1)
     }
