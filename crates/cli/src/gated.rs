@@ -212,16 +212,8 @@ pub fn cmd_run(args: &[String]) -> Result<ExitCode, Usage> {
 
 /// `ajs resume`.
 pub fn cmd_resume(args: &[String]) -> Result<ExitCode, Usage> {
-    // --approve and --deny are flags (no value)
-    let approve_all = args.iter().any(|a| a == "--approve");
-    let deny_all = args.iter().any(|a| a == "--deny");
-    let rest: Vec<String> = args
-        .iter()
-        .filter(|a| !matches!(a.as_str(), "--approve" | "--deny"))
-        .cloned()
-        .collect();
-    let p = parse_args(
-        &rest,
+    let p = ajs_runner::cli::parse(
+        args,
         &[
             "--decisions",
             "--snapshot-out",
@@ -229,7 +221,11 @@ pub fn cmd_resume(args: &[String]) -> Result<ExitCode, Usage> {
             "--config",
             "--key-env",
         ],
-    )?;
+        &["--approve", "--deny"],
+    )
+    .map_err(|e| Usage(e.0))?;
+    let approve_all = p.flags.iter().any(|f| f == "--approve");
+    let deny_all = p.flags.iter().any(|f| f == "--deny");
     let [file] = p.positional.as_slice() else {
         return Err(Usage("resume takes one SNAPSHOT file".into()));
     };

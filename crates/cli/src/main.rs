@@ -88,48 +88,10 @@ fn runtime() -> Result<tokio::runtime::Runtime, Usage> {
         .map_err(|e| Usage(format!("cannot start the async runtime: {e}")))
 }
 
-/// Splits `--name value` / `--name=value` options from positional arguments.
-struct Parsed {
-    positional: Vec<String>,
-    options: Vec<(String, String)>,
-}
-
-fn parse_args(args: &[String], known: &[&str]) -> Result<Parsed, Usage> {
-    let mut p = Parsed {
-        positional: Vec::new(),
-        options: Vec::new(),
-    };
-    let mut i = 0;
-    while i < args.len() {
-        let a = &args[i];
-        if a == "--" {
-            p.positional.extend(args[i + 1..].iter().cloned());
-            break;
-        }
-        if a.starts_with("--") && a.len() > 2 {
-            let (name, inline) = match a.split_once('=') {
-                Some((n, v)) => (n.to_string(), Some(v.to_string())),
-                None => (a.clone(), None),
-            };
-            if !known.contains(&name.as_str()) {
-                return Err(Usage(format!("unknown option '{name}'")));
-            }
-            let value = match inline {
-                Some(v) => v,
-                None => {
-                    i += 1;
-                    args.get(i)
-                        .cloned()
-                        .ok_or_else(|| Usage(format!("option '{name}' needs a value")))?
-                }
-            };
-            p.options.push((name, value));
-        } else {
-            p.positional.push(a.clone());
-        }
-        i += 1;
-    }
-    Ok(p)
+/// Splits `--name value` / `--name=value` options from positional arguments (the runner's
+/// parser, shared by both binaries).
+fn parse_args(args: &[String], known: &[&str]) -> Result<ajs_runner::cli::Parsed, Usage> {
+    ajs_runner::cli::parse(args, known, &[]).map_err(|e| Usage(e.0))
 }
 
 fn parse_context(text: &str) -> Result<Map<String, Value>, Usage> {

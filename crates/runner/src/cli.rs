@@ -30,13 +30,22 @@ pub const SERVE_USAGE: &str = "  serve [--config FILE] [--listen ADDR]
 /// Bad usage: the message.
 pub struct Usage(pub String);
 
-struct Parsed {
-    positional: Vec<String>,
-    options: Vec<(String, String)>,
-    flags: Vec<String>,
+/// Command-line arguments split into positional arguments, `--name value` options and flags.
+pub struct Parsed {
+    /// Positional arguments, in order.
+    pub positional: Vec<String>,
+    /// `--name value` or `--name=value` options, in order.
+    pub options: Vec<(String, String)>,
+    /// Flags (options without a value) that were given.
+    pub flags: Vec<String>,
 }
 
-fn parse(args: &[String], valued: &[&str], flags: &[&str]) -> Result<Parsed, Usage> {
+/// Splits `args`: `valued` names take a value (`--name value` or `--name=value`), `flags` do not;
+/// `--` ends the options; any other `--name` is an error.
+///
+/// # Errors
+/// [`Usage`] naming an unknown option or one missing its value.
+pub fn parse(args: &[String], valued: &[&str], flags: &[&str]) -> Result<Parsed, Usage> {
     let mut p = Parsed {
         positional: Vec::new(),
         options: Vec::new(),
