@@ -126,3 +126,37 @@ fn a_capability_return_over_the_cap_ends_the_run_inside_try() {
     );
     assert_eq!(e.kind, ErrorKind::Boundary);
 }
+
+#[test]
+fn time_and_randomness_come_from_host_sources() {
+    fn fixed_clock() -> f64 {
+        1_700_000_000_000.0
+    }
+    let opts = Options {
+        clock: fixed_clock,
+        random_seed: Some(42),
+        ..Default::default()
+    };
+    let code = "return [Date.now(), Date().year, Math.random(), uuid()]";
+    let a = common::eval_with(code, json!({}), opts.clone());
+    let b = common::eval_with(code, json!({}), opts);
+    assert!(a.error.is_none(), "{:?}", a.error);
+    assert_eq!(a.result, b.result, "the same sources give the same run");
+    let j = a.result.to_json().unwrap();
+    assert_eq!(j[0], json!(1_700_000_000_000u64));
+    assert_eq!(j[1], json!(2023));
+    let c = common::eval_with(
+        code,
+        json!({}),
+        Options {
+            clock: fixed_clock,
+            random_seed: Some(7),
+            ..Default::default()
+        },
+    );
+    assert_ne!(
+        c.result.to_json().unwrap()[2],
+        j[2],
+        "another seed, another draw"
+    );
+}

@@ -104,6 +104,12 @@ pub struct Options {
     /// `Cancelled` (`Execution cancelled by the host`), dropping any host call in flight. Not
     /// catchable by the guest.
     pub cancel: Option<CancellationToken>,
+    /// The clock behind `Date()` and `Date.now()`, in epoch milliseconds (decision 27; default
+    /// the system clock). Inject a fixed source for deterministic tests.
+    pub clock: fn() -> f64,
+    /// The seed of the randomness behind `Math.random()`, `random` and `uuid` (decision 27;
+    /// default a fresh random seed per run). Fix it for deterministic tests.
+    pub random_seed: Option<u64>,
 }
 
 impl Default for Options {
@@ -117,6 +123,8 @@ impl Default for Options {
             fetch_policy: None,
             capabilities: Capabilities::default(),
             cancel: None,
+            clock: ajs_vm::system_clock,
+            random_seed: None,
         }
     }
 }
@@ -200,7 +208,8 @@ impl Options {
             fuel: self.fuel_milli(),
             max_heap_bytes,
             atoms,
-            random_seed: random_seed(),
+            random_seed: self.random_seed.unwrap_or_else(random_seed),
+            clock: self.clock,
             ..VmOptions::default()
         }
     }
