@@ -211,20 +211,7 @@ impl Lowerer<'_> {
                     },
                     span,
                 );
-                let step = if backwards {
-                    Op::Sub {
-                        dst: Dst(i),
-                        a: Src(i),
-                        b: Src(one),
-                    }
-                } else {
-                    Op::Add {
-                        dst: Dst(i),
-                        a: Src(i),
-                        b: Src(one),
-                    }
-                };
-                self.emit(step, span);
+                self.step_index(i, one, backwards, span);
             }
         }
 
@@ -371,20 +358,7 @@ impl Lowerer<'_> {
             ),
             _ => {} // forEach
         }
-        let step = if backwards {
-            Op::Sub {
-                dst: Dst(i),
-                a: Src(i),
-                b: Src(one),
-            }
-        } else {
-            Op::Add {
-                dst: Dst(i),
-                a: Src(i),
-                b: Src(one),
-            }
-        };
-        self.emit(step, span);
+        self.step_index(i, one, backwards, span);
         self.emit(
             Op::Jump {
                 target: Target(start),
@@ -404,6 +378,17 @@ impl Lowerer<'_> {
         );
         self.top = mark;
         Ok(true)
+    }
+
+    /// `i = i + 1`, or `i = i - 1` when walking backwards.
+    fn step_index(&mut self, i: u16, one: u16, backwards: bool, span: Span) {
+        let (dst, a, b) = (Dst(i), Src(i), Src(one));
+        let op = if backwards {
+            Op::Sub { dst, a, b }
+        } else {
+            Op::Add { dst, a, b }
+        };
+        self.emit(op, span);
     }
 
     fn push(&mut self, arr: u16, val: u16, span: Span) {

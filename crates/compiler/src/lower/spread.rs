@@ -4,6 +4,21 @@
 use super::*;
 
 impl Lowerer<'_> {
+    /// Evaluates `e` and appends it to the array in `arr`.
+    fn append_value(&mut self, arr: u16, e: &Expression) -> R<()> {
+        let t = self.alloc(e.span())?;
+        self.expr_to(e, t)?;
+        self.emit(
+            Op::ArrayAppend {
+                arr: Src(arr),
+                base: Base(t),
+                count: Count(1),
+            },
+            e.span(),
+        );
+        Ok(())
+    }
+
     /// `[a, ...b, c]`.
     pub(super) fn array_with_spread(&mut self, a: &ArrayExpression, dst: u16) -> R<()> {
         let mark = self.top;
@@ -45,16 +60,7 @@ impl Lowerer<'_> {
                     let Some(e) = el.as_expression() else {
                         return fail(a.span, "unsupported array element");
                     };
-                    let t = self.alloc(e.span())?;
-                    self.expr_to(e, t)?;
-                    self.emit(
-                        Op::ArrayAppend {
-                            arr: Src(arr),
-                            base: Base(t),
-                            count: Count(1),
-                        },
-                        e.span(),
-                    );
+                    self.append_value(arr, e)?;
                 }
             }
             self.top = m;
@@ -151,16 +157,7 @@ impl Lowerer<'_> {
                     let Some(e) = a.as_expression() else {
                         return fail(span, "unsupported argument");
                     };
-                    let t = self.alloc(e.span())?;
-                    self.expr_to(e, t)?;
-                    self.emit(
-                        Op::ArrayAppend {
-                            arr: Src(arr),
-                            base: Base(t),
-                            count: Count(1),
-                        },
-                        e.span(),
-                    );
+                    self.append_value(arr, e)?;
                 }
             }
             self.top = m;
