@@ -197,6 +197,8 @@ pub enum Global {
     ParseInt,
     StringFn,
     HttpFetch,
+    /// `parallel([...])`: even items are `httpFetch` calls, odd ones plain values.
+    Parallel,
 }
 
 impl Global {
@@ -214,6 +216,7 @@ impl Global {
             Global::ParseInt => "parseInt",
             Global::StringFn => "String",
             Global::HttpFetch => "httpFetch",
+            Global::Parallel => "parallel",
         }
     }
 }
@@ -385,7 +388,22 @@ fn print_expr(e: &Expr, depth: usize, in_cb: bool, out: &mut String) {
         }
         Expr::Global(g, args) => {
             let _ = write!(out, "{}(", g.text());
-            if matches!(g, Global::HttpFetch) {
+            if matches!(g, Global::Parallel) {
+                out.push('[');
+                for (i, a) in args.iter().take(MAX_LEN).enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    if i % 2 == 0 {
+                        out.push_str("httpFetch({ url: 'https://api.example.com/' + ");
+                        print_expr(a, d, in_cb, out);
+                        out.push_str(" })");
+                    } else {
+                        print_expr(a, d, in_cb, out);
+                    }
+                }
+                out.push(']');
+            } else if matches!(g, Global::HttpFetch) {
                 out.push_str("{ url: 'https://api.example.com/' + ");
                 match args.first() {
                     Some(a) => print_expr(a, d, in_cb, out),
@@ -631,7 +649,8 @@ impl Gen {
             ParseInt,
             StringFn,
             HttpFetch,
-        ][self.below(12)]
+            Parallel,
+        ][self.below(13)]
     }
     fn exprs(&mut self, depth: usize) -> Vec<Expr> {
         let n = self.below(4);

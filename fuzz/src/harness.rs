@@ -51,6 +51,21 @@ fn vm_options() -> VmOptions {
     }
 }
 
+/// The host's answer to call number `n`: an error, a big string or a nested value in turn.
+fn hostile_answer(n: u32) -> Result<JsValue, String> {
+    match n % 3 {
+        0 => Err("no host".to_string()),
+        1 => Ok(JsValue::String("x".repeat(4096))),
+        _ => {
+            let mut v = JsValue::Number(1.0);
+            for _ in 0..50 {
+                v = JsValue::Array(vec![v]);
+            }
+            Ok(v)
+        }
+    }
+}
+
 /// Drives a VM to its end, answering host calls with a hostile mix (an error, a big string, a
 /// nested value), and asserting the invariants after every slice.
 pub fn drive(mut vm: Vm) -> End {
@@ -72,22 +87,24 @@ pub fn drive(mut vm: Vm) -> End {
             Step::Failed(_) => return End::Failed,
             Step::Host(_) => {
                 host_calls += 1;
-                let answer = match host_calls % 3 {
-                    0 => Err("no host".to_string()),
-                    1 => Ok(JsValue::String("x".repeat(4096))),
-                    _ => {
-                        let mut v = JsValue::Number(1.0);
-                        for _ in 0..50 {
-                            v = JsValue::Array(vec![v]);
-                        }
-                        Ok(v)
-                    }
-                };
-                if vm.resume(answer).is_err() {
+                if vm.resume(hostile_answer(host_calls)).is_err() {
                     return End::Failed;
                 }
             }
-            Step::Yield | Step::Blocked => {}
+            // `parallel(...)` waits for its queued calls: settle every one
+            Step::Blocked => {
+                let pending = vm.pending_calls();
+                if pending.is_empty() {
+                    return End::Failed;
+                }
+                for p in pending {
+                    host_calls += 1;
+                    if vm.settle(p.id, hostile_answer(host_calls)).is_err() {
+                        return End::Failed;
+                    }
+                }
+            }
+            Step::Yield => {}
         }
     }
     panic!("the run did not end within {MAX_SLICES} slices of a {FUEL_MILLI}-milli-fuel budget");

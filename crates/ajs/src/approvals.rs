@@ -153,6 +153,50 @@ impl NonceStore for MemoryNonceStore {
     }
 }
 
+/// A [`NonceStore`] in a directory: each used snapshot id is a file created there with
+/// `create_new`, which the file system makes atomic, so a snapshot is single-use across
+/// processes (and machines sharing the directory). It fails closed: an id it cannot record is
+/// treated as used.
+///
+/// ```
+/// use ajs::{FileNonceStore, NonceStore};
+/// let dir = std::env::temp_dir().join(format!("ajs-nonce-doc-{}", std::process::id()));
+/// let store = FileNonceStore::new(&dir).unwrap();
+/// assert!(store.consume("ab12"));
+/// assert!(!store.consume("ab12"));
+/// assert!(!store.consume("../escape"), "only hex ids are accepted");
+/// # std::fs::remove_dir_all(&dir).unwrap();
+/// ```
+#[derive(Debug, Clone)]
+pub struct FileNonceStore {
+    dir: std::path::PathBuf,
+}
+
+impl FileNonceStore {
+    /// A store in `dir`, created if missing.
+    ///
+    /// # Errors
+    /// The I/O error when the directory cannot be created.
+    pub fn new(dir: impl Into<std::path::PathBuf>) -> std::io::Result<FileNonceStore> {
+        let dir = dir.into();
+        std::fs::create_dir_all(&dir)?;
+        Ok(FileNonceStore { dir })
+    }
+}
+
+impl NonceStore for FileNonceStore {
+    fn consume(&self, id: &str) -> bool {
+        if id.is_empty() || id.len() > 128 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return false;
+        }
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(self.dir.join(id))
+            .is_ok()
+    }
+}
+
 /// How gated calls are decided.
 #[derive(Clone, Default)]
 pub struct Approvals {
@@ -552,24 +596,33 @@ impl GatedRunner {
         let start = Instant::now();
         let remaining = self.options.timeout_ms.saturating_sub(vm.elapsed_ms());
         let deadline = start + std::time::Duration::from_millis(remaining);
-        for p in pending {
-            let verdict = by_id.remove(&p.id).map(|d| d.verdict);
-            let answer = match verdict {
+        // approved calls run together (as a `parallel(...)` would); the others are answered
+        let mut answers: Vec<Option<Result<JsValue, String>>> = Vec::with_capacity(pending.len());
+        let mut approved = Vec::new();
+        for p in &pending {
+            answers.push(match by_id.remove(&p.id).map(|d| d.verdict) {
                 Some(Verdict::Approve) => {
-                    let call = HostCall {
-                        atom: p.atom.clone(),
-                        input: p.input.clone(),
-                    };
-                    match driver::perform(call, &self.options, &env, deadline).await {
-                        Ok(a) => a,
-                        Err(e) => {
-                            let o = driver::finish(&vm, Err(e));
-                            return Ok(RunResult::Finished(plain_report(o)));
-                        }
-                    }
+                    approved.push(p.clone());
+                    None
                 }
-                Some(Verdict::Result(v)) => Ok(v),
-                Some(Verdict::Deny) | None => Err(driver::denied(&p.atom)),
+                Some(Verdict::Result(v)) => Some(Ok(v)),
+                Some(Verdict::Deny) | None => Some(Err(driver::denied(&p.atom))),
+            });
+        }
+        let mut performed =
+            match driver::perform_all(&approved, &self.options, &env, deadline).await {
+                Ok(a) => a.into_iter(),
+                Err(e) => {
+                    let o = driver::finish(&vm, Err(e));
+                    return Ok(RunResult::Finished(plain_report(o)));
+                }
+            };
+        for (p, answer) in pending.into_iter().zip(answers) {
+            let answer = match answer {
+                Some(a) => a,
+                None => performed
+                    .next()
+                    .unwrap_or_else(|| Err(driver::denied(&p.atom))),
             };
             if let Some(j) = &mut journal {
                 let call = HostCall {

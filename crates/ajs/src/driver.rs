@@ -288,24 +288,16 @@ pub(crate) async fn drive(
                 }
                 tokio::task::yield_now().await;
             }
-            Step::Blocked => {
-                if !ctl.can_suspend {
-                    end!(Err(RunError::new(
-                        ErrorKind::Input,
-                        "the run needs a deferred host result and may not suspend",
-                    )));
-                }
-                return suspend(vm, ctl, before, start);
-            }
+            Step::Blocked => match unblock(&mut vm, options, env, ctl, deadline).await {
+                Ok(Unblock::Continue) => {}
+                Ok(Unblock::Suspend) => return suspend(vm, ctl, before, start),
+                Err(e) => end!(Err(e)),
+            },
             Step::Host(call) => {
                 let index = vm.awaiting_call_id().unwrap_or(0);
                 if let Some(max) = ctl.max_calls {
                     if vm.host_calls() > max {
-                        let calls = if max == 1 { "call" } else { "calls" };
-                        end!(Err(RunError::new(
-                            ErrorKind::Quota,
-                            format!("Host call limit exceeded: {max} {calls} allowed (maxCalls)"),
-                        )));
+                        end!(Err(max_calls_error(max)));
                     }
                 }
                 let fuel = vm.fuel_used_milli();
@@ -369,6 +361,155 @@ pub(crate) async fn drive(
             }
         }
     }
+}
+
+fn max_calls_error(max: u32) -> RunError {
+    let calls = if max == 1 { "call" } else { "calls" };
+    RunError::new(
+        ErrorKind::Quota,
+        format!("Host call limit exceeded: {max} {calls} allowed (maxCalls)"),
+    )
+}
+
+/// What the driver does once a blocked run's calls are answered.
+enum Unblock {
+    /// Every call is settled: run on.
+    Continue,
+    /// Some call needs a decision nobody here can give: suspend.
+    Suspend,
+}
+
+/// Answers the calls a blocked run waits on — the calls of a `parallel(...)` and the calls
+/// collected for a decision. Each is replayed from the journal, or decided by its atom's policy
+/// (asking the handler for `pause` and `collect`); the allowed ones are performed together, at
+/// most `max_concurrent_calls` at a time. Calls left for a decision suspend the run (after the
+/// allowed ones have settled, so nothing runs twice).
+async fn unblock(
+    vm: &mut Vm,
+    options: &Options,
+    env: &RunEnv<'_>,
+    ctl: &mut Control<'_>,
+    deadline: Instant,
+) -> Result<Unblock, RunError> {
+    let pending = pending_of(vm);
+    if pending.is_empty() {
+        return Err(RunError::new(
+            ErrorKind::Input,
+            "the run is blocked on no host call",
+        ));
+    }
+    let fuel = vm.fuel_used_milli();
+    if let Some((journal, next)) = &mut ctl.replay {
+        for p in pending {
+            let call = HostCall {
+                atom: p.atom,
+                input: p.input,
+            };
+            let answer = match journal.check(p.id as usize, &call, fuel) {
+                Ok(a) => a,
+                Err(m) => {
+                    let e = RunError::new(ErrorKind::Input, m.to_string());
+                    ctl.mismatch = Some(m);
+                    return Err(e);
+                }
+            };
+            *next += 1;
+            vm.settle(p.id, answer)?;
+        }
+        return Ok(Unblock::Continue);
+    }
+    if let Some(max) = ctl.max_calls {
+        if vm.host_calls() > max {
+            return Err(max_calls_error(max));
+        }
+    }
+    let mut run = Vec::new();
+    let mut undecided = false;
+    for p in pending {
+        let policy = ctl
+            .policies
+            .and_then(|m| m.get(&p.atom))
+            .copied()
+            .unwrap_or_default();
+        let answer = match policy {
+            Policy::Allow => None,
+            Policy::Deny => Some(Err(denied(&p.atom))),
+            Policy::Pause | Policy::Collect => match ctl.handler {
+                Some(handler) => match handler(p.clone()).await {
+                    Verdict::Approve => None,
+                    Verdict::Deny => Some(Err(denied(&p.atom))),
+                    Verdict::Result(v) => Some(Ok(v)),
+                },
+                None => {
+                    undecided = true;
+                    continue;
+                }
+            },
+        };
+        match answer {
+            None => run.push(p),
+            Some(a) => settle_recorded(vm, ctl, &p, a, fuel)?,
+        }
+    }
+    let answers = perform_all(&run, options, env, deadline).await?;
+    for (p, a) in run.iter().zip(answers) {
+        settle_recorded(vm, ctl, p, a, fuel)?;
+    }
+    if undecided {
+        if !ctl.can_suspend {
+            return Err(RunError::new(
+                ErrorKind::Input,
+                "the run needs a deferred host result and may not suspend",
+            ));
+        }
+        return Ok(Unblock::Suspend);
+    }
+    Ok(Unblock::Continue)
+}
+
+/// Settles a deferred or queued call, recording it in the journal.
+fn settle_recorded(
+    vm: &mut Vm,
+    ctl: &mut Control<'_>,
+    p: &PendingCall,
+    answer: Result<JsValue, String>,
+    fuel: u64,
+) -> Result<(), RunError> {
+    if let Some(j) = &mut ctl.journal {
+        let call = HostCall {
+            atom: p.atom.clone(),
+            input: p.input.clone(),
+        };
+        j.record(p.id, &call, &answer, fuel, true);
+    }
+    vm.settle(p.id, answer)
+}
+
+/// Performs host calls concurrently, at most `options.max_concurrent_calls` in flight, each
+/// under the run's deadline, quotas and cancellation. The answers come back in the calls'
+/// order; the first run-ending error (in that order) ends them all.
+pub(crate) async fn perform_all(
+    calls: &[PendingCall],
+    options: &Options,
+    env: &RunEnv<'_>,
+    deadline: Instant,
+) -> Result<Vec<Result<JsValue, String>>, RunError> {
+    use futures_util::stream::{self, StreamExt};
+    // built first, so the stream holds plain futures (no closure borrowing across awaits)
+    let mut futures = Vec::with_capacity(calls.len());
+    for p in calls {
+        let call = HostCall {
+            atom: p.atom.clone(),
+            input: p.input.clone(),
+        };
+        futures.push(perform(call, options, env, deadline));
+    }
+    let mut answers = stream::iter(futures).buffered(options.max_concurrent_calls.max(1));
+    let mut out = Vec::with_capacity(calls.len());
+    while let Some(a) = answers.next().await {
+        out.push(a?);
+    }
+    Ok(out)
 }
 
 fn suspend(mut vm: Vm, ctl: &mut Control<'_>, before: u64, start: Instant) -> DriveEnd {

@@ -45,9 +45,9 @@ pub use ajs_io::{FetchPolicy, HttpClient, LlmClient, LlmConfig, SAFE_RESPONSE_HE
 pub use ajs_vm::{ErrorKind, JsValue, LogLevel, LogLine, RunError};
 pub use ajs_vm::{SnapshotError, TraceStep};
 pub use approvals::{
-    replay, ApprovalHandler, Approvals, ConfigError, Decision, GatedRunner, Journal, JournalEntry,
-    MemoryNonceStore, NonceStore, PendingCall, Policy, ReplayError, ReplayMismatch, Report,
-    ResumeError, RunResult, RunSettings, Suspended, Verdict,
+    replay, ApprovalHandler, Approvals, ConfigError, Decision, FileNonceStore, GatedRunner,
+    Journal, JournalEntry, MemoryNonceStore, NonceStore, PendingCall, Policy, ReplayError,
+    ReplayMismatch, Report, ResumeError, RunResult, RunSettings, Suspended, Verdict,
 };
 pub use capabilities::{
     AtomDecl, AtomFn, Capabilities, FetchCall, FetchFn, HostFuture, InputField, InputType, LlmFn,
@@ -82,6 +82,9 @@ pub const HOST_ATOM_FUEL: f64 = 1.0;
 pub const HTTP_FETCH_TIMEOUT_MS: u64 = 30_000;
 /// `llmPredict`'s own timeout.
 pub const LLM_PREDICT_TIMEOUT_MS: u64 = 120_000;
+/// Default cap on the host calls of one `parallel(...)` in flight at once.
+pub const DEFAULT_MAX_CONCURRENT_CALLS: usize = 16;
+pub use ajs_vm::DEFAULT_MAX_PARALLEL_ITEMS;
 
 /// Options shared by [`Eval`], [`SafeFunction`] and [`Runner`].
 #[derive(Clone, Debug)]
@@ -110,6 +113,12 @@ pub struct Options {
     /// The seed of the randomness behind `Math.random()`, `random` and `uuid` (decision 27;
     /// default a fresh random seed per run). Fix it for deterministic tests.
     pub random_seed: Option<u64>,
+    /// Most items one `parallel(...)` may hold (default 1000); more is a catchable guest error.
+    pub max_parallel_items: usize,
+    /// Most host calls of one `parallel(...)` the driver keeps in flight at once (default 16);
+    /// the others wait for a free slot. Every call still counts against quotas, `maxCalls` and
+    /// the run's timeout.
+    pub max_concurrent_calls: usize,
 }
 
 impl Default for Options {
@@ -125,6 +134,8 @@ impl Default for Options {
             cancel: None,
             clock: ajs_vm::system_clock,
             random_seed: None,
+            max_parallel_items: DEFAULT_MAX_PARALLEL_ITEMS,
+            max_concurrent_calls: DEFAULT_MAX_CONCURRENT_CALLS,
         }
     }
 }
@@ -157,6 +168,13 @@ impl Options {
         if self.timeout_ms == 0 {
             return Err(OptionError {
                 field: "timeoutMs",
+                value: "0".into(),
+                bound: "must be at least 1",
+            });
+        }
+        if self.max_concurrent_calls == 0 {
+            return Err(OptionError {
+                field: "maxConcurrentCalls",
                 value: "0".into(),
                 bound: "must be at least 1",
             });
@@ -210,6 +228,7 @@ impl Options {
             atoms,
             random_seed: self.random_seed.unwrap_or_else(random_seed),
             clock: self.clock,
+            max_parallel_items: self.max_parallel_items,
             ..VmOptions::default()
         }
     }

@@ -352,6 +352,17 @@ define_ops! {
     CallAtom = 0x52 { dst: Dst, atom: Atom, arg: Src } cost BASE;
     /// Raises a guest error whose message is `src` made a string (`Error('…')`).
     Throw = 0x53 { src: Src } cost BASE;
+    /// Opens a batch of concurrent host calls (`parallel([...])`).
+    ParBegin = 0x54 { } cost BASE;
+    /// Queues `atom(arg)` in the innermost open batch: charged and counted like `CallAtom`, but
+    /// the run goes on; the host performs the batch's calls together at `ParEnd`.
+    ParCall = 0x55 { atom: Atom, arg: Src } cost BASE;
+    /// Queues a plain value in the innermost open batch (an item that is not an atom call).
+    ParValue = 0x56 { src: Src } cost BASE;
+    /// Closes the innermost batch: waits until the host has settled every queued call, then
+    /// `dst` = the array of the items' results in order. With `settled` 0 the first failed call
+    /// (by position) raises its error; with 1 each item is `{ ok, value }` or `{ ok, error }`.
+    ParEnd = 0x57 { dst: Dst, settled: Imm } cost BASE;
     /// Installs a handler: a guest error raised before the matching `TryExit` jumps to `handler`.
     TryEnter = 0x60 { handler: Target } cost BASE;
     /// Removes the innermost handler of the current frame.

@@ -22,9 +22,11 @@ pub const USAGE: &str = "\
       call: the pending calls are printed as JSON ({\"status\": \"suspended\", \"pending\": […]}) and
       the run is saved to --snapshot-out (default run.snap). --journal-out records every host call.
   ajs resume SNAPSHOT (--approve | --deny | --decisions JSON) [--config FILE] [--snapshot-out FILE]
-          [--journal-out FILE] [--key-env VAR]
+          [--journal-out FILE] [--key-env VAR] [--nonce-dir DIR]
       Continues a saved run in this process, approving or denying every pending call (or deciding
       each: --decisions '[{\"id\": 0, \"approve\": true}]'). Budgets continue where they were.
+      With --nonce-dir every snapshot resumes once: its id is recorded in DIR (shared by every
+      process that resumes runs), and a second resume of it is refused.
   ajs replay AGENT.ajs --journal FILE [--args JSON] [--config FILE]
       Re-runs an agent offline against a journal: no capability is called; the first call that
       differs ends the run with ReplayMismatch (exit 1).
@@ -37,6 +39,7 @@ struct Common {
     key: Option<Vec<u8>>,
     snapshot_out: Option<String>,
     journal_out: Option<String>,
+    nonce_dir: Option<String>,
 }
 
 fn common(options: &[(String, String)]) -> Result<Common, Usage> {
@@ -47,6 +50,7 @@ fn common(options: &[(String, String)]) -> Result<Common, Usage> {
         key: None,
         snapshot_out: None,
         journal_out: None,
+        nonce_dir: None,
     };
     for (name, value) in options {
         match name.as_str() {
@@ -63,6 +67,7 @@ fn common(options: &[(String, String)]) -> Result<Common, Usage> {
             }
             "--snapshot-out" => c.snapshot_out = Some(value.clone()),
             "--journal-out" => c.journal_out = Some(value.clone()),
+            "--nonce-dir" => c.nonce_dir = Some(value.clone()),
             _ => {}
         }
     }
@@ -96,6 +101,11 @@ fn gated(c: &Common, policies: &[(String, Policy)], journal: bool) -> Result<Gat
     }
     if let Some(k) = &c.key {
         approvals = approvals.key(k.clone());
+    }
+    if let Some(dir) = &c.nonce_dir {
+        let store = ajs::FileNonceStore::new(dir)
+            .map_err(|e| Usage(format!("--nonce-dir: cannot use {dir}: {e}")))?;
+        approvals = approvals.nonce_store(std::sync::Arc::new(store));
     }
     let settings = RunSettings {
         journal,
@@ -220,6 +230,7 @@ pub fn cmd_resume(args: &[String]) -> Result<ExitCode, Usage> {
             "--journal-out",
             "--config",
             "--key-env",
+            "--nonce-dir",
         ],
         &["--approve", "--deny"],
     )

@@ -224,3 +224,83 @@ fn edited_snapshots_and_journals_are_refused() {
     );
     assert_eq!(code, 1, "an edited journal never replays clean");
 }
+
+#[test]
+fn a_parallel_batch_pauses_and_a_nonce_dir_makes_resume_single_use_across_processes() {
+    let (dir, hits) = setup("parallel");
+    let agent = std::fs::read_to_string(dir.join("agent.ajs")).unwrap();
+    let url = agent
+        .split('\'')
+        .find(|s| s.starts_with("http://"))
+        .unwrap()
+        .trim_end_matches("/a")
+        .to_string();
+    std::fs::write(
+        dir.join("par.ajs"),
+        format!(
+            "function main({{ paths: ['a'] }}) {{\n  let rs = parallel(paths.map(p => httpFetch({{ url: '{url}/' + p }})))\n  return {{ total: rs.reduce((s, r) => s + r.v, 0) }}\n}}\n"
+        ),
+    )
+    .unwrap();
+    let args = r#"{"paths": ["a", "b", "c"]}"#;
+    let (_, plain, err) = ajs(
+        &dir,
+        &["run", "par.ajs", "--config", "cfg.json", "--args", args],
+    );
+    assert_eq!(json(&plain)["result"]["total"], 21, "{err}");
+    assert_eq!(hits.load(Ordering::SeqCst), 3);
+
+    let (code, out, err) = ajs(
+        &dir,
+        &[
+            "run",
+            "par.ajs",
+            "--config",
+            "cfg.json",
+            "--args",
+            args,
+            "--policy",
+            "httpFetch=pause",
+            "--snapshot-out",
+            "p.snap",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let out = json(&out);
+    assert_eq!(out["status"], "suspended");
+    assert_eq!(
+        out["pending"].as_array().unwrap().len(),
+        3,
+        "the whole batch is pending"
+    );
+    assert_eq!(
+        hits.load(Ordering::SeqCst),
+        3,
+        "nothing fetched before the decision"
+    );
+
+    let resume = || {
+        ajs(
+            &dir,
+            &[
+                "resume",
+                "p.snap",
+                "--approve",
+                "--config",
+                "cfg.json",
+                "--nonce-dir",
+                "nonces",
+            ],
+        )
+    };
+    let (code, out, err) = resume();
+    assert_eq!(code, 0, "{err}");
+    let out = json(&out);
+    assert_eq!(out["result"], json(&plain)["result"]);
+    assert_eq!(out["fuelUsed"], json(&plain)["fuelUsed"]);
+    assert_eq!(hits.load(Ordering::SeqCst), 6, "each call made once");
+    let (code, _, err) = resume();
+    assert_eq!(code, 1, "a second resume is refused");
+    assert!(err.contains("already"), "{err}");
+    assert_eq!(hits.load(Ordering::SeqCst), 6);
+}

@@ -8,7 +8,9 @@
 
 use std::collections::HashMap;
 
-use ajs_bytecode::isa::{insert_charges, Atom, Base, Const, Count, Dst, Key, Native, Src, Target};
+use ajs_bytecode::isa::{
+    insert_charges, Atom, Base, Const, Count, Dst, Imm, Key, Native, Src, Target,
+};
 use ajs_bytecode::natives::{NativeId, MATH_CONSTANTS, NUMBER_CONSTANTS};
 use ajs_bytecode::program::{Constant, DebugInfo, Function, SourcePos, MAX_CONSTANTS};
 use ajs_bytecode::{Op, Program};
@@ -21,6 +23,7 @@ use crate::{CompileOptions, Fail, Mode, MAX_NESTING};
 mod agent;
 mod callbacks;
 mod destructure;
+mod parallel;
 mod spread;
 
 pub(crate) use agent::lower_agent;
@@ -75,7 +78,7 @@ const BUILTIN_NAMES: &[&str] = &[
 fn unsupported_builtin(name: &str) -> Option<String> {
     Some(match name {
         "RegExp" => "RegExp is not available. Use string methods or the regexMatch atom.".into(),
-        "Promise" => "Promise is not needed. All operations are implicitly async.".into(),
+        "Promise" => "Promise is not needed. All operations are implicitly async. To make several atom calls at once, use parallel([...]).".into(),
         "Map" => "Map is not available. Use plain objects instead.".into(),
         "WeakSet" | "WeakMap" | "Symbol" | "Proxy" | "Reflect" => {
             format!("{name} is not available.")
@@ -217,6 +220,9 @@ pub(crate) struct Lowerer<'o> {
     /// A register holding the array a callback method iterates, when it was built already
     /// (`Array.from(x, cb)`).
     callback_source: Option<u16>,
+    /// Set by `parallel(xs.map(…))` for the `map` it lowers: the callback's results are
+    /// parallel items, not array elements.
+    parallel_map: bool,
 }
 
 /// Compiles one expression (Eval expression mode).
@@ -282,6 +288,7 @@ impl<'o> Lowerer<'o> {
             callbacks: Vec::new(),
             helpers: HashMap::new(),
             callback_source: None,
+            parallel_map: false,
         }
     }
 
@@ -1670,6 +1677,18 @@ impl<'o> Lowerer<'o> {
         }
     }
 
+    /// The index of `name` in the program's atom table (added on first use).
+    fn atom_index(&mut self, name: &str, span: Span) -> R<u16> {
+        if let Some(i) = self.atoms.iter().position(|a| a == name) {
+            return Ok(i as u16);
+        }
+        if self.atoms.len() >= u16::MAX as usize {
+            return fail(span, "too many atoms");
+        }
+        self.atoms.push(name.to_string());
+        Ok((self.atoms.len() - 1) as u16)
+    }
+
     fn call_name(
         &mut self,
         id: &IdentifierReference,
@@ -1718,16 +1737,7 @@ impl<'o> Lowerer<'o> {
                     ),
                 );
             }
-            let idx = match self.atoms.iter().position(|a| a == name) {
-                Some(i) => i,
-                None => {
-                    if self.atoms.len() >= u16::MAX as usize {
-                        return fail(span, "too many atoms");
-                    }
-                    self.atoms.push(name.to_string());
-                    self.atoms.len() - 1
-                }
-            };
+            let idx = self.atom_index(name, span)?;
             let mark = self.top;
             let r = match args.first() {
                 Some(a) => self.expr(a)?,
@@ -1736,13 +1746,16 @@ impl<'o> Lowerer<'o> {
             self.emit(
                 Op::CallAtom {
                     dst: Dst(dst),
-                    atom: Atom(idx as u16),
+                    atom: Atom(idx),
                     arg: Src(r),
                 },
                 span,
             );
             self.top = mark;
             return Ok(());
+        }
+        if name == "parallel" {
+            return self.parallel_call(args, dst, span);
         }
         if let Some(native) = NativeId::pure_atom(name) {
             if args.len() > 1 {
@@ -1821,6 +1834,14 @@ impl<'o> Lowerer<'o> {
                 _ => return fail(span, format!("{ns}.{m} is not supported in AsyncJS yet. Check docs for available {ns} methods.")),
             };
             return self.call_native(native, None, args, dst, span);
+        }
+        if let Expression::Identifier(id) = obj.without_parentheses() {
+            // `Promise.all(…)`, `Map.groupBy(…)`: say what the name is not, and what to use
+            if self.is_global(id.name.as_str()) {
+                if let Some(msg) = unsupported_builtin(id.name.as_str()) {
+                    return fail(id.span, msg);
+                }
+            }
         }
         if forbidden(m) {
             return fail(span, forbidden_msg(m));

@@ -9,8 +9,12 @@ use crate::error::{guest, ErrorKind, Fault, OpResult, RunError};
 use crate::heap::{arr_bytes, prop_bytes, str_bytes, Cell, Gc, Heap, PropMap};
 use crate::value::{JsValue, Value, MAX_BOUNDARY_DEPTH};
 
+#[path = "parallel.rs"]
+pub(crate) mod parallel;
 #[path = "snapshot.rs"]
 pub(crate) mod snapshot;
+
+pub use parallel::{DEFAULT_MAX_PARALLEL_ITEMS, MAX_PARALLEL_NESTING};
 
 /// Default fuel budget: 1000 fuel.
 pub const DEFAULT_FUEL: u64 = 1000 * MILLI;
@@ -52,6 +56,8 @@ pub struct VmOptions {
     /// The host clock behind `Date()` and `Date.now()`: epoch milliseconds (default: the system
     /// clock). Inject a fixed source to replay a run.
     pub clock: fn() -> f64,
+    /// Most items one `parallel(...)` call may hold (default [`DEFAULT_MAX_PARALLEL_ITEMS`]).
+    pub max_parallel_items: usize,
 }
 
 /// The system clock: epoch milliseconds.
@@ -71,6 +77,7 @@ impl Default for VmOptions {
             atoms: HashMap::new(),
             random_seed: 0x9E37_79B9_7F4A_7C15,
             clock: system_clock,
+            max_parallel_items: DEFAULT_MAX_PARALLEL_ITEMS,
         }
     }
 }
@@ -227,6 +234,9 @@ pub struct Vm {
     trace: Option<Vec<TraceStep>>,
     trace_cap: usize,
     trace_dropped: u64,
+    /// open `parallel(...)` batches, innermost last
+    batches: Vec<parallel::Batch>,
+    max_parallel_items: usize,
 }
 
 enum Exit {
@@ -302,6 +312,8 @@ impl Vm {
             trace: None,
             trace_cap: 0,
             trace_dropped: 0,
+            batches: Vec::new(),
+            max_parallel_items: opts.max_parallel_items,
             program,
         };
         let prog = vm.program.clone();
@@ -498,6 +510,9 @@ impl Vm {
                 Err(e)
             }
             Some(t) => {
+                if !self.batches.is_empty() {
+                    self.par_unwind(t.frame, self.tries.len() as u32);
+                }
                 self.frames.truncate(t.frame as usize + 1);
                 if let Some(f) = self.frames.last_mut() {
                     let func = &self.program.functions[f.func as usize];
@@ -718,6 +733,9 @@ impl Vm {
                         while self.tries.last().is_some_and(|t| t.frame >= depth) {
                             self.tries.pop();
                         }
+                        if !self.batches.is_empty() {
+                            self.par_return(depth);
+                        }
                         if SLOW && self.frames.len() == 1 && !self.deferred.is_empty() {
                             // the run would end with deferred calls never settled
                             save_pc!();
@@ -904,25 +922,35 @@ impl Vm {
                         continue 'frames;
                     }
                     Op::CallAtom { dst, atom, arg } => {
-                        let i = atom.0 as usize;
-                        if let Some(q) = self.atom_quota[i] {
-                            if self.atom_used[i] >= q {
-                                save_pc!();
-                                let name = &prog.atoms[i];
-                                let calls = if q == 1 { "call" } else { "calls" };
-                                return Err(Fault::Fatal(RunError::new(
-                                    ErrorKind::Quota,
-                                    format!("Quota exceeded for '{name}': {q} {calls} allowed"),
-                                )));
-                            }
-                        }
-                        tryop!(self.charge(self.atom_cost[i]));
-                        self.atom_used[i] += 1;
+                        tryop!(self.take_atom(atom.0 as usize));
                         let input = r!(arg);
                         pc += 1;
                         save_pc!();
                         return Ok(Exit::Host(atom.0, input, (base + dst.0 as usize) as u32));
                     }
+                    Op::ParBegin {} => tryop!(self.par_begin()),
+                    Op::ParCall { atom, arg } => {
+                        tryop!(self.take_atom(atom.0 as usize));
+                        let input = r!(arg);
+                        let id = self.next_call_id;
+                        self.next_call_id = self.next_call_id.saturating_add(1);
+                        tryop!(self.par_push(parallel::ParItem::Queued {
+                            id,
+                            atom: atom.0,
+                            input,
+                        }));
+                    }
+                    Op::ParValue { src } => {
+                        let v = r!(src);
+                        tryop!(self.par_push(parallel::ParItem::Ready(v)));
+                    }
+                    Op::ParEnd { dst, settled } => match tryop!(self.par_end(settled.0 != 0)) {
+                        Some(v) => r!(dst) = v,
+                        None => {
+                            save_pc!();
+                            return Ok(Exit::Blocked);
+                        }
+                    },
                     Op::Throw { src } => {
                         let v = r!(src);
                         let msg = self.message_of(v);
@@ -950,6 +978,23 @@ impl Vm {
                 pc += 1;
             }
         }
+    }
+
+    /// Checks the atom's per-run quota, charges its fuel and counts the call.
+    fn take_atom(&mut self, i: usize) -> OpResult<()> {
+        if let Some(q) = self.atom_quota[i] {
+            if self.atom_used[i] >= q {
+                let name = &self.program.atoms[i];
+                let calls = if q == 1 { "call" } else { "calls" };
+                return Err(Fault::Fatal(RunError::new(
+                    ErrorKind::Quota,
+                    format!("Quota exceeded for '{name}': {q} {calls} allowed"),
+                )));
+            }
+        }
+        self.charge(self.atom_cost[i])?;
+        self.atom_used[i] += 1;
+        Ok(())
     }
 
     /// Charges size-proportional work before it is done.
@@ -980,7 +1025,8 @@ impl Vm {
             .chain(self.consts.iter())
             .chain(extra.iter())
             .chain(self.deferred.iter().map(|d| &d.input))
-            .chain(awaiting.iter());
+            .chain(awaiting.iter())
+            .chain(parallel::roots(&self.batches));
         self.heap.collect(roots);
     }
 

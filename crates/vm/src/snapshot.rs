@@ -13,17 +13,19 @@ use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::parallel::{Batch, ParItem};
 use super::{
     Deferred, Frame, HostCall, LogLevel, LogLine, PendingHostCall, Status, TraceStep, TryEntry, Vm,
 };
 use crate::error::{ErrorKind, Fault, RunError};
 use crate::heap::{Cell, Heap, PropMap, RegexCell, SetCell, SetKey};
 use crate::value::{JsValue, Value};
+use crate::MAX_PARALLEL_NESTING;
 
 /// The first bytes of every snapshot.
 pub const SNAPSHOT_MAGIC: [u8; 4] = *b"AJSS";
 /// The snapshot format version.
-pub const SNAPSHOT_VERSION: u16 = 1;
+pub const SNAPSHOT_VERSION: u16 = 2;
 const HEADER_LEN: usize = 4 + 2 + 2 + 1 + 32;
 
 /// Why a snapshot was refused.
@@ -165,6 +167,20 @@ enum SStatus {
 }
 
 #[derive(Serialize, Deserialize)]
+enum SItem {
+    Queued { id: u32, atom: u16, input: SV },
+    Ready(SV),
+    Failed(String),
+}
+
+#[derive(Serialize, Deserialize)]
+struct SBatch {
+    frame: u32,
+    tries: u32,
+    items: Vec<SItem>,
+}
+
+#[derive(Serialize, Deserialize)]
 struct Body {
     fingerprint: [u8; 32],
     frames: Vec<(u16, u32, u32, u32)>,
@@ -180,6 +196,8 @@ struct Body {
     handling: Option<String>,
     status: SStatus,
     deferred: Vec<(u32, u16, SV)>,
+    batches: Vec<SBatch>,
+    max_parallel_items: u64,
     next_call_id: u32,
     log: Vec<(u8, String)>,
     log_dropped: u64,
@@ -348,6 +366,28 @@ impl Vm {
                 .iter()
                 .map(|d| (d.id, d.atom, sv(d.input)))
                 .collect(),
+            batches: self
+                .batches
+                .iter()
+                .map(|b| SBatch {
+                    frame: b.frame,
+                    tries: b.tries,
+                    items: b
+                        .items
+                        .iter()
+                        .map(|it| match it {
+                            ParItem::Queued { id, atom, input } => SItem::Queued {
+                                id: *id,
+                                atom: *atom,
+                                input: sv(*input),
+                            },
+                            ParItem::Ready(v) => SItem::Ready(sv(*v)),
+                            ParItem::Failed(m) => SItem::Failed(m.clone()),
+                        })
+                        .collect(),
+                })
+                .collect(),
+            max_parallel_items: self.max_parallel_items as u64,
             next_call_id: self.next_call_id,
             log: self
                 .log
@@ -505,6 +545,34 @@ impl Vm {
                 return invalid("a deferred call is malformed");
             }
         }
+        // batches: opened by live frames, in order, within the caps; queued calls unique
+        let max_items = usize::try_from(b.max_parallel_items).unwrap_or(usize::MAX);
+        if b.batches.len() > MAX_PARALLEL_NESTING {
+            return invalid("more open parallel() calls than allowed");
+        }
+        let mut queued = HashSet::new();
+        let mut last = (0u32, 0u32);
+        for sb in &b.batches {
+            if sb.frame as usize >= b.frames.len()
+                || sb.tries as usize > b.tries.len()
+                || (sb.frame, sb.tries) < last
+                || sb.items.len() > max_items
+            {
+                return invalid("an open parallel() call is malformed");
+            }
+            last = (sb.frame, sb.tries);
+            for it in &sb.items {
+                if let SItem::Queued { id, atom, .. } = it {
+                    if *atom as usize >= natoms
+                        || *id >= b.next_call_id
+                        || pending.contains(id)
+                        || !queued.insert(*id)
+                    {
+                        return invalid("a queued parallel call is malformed");
+                    }
+                }
+            }
+        }
         let check = Check {
             cells: &b.cells,
             pending,
@@ -609,6 +677,26 @@ impl Vm {
                 })
             })
             .collect::<Result<Vec<_>, SnapshotError>>()?;
+        let mut batches = Vec::with_capacity(b.batches.len());
+        for sb in &b.batches {
+            let mut items = Vec::with_capacity(sb.items.len());
+            for it in &sb.items {
+                items.push(match it {
+                    SItem::Queued { id, atom, input } => ParItem::Queued {
+                        id: *id,
+                        atom: *atom,
+                        input: check.value(*input, false)?,
+                    },
+                    SItem::Ready(v) => ParItem::Ready(check.value(*v, false)?),
+                    SItem::Failed(m) => ParItem::Failed(m.clone()),
+                });
+            }
+            batches.push(Batch {
+                frame: sb.frame,
+                tries: sb.tries,
+                items,
+            });
+        }
         let mut log = Vec::with_capacity(b.log.len());
         for (level, message) in b.log {
             let level = match level {
@@ -662,6 +750,8 @@ impl Vm {
             trace: None,
             trace_cap: 0,
             trace_dropped: 0,
+            batches,
+            max_parallel_items: max_items,
             program,
         };
         for (i, source, flags, last_index) in regex_sources {
@@ -714,13 +804,17 @@ impl Vm {
     }
 
     /// Settles a deferred call: `Ok(value)` replaces its pending value wherever it is held,
-    /// `Err(message)` is raised as a guest error where the run continues.
+    /// `Err(message)` is raised as a guest error where the run continues. For a call queued by
+    /// `parallel(...)`, the value (or the error) becomes that item's result.
     ///
     /// # Errors
-    /// An `Input` error when no deferred call has this id; a run-ending `Boundary` error when the
-    /// value cannot be copied in.
+    /// An `Input` error when no deferred or queued call has this id; a run-ending `Boundary`
+    /// error when the value cannot be copied in.
     pub fn settle(&mut self, id: u32, answer: Result<JsValue, String>) -> Result<(), RunError> {
         let Some(i) = self.deferred.iter().position(|d| d.id == id) else {
+            if self.par_settle(id, answer)? {
+                return Ok(());
+            }
             return Err(RunError::new(
                 ErrorKind::Input,
                 format!("no deferred host call has id {id}"),
@@ -777,6 +871,10 @@ impl Vm {
         for d in &self.deferred {
             push(d.id, d.atom, d.input, true);
         }
+        for (id, atom, input) in self.par_queued() {
+            push(id, atom, input, true);
+        }
+        out.sort_by_key(|p| (p.deferred, p.id));
         out
     }
 

@@ -40,6 +40,8 @@ pub(super) struct CallbackCtx {
     try_depth: u32,
     /// Scopes below this index belong to the enclosing code (read-only inside the callback).
     pub(super) scope_floor: usize,
+    /// The callback's results are `parallel` items (`parallel(xs.map(…))`).
+    parallel: bool,
 }
 
 impl Lowerer<'_> {
@@ -59,6 +61,8 @@ impl Lowerer<'_> {
                 .sort_with_comparator(obj, m, optional, args, dst, span)
                 .map(|_| true);
         }
+        // `parallel(xs.map(…))`: this map's results are parallel items
+        let par = m == "map" && std::mem::take(&mut self.parallel_map);
         let Some(&(_, backwards)) = CALLBACK_METHODS.iter().find(|(n, _)| *n == m) else {
             if let (Some(msg), Some(Expression::ArrowFunctionExpression(_))) = (
                 unsupported_callback_method(m),
@@ -258,10 +262,11 @@ impl Lowerer<'_> {
             vec![elem, i, recv]
         };
         let value = self.alloc(span)?;
-        self.callback_body(cb, &sources, value)?;
+        self.callback_body(cb, &sources, value, par)?;
 
         let mut early_exit = None;
         match m {
+            "map" if par => {}
             "map" => self.push(acc, value, span),
             "flatMap" => {
                 // an array result is flattened one level; anything else is pushed as is
@@ -431,6 +436,7 @@ impl Lowerer<'_> {
         cb: &ArrowFunctionExpression,
         sources: &[u16],
         value: u16,
+        par: bool,
     ) -> R<()> {
         let mark = self.top;
         self.scopes.push(Scope::default());
@@ -482,6 +488,7 @@ impl Lowerer<'_> {
         // `break`/`continue` inside the body cannot reach loops outside it
         let outer_loops = std::mem::take(&mut self.loops);
         let r = match cb.body.as_expression() {
+            Some(e) if par => self.parallel_item(e),
             Some(e) => self.expr_to(e, value),
             _ => {
                 let body = cb.body.as_function_body();
@@ -491,11 +498,16 @@ impl Lowerer<'_> {
                     exits: Vec::new(),
                     try_depth: self.try_depth,
                     scope_floor: floor,
+                    parallel: par,
                 });
                 let r = match body {
                     Some(b) => self.block(&b.statements, false, b.span),
                     None => Ok(()),
                 };
+                if par && r.is_ok() {
+                    // falling off the end: the item is undefined
+                    self.emit(Op::ParValue { src: Src(value) }, cb.span);
+                }
                 if let Some(ctx) = self.callbacks.pop() {
                     for j in ctx.exits {
                         self.patch_here(j);
@@ -512,12 +524,20 @@ impl Lowerer<'_> {
 
     /// `return e` inside a block-bodied callback: the callback's value.
     pub(super) fn callback_return(&mut self, arg: Option<&Expression>, span: Span) -> R<()> {
-        let Some((result, depth)) = self.callbacks.last().map(|c| (c.result, c.try_depth)) else {
+        let Some((result, depth, par)) = self
+            .callbacks
+            .last()
+            .map(|c| (c.result, c.try_depth, c.parallel))
+        else {
             return Ok(());
         };
         match arg {
+            Some(e) if par => self.parallel_item(e)?,
             Some(e) => self.expr_to(e, result)?,
             None => self.emit(Op::LoadUndef { dst: Dst(result) }, span),
+        }
+        if par && arg.is_none() {
+            self.emit(Op::ParValue { src: Src(result) }, span);
         }
         for _ in depth..self.try_depth {
             self.emit(Op::TryExit {}, span);
@@ -773,7 +793,7 @@ impl Lowerer<'_> {
             },
             span,
         );
-        self.callback_body(cb, &[x, y], v)?;
+        self.callback_body(cb, &[x, y], v, false)?;
         // y goes first only when cmp(x, y) > 0: stable, and NaN or undefined count as 0
         self.emit(
             Op::Gt {
