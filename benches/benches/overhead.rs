@@ -44,5 +44,24 @@ fn safe_function_call(c: &mut Criterion) {
     });
 }
 
-criterion_group!(overhead, eval_from_source, safe_function_call);
+fn sync_variants(c: &mut Criterion) {
+    let context = json!({ "a": 1, "b": 2 });
+    c.bench_function("eval a + b (compile + run), run_sync", |b| {
+        b.iter(|| {
+            black_box(
+                Eval::new(black_box("a + b"))
+                    .context(black_box(context.clone()))
+                    .run_sync(),
+            )
+        })
+    });
+    let add = SafeFunction::new(&["a", "b"], "return a + b", Options::default()).expect("compiles");
+    let args = [json!(20), json!(22)];
+    assert_eq!(add.call_sync(&args).result, JsValue::Number(42.0));
+    c.bench_function("safe function call a + b, call_sync", |b| {
+        b.iter(|| black_box(add.call_sync(black_box(&args))))
+    });
+}
+
+criterion_group!(overhead, eval_from_source, safe_function_call, sync_variants);
 criterion_main!(overhead);

@@ -150,6 +150,16 @@ fn fresh_sandbox(c: &mut Criterion) {
             )
         })
     });
+    // the same, through the synchronous API (no async runtime; for code that calls no atom)
+    g.bench_function(BenchmarkId::from_parameter("ajs_sync"), |b| {
+        b.iter(|| {
+            black_box(
+                Eval::new(black_box("a + b"))
+                    .context(black_box(context.clone()))
+                    .run_sync(),
+            )
+        })
+    });
     g.bench_function(BenchmarkId::from_parameter("quickjs"), |b| {
         b.iter(|| {
             let qrt = qjs_runtime();
@@ -204,6 +214,9 @@ fn precompiled_call(c: &mut Criterion) {
     assert_eq!(rt.block_on(add.call(&args)).result, JsValue::Number(42.0));
     g.bench_function(BenchmarkId::from_parameter("ajs"), |b| {
         b.iter(|| black_box(rt.block_on(add.call(black_box(&args)))))
+    });
+    g.bench_function(BenchmarkId::from_parameter("ajs_sync"), |b| {
+        b.iter(|| black_box(add.call_sync(black_box(&args))))
     });
     let qrt = qjs_runtime();
     let qctx = rquickjs::Context::full(&qrt).expect("context");

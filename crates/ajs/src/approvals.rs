@@ -509,7 +509,7 @@ impl GatedRunner {
             vm.set_trace(Some(cap));
         }
         let env = self.env();
-        match driver::drive(vm, &self.options, &env, &mut ctl).await {
+        match driver::drive(Box::new(vm), &self.options, &env, &mut ctl).await {
             DriveEnd::Suspended { snapshot, pending } => {
                 RunResult::Suspended(Suspended { snapshot, pending })
             }
@@ -1121,7 +1121,7 @@ pub async fn replay(
         replay: Some((journal, 0)),
         ..Control::default()
     };
-    let end = driver::drive(vm, options, &env, &mut ctl).await;
+    let end = driver::drive(Box::new(vm), options, &env, &mut ctl).await;
     if let Some(m) = ctl.mismatch.take() {
         return Err(m.into());
     }

@@ -73,24 +73,81 @@ fn boundary_error(atom: &str, why: &str) -> RunError {
     )
 }
 
+/// A writer that only counts bytes.
+struct Count(usize);
+
+impl std::io::Write for Count {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0 += b.len();
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// The length of `serde_json::Value::Array(values).to_string()`, without cloning or building it.
 pub(crate) fn json_array_len(values: &[serde_json::Value]) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0 += b.len();
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
     let mut c = Count(0);
     for v in values {
         // writing to a counter cannot fail
         let _ = serde_json::to_writer(&mut c, v);
     }
     c.0 + 2 + values.len().saturating_sub(1)
+}
+
+/// An upper bound on `json_array_len(values)` when every value is a scalar or a string (no
+/// walk, no formatting), `None` otherwise: lets a call with small plain arguments skip the exact
+/// count.
+pub(crate) fn json_len_bound(values: &[serde_json::Value]) -> Option<usize> {
+    let mut n = 2 + values.len();
+    for v in values {
+        n += scalar_len_bound(v)?;
+    }
+    Some(n)
+}
+
+/// An upper bound on the JSON length of a scalar or a string, `None` for an array or object.
+fn scalar_len_bound(v: &serde_json::Value) -> Option<usize> {
+    Some(match v {
+        serde_json::Value::Null | serde_json::Value::Bool(_) => 5,
+        // at most 20 digits or 17 significant digits with a sign, a point and an exponent
+        serde_json::Value::Number(_) => 26,
+        // every byte escaped at worst as \u00XX
+        serde_json::Value::String(s) => 2 + 6 * s.len(),
+        _ => return None,
+    })
+}
+
+/// Like [`json_object_len`] when that is certainly at most `limit` (every value a scalar or a
+/// string, bounded without formatting): 0; else the exact length.
+pub(crate) fn json_object_len_within<'a>(
+    entries: impl Iterator<Item = (&'a String, &'a serde_json::Value)> + Clone,
+    limit: usize,
+) -> usize {
+    let mut bound = Some(2usize);
+    for (k, v) in entries.clone() {
+        bound = bound.and_then(|b| Some(b + 2 + 2 + 6 * k.len() + scalar_len_bound(v)?));
+    }
+    match bound {
+        Some(b) if b <= limit => 0,
+        _ => json_object_len(entries),
+    }
+}
+
+/// The length of the JSON text of an object with these entries, without building it.
+pub(crate) fn json_object_len<'a>(
+    entries: impl Iterator<Item = (&'a String, &'a serde_json::Value)>,
+) -> usize {
+    let mut c = Count(0);
+    let mut n = 0usize;
+    for (k, v) in entries {
+        let _ = serde_json::to_writer(&mut c, k);
+        let _ = serde_json::to_writer(&mut c, v);
+        n += 1;
+    }
+    // braces, a colon per entry, commas between entries
+    c.0 + 2 + n + n.saturating_sub(1)
 }
 
 pub(crate) fn finish(vm: &Vm, r: Result<JsValue, RunError>) -> Outcome {
@@ -124,7 +181,7 @@ pub(crate) async fn run_program(
         return Outcome::failed(CANCELLED_MESSAGE, ErrorKind::Cancelled, None, 0.0);
     }
     let vm = match Vm::new(program, args, vm_opts) {
-        Ok(vm) => vm,
+        Ok(vm) => Box::new(vm),
         Err(e) => return Outcome::failed(e.message, e.kind, e.pos, 0.0),
     };
     let mut ctl = Control::default();
@@ -136,6 +193,53 @@ pub(crate) async fn run_program(
             None,
             0.0,
         ),
+    }
+}
+
+/// The message of a synchronous run of a program that calls atoms.
+pub const SYNC_ATOMS_MESSAGE: &str = "This code calls atoms (host operations), which need the async API: use call(...).await or run().await instead of the _sync variant";
+
+/// Runs a verified program that calls no atom to its end on the caller's thread, with no async
+/// runtime: the same fuel, heap, timeout (checked between slices) and cancellation as
+/// [`run_program`], nothing else. A program that calls atoms is refused before it starts.
+pub(crate) fn run_program_sync(
+    program: VerifiedProgram,
+    args: &[JsValue],
+    vm_opts: VmOptions,
+    options: &Options,
+) -> Outcome {
+    if !program.atoms.is_empty() {
+        return Outcome::failed(SYNC_ATOMS_MESSAGE, ErrorKind::Input, None, 0.0);
+    }
+    let cancelled = || options.cancel.as_ref().is_some_and(|t| t.is_cancelled());
+    if cancelled() {
+        return Outcome::failed(CANCELLED_MESSAGE, ErrorKind::Cancelled, None, 0.0);
+    }
+    let start = Instant::now();
+    let mut vm = match Vm::new(program, args, vm_opts) {
+        Ok(vm) => vm,
+        Err(e) => return Outcome::failed(e.message, e.kind, e.pos, 0.0),
+    };
+    let deadline = start + Duration::from_millis(options.timeout_ms);
+    loop {
+        let r = match vm.run(SLICE_MILLI) {
+            Step::Done(v) => Ok(v),
+            Step::Failed(e) => Err(e),
+            Step::Yield => {
+                if Instant::now() >= deadline {
+                    Err(timeout_error(options.timeout_ms))
+                } else if cancelled() {
+                    Err(cancelled_error())
+                } else {
+                    continue;
+                }
+            }
+            // unreachable for a program without atoms (the verifier checks atom indices)
+            Step::Host(_) | Step::Blocked => {
+                Err(RunError::new(ErrorKind::Input, SYNC_ATOMS_MESSAGE))
+            }
+        };
+        return finish(&vm, r);
     }
 }
 
@@ -238,8 +342,11 @@ pub(crate) fn pending_of(vm: &Vm) -> Vec<PendingCall> {
 }
 
 /// Runs a VM (fresh or restored) until it ends or stops for a decision.
+///
+/// The VM is boxed and the host-call paths are boxed futures, so that this future stays small:
+/// a run that makes no host call (a formula) moves little memory on its way through.
 pub(crate) async fn drive(
-    mut vm: Vm,
+    mut vm: Box<Vm>,
     options: &Options,
     env: &RunEnv<'_>,
     ctl: &mut Control<'_>,
@@ -253,7 +360,7 @@ pub(crate) async fn drive(
     macro_rules! end {
         ($r:expr) => {{
             let o = finish(&vm, $r);
-            return DriveEnd::Finished(o, Box::new(vm));
+            return DriveEnd::Finished(o, vm);
         }};
     }
     if remaining == 0 {
@@ -288,7 +395,7 @@ pub(crate) async fn drive(
                 }
                 tokio::task::yield_now().await;
             }
-            Step::Blocked => match unblock(&mut vm, options, env, ctl, deadline).await {
+            Step::Blocked => match Box::pin(unblock(&mut vm, options, env, ctl, deadline)).await {
                 Ok(Unblock::Continue) => {}
                 Ok(Unblock::Suspend) => return suspend(vm, ctl, before, start),
                 Err(e) => end!(Err(e)),
@@ -347,7 +454,7 @@ pub(crate) async fn drive(
                 };
                 let answer = match answer {
                     Some(a) => a,
-                    None => match perform(call.clone(), options, env, deadline).await {
+                    None => match Box::pin(perform(call.clone(), options, env, deadline)).await {
                         Ok(a) => a,
                         Err(e) => end!(Err(e)),
                     },
@@ -512,7 +619,7 @@ pub(crate) async fn perform_all(
     Ok(out)
 }
 
-fn suspend(mut vm: Vm, ctl: &mut Control<'_>, before: u64, start: Instant) -> DriveEnd {
+fn suspend(mut vm: Box<Vm>, ctl: &mut Control<'_>, before: u64, start: Instant) -> DriveEnd {
     let spent = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
     vm.set_elapsed_ms(before.saturating_add(spent));
     if let Some(j) = &ctl.journal {
@@ -600,6 +707,12 @@ pub(crate) fn drop_deep(v: JsValue) {
 /// Whether JSON data nests deeper than `limit` (checked before any recursive walk of host
 /// input: context, arguments).
 pub(crate) fn json_too_deep(v: &serde_json::Value, limit: usize) -> bool {
+    if !matches!(
+        v,
+        serde_json::Value::Array(_) | serde_json::Value::Object(_)
+    ) {
+        return false;
+    }
     let mut stack = vec![(v, 0usize)];
     while let Some((v, depth)) = stack.pop() {
         if depth > limit {
@@ -768,6 +881,33 @@ mod tests {
         ] {
             let text = serde_json::Value::Array(args.clone()).to_string();
             assert_eq!(json_array_len(&args), text.len());
+        }
+    }
+
+    #[test]
+    fn json_len_bound_is_an_upper_bound() {
+        let args = vec![
+            serde_json::json!(-1.2345678901234567e-300),
+            serde_json::json!(u64::MAX),
+            serde_json::json!("\u{1}\"é😀"),
+            serde_json::json!(null),
+            serde_json::json!(false),
+        ];
+        assert!(json_len_bound(&args).unwrap() >= json_array_len(&args));
+        assert_eq!(json_len_bound(&[serde_json::json!([1])]), None);
+    }
+
+    #[test]
+    fn json_object_len_matches_the_text() {
+        for v in [
+            serde_json::json!({}),
+            serde_json::json!({ "a": 1 }),
+            serde_json::json!({ "a\"é": [1, "x"], "b": null, "c": { "d": 2.5 } }),
+        ] {
+            let serde_json::Value::Object(m) = &v else {
+                unreachable!()
+            };
+            assert_eq!(json_object_len(m.iter()), v.to_string().len());
         }
     }
 

@@ -1,0 +1,108 @@
+//! `Eval::run_sync` and `SafeFunction::call_sync`: the same answers, fuel and limits as the async
+//! API, on the caller's thread, for code that calls no atom.
+
+use ajs::{CancellationToken, ErrorKind, Eval, JsValue, Options, SafeFunction};
+use serde_json::json;
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn sync_and_async_agree_on_results_fuel_and_errors() {
+    let rt = rt();
+    for (code, ctx) in [
+        ("a + b", json!({ "a": 1, "b": 2 })),
+        (
+            "let s = 0\nlet i = 0\nwhile (i < 1000) { s = s + i; i = i + 1 }\nreturn s",
+            json!({}),
+        ),
+        (
+            "xs.map(x => x * 2).filter(x => x > 2)",
+            json!({ "xs": [1, 2, 3] }),
+        ),
+        ("Error('nope')", json!({})),
+        ("a.b.c()", json!({ "a": {} })),
+        ("let", json!({})),
+    ] {
+        let e = Eval::new(code).context(ctx);
+        let a = rt.block_on(e.run());
+        let s = e.run_sync();
+        assert_eq!(a.result, s.result, "{code}");
+        assert_eq!(a.fuel_used, s.fuel_used, "{code}");
+        assert_eq!(a.error, s.error, "{code}");
+    }
+    let f = SafeFunction::new(
+        &["n"],
+        "let t = 1\nwhile (n > 1) { t = t * n; n = n - 1 }\nreturn t",
+        Options::default(),
+    )
+    .unwrap();
+    for n in [0, 5, 20] {
+        let a = rt.block_on(f.call(&[json!(n)]));
+        let s = f.call_sync(&[json!(n)]);
+        assert_eq!((a.result.clone(), a.fuel_used), (s.result, s.fuel_used));
+    }
+    assert_eq!(f.call_sync(&[json!(5)]).result, JsValue::Number(120.0));
+}
+
+#[test]
+fn sync_runs_keep_every_limit() {
+    // fuel
+    let out = Eval::new("while (true) {}\nreturn 1").fuel(50.0).run_sync();
+    assert_eq!(out.error.unwrap().kind, ErrorKind::OutOfFuel);
+    // wall clock, checked between slices
+    let out = Eval::new("while (true) {}\nreturn 1")
+        .fuel(1e12)
+        .timeout_ms(50)
+        .run_sync();
+    assert_eq!(out.error.unwrap().kind, ErrorKind::Timeout);
+    // cancellation
+    let token = CancellationToken::new();
+    token.cancel();
+    let f = SafeFunction::new(
+        &["x"],
+        "return x",
+        Options {
+            cancel: Some(token),
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        f.call_sync(&[json!(1)]).error.unwrap().kind,
+        ErrorKind::Cancelled
+    );
+    // argument size
+    let f = SafeFunction::new(
+        &["s"],
+        "return s.length",
+        Options {
+            args_max_bytes: 10,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(f.call_sync(&[json!("abc")]).result, JsValue::Number(3.0));
+    let e = f.call_sync(&[json!("a much longer string")]).error.unwrap();
+    assert!(e.message.contains("argsMaxBytes"), "{}", e.message);
+}
+
+#[test]
+fn code_that_calls_atoms_is_sent_to_the_async_api() {
+    let out = Eval::new("httpFetch({ url: 'https://example.com' })").run_sync();
+    let e = out.error.unwrap();
+    assert_eq!(e.kind, ErrorKind::Input);
+    assert!(e.message.contains("need the async API"), "{}", e.message);
+    let f = SafeFunction::new(
+        &["p"],
+        "return llmPredict({ prompt: p })",
+        Options::default(),
+    )
+    .unwrap();
+    let e = f.call_sync(&[json!("hi")]).error.unwrap();
+    assert!(e.message.contains("need the async API"), "{}", e.message);
+}
