@@ -112,6 +112,10 @@ pub struct Limits {
     pub max_source_bytes: usize,
     /// On SIGINT/SIGTERM, how long in-flight requests may take to finish (default 30 000 ms).
     pub shutdown_grace_ms: u64,
+    /// Most items one `parallel(...)` may hold (default 1000).
+    pub max_parallel_items: usize,
+    /// Most host calls of one `parallel(...)` in flight at once (default 16).
+    pub max_concurrent_calls: usize,
 }
 
 impl Default for Limits {
@@ -127,6 +131,8 @@ impl Default for Limits {
             args_max_bytes: 1024 * 1024,
             max_source_bytes: 64 * 1024,
             shutdown_grace_ms: 30_000,
+            max_parallel_items: ajs::DEFAULT_MAX_PARALLEL_ITEMS,
+            max_concurrent_calls: ajs::DEFAULT_MAX_CONCURRENT_CALLS,
         }
     }
 }
@@ -163,6 +169,9 @@ impl ServerConfig {
         let l = &self.limits;
         if l.max_concurrent_runs == 0 {
             return Err("limits.maxConcurrentRuns must be at least 1".into());
+        }
+        if l.max_concurrent_calls == 0 {
+            return Err("limits.maxConcurrentCalls must be at least 1".into());
         }
         if !(l.default_fuel.is_finite() && l.default_fuel >= 0.0 && l.default_fuel <= l.max_fuel) {
             return Err("limits.defaultFuel must be between 0 and limits.maxFuel".into());
@@ -206,6 +215,8 @@ impl ServerConfig {
                 headers: self.fetch.headers.clone(),
             }),
             capabilities: caps,
+            max_parallel_items: self.limits.max_parallel_items,
+            max_concurrent_calls: self.limits.max_concurrent_calls,
             ..Options::default()
         }
     }
