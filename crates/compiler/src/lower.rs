@@ -423,7 +423,7 @@ impl<'o> Lowerer<'o> {
     // ---------------------------------------------------------------- finishing
 
     fn finish(self, src: &str, name: &str) -> R<Program> {
-        let (function, pos, pool) = self.finish_function(src, name)?;
+        let (function, pos, pool) = self.finish_function(&LineIndex::new(src), name)?;
         Ok(Program {
             functions: vec![function],
             constants: pool.constants,
@@ -443,8 +443,8 @@ impl<'o> Lowerer<'o> {
     }
 
     /// Lays the frame out, inserts the fuel charges, and returns the function, its source
-    /// positions and the shared pool.
-    fn finish_function(self, src: &str, name: &str) -> R<(Function, Vec<SourcePos>, Pool)> {
+    /// positions (resolved with `idx`, the line index of the whole source) and the shared pool.
+    fn finish_function(self, idx: &LineIndex, name: &str) -> R<(Function, Vec<SourcePos>, Pool)> {
         let nspecial = self.specials.len();
         // final register of every special
         let mut final_of = vec![0u16; nspecial];
@@ -513,7 +513,6 @@ impl<'o> Lowerer<'o> {
         if code.len() > ajs_bytecode::program::MAX_CODE_LEN / 2 {
             return Err(Fail::new(0, "program too long"));
         }
-        let idx = LineIndex::new(src);
         let pos: Vec<_> = spans.iter().map(|&o| idx.pos(o)).collect();
         let (code, pos) = insert_charges(&code, &pos);
         let function = Function {

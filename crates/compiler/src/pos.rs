@@ -9,26 +9,38 @@ use crate::Fail;
 pub struct LineIndex<'s> {
     src: &'s str,
     starts: Vec<usize>,
+    /// The whole source is ASCII: a column is a byte distance.
+    ascii: bool,
 }
 
 impl<'s> LineIndex<'s> {
     /// Indexes the line starts of `src` (line terminators: LF, CRLF, CR, U+2028, U+2029).
     pub fn new(src: &'s str) -> LineIndex<'s> {
+        let b = src.as_bytes();
         let mut starts = vec![0];
-        let mut it = src.char_indices().peekable();
-        while let Some((i, c)) = it.next() {
+        let mut ascii = true;
+        for (i, &c) in b.iter().enumerate() {
+            // every byte of interest is a control byte or 0xE2 (U+2028/U+2029 are E2 80 A8/A9)
+            if c > b'\r' && c != 0xE2 {
+                if c >= 0x80 {
+                    ascii = false;
+                }
+                continue;
+            }
             match c {
-                '\n' | '\u{2028}' | '\u{2029}' => starts.push(i + c.len_utf8()),
-                '\r' => {
-                    if let Some(&(_, '\n')) = it.peek() {
-                        continue;
+                b'\n' => starts.push(i + 1),
+                // CRLF ends its line at the LF
+                b'\r' if b.get(i + 1) != Some(&b'\n') => starts.push(i + 1),
+                0xE2 => {
+                    ascii = false;
+                    if b.get(i + 1) == Some(&0x80) && matches!(b.get(i + 2), Some(0xA8 | 0xA9)) {
+                        starts.push(i + 3);
                     }
-                    starts.push(i + 1);
                 }
                 _ => {}
             }
         }
-        LineIndex { src, starts }
+        LineIndex { src, starts, ascii }
     }
 
     /// The position of byte `offset` (clamped into the source).
@@ -42,10 +54,13 @@ impl<'s> LineIndex<'s> {
             Err(i) => i.saturating_sub(1),
         };
         let start = self.starts.get(line).copied().unwrap_or(0).min(off);
-        let col = self
-            .src
-            .get(start..off)
-            .map_or(0, |s| s.encode_utf16().count());
+        let col = if self.ascii {
+            off - start
+        } else {
+            self.src
+                .get(start..off)
+                .map_or(0, |s| s.encode_utf16().count())
+        };
         SourcePos {
             line: line as u32 + 1,
             col: col as u32,
@@ -146,4 +161,47 @@ pub(crate) fn check_nesting(src: &str, max: usize) -> Result<(), Fail> {
         i += 1;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Line and column the slow way: walk the characters up to `offset`.
+    fn reference(src: &str, offset: usize) -> (u32, u32) {
+        let (mut line, mut col) = (1u32, 0u32);
+        let mut it = src.char_indices().peekable();
+        while let Some((i, c)) = it.next() {
+            if i >= offset {
+                break;
+            }
+            match c {
+                '\r' if matches!(it.peek(), Some(&(_, '\n'))) => col += 1,
+                '\n' | '\r' | '\u{2028}' | '\u{2029}' => {
+                    line += 1;
+                    col = 0;
+                }
+                _ => col += c.len_utf16() as u32,
+            }
+        }
+        (line, col)
+    }
+
+    #[test]
+    fn positions_match_a_character_walk() {
+        for src in [
+            "",
+            "a\nbc\r\nd\re",
+            "\n\n\r\r\n",
+            "x = 'é'\ny = '😀' + z\u{2028}w\u{2029}v",
+            "\u{2027}\u{2030}ab\u{2028}",
+            "ascii only\nline two\n",
+        ] {
+            let idx = LineIndex::new(src);
+            for off in (0..=src.len()).filter(|&o| src.is_char_boundary(o)) {
+                let p = idx.pos(off as u32);
+                assert_eq!((p.line, p.col), reference(src, off), "{src:?} at {off}");
+            }
+        }
+    }
 }

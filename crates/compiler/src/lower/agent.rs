@@ -78,6 +78,8 @@ pub(crate) fn lower_agent(
             return fail(id.span, format!("Duplicate helper function name: {name}"));
         }
     }
+    // one line index for every function's span table
+    let idx = LineIndex::new(src);
     let mut pool = Pool::default();
     let mut functions = Vec::with_capacity(fns.len());
     let mut spans = Vec::with_capacity(fns.len());
@@ -146,7 +148,7 @@ pub(crate) fn lower_agent(
         let u = l.alloc(end)?;
         l.emit(Op::LoadUndef { dst: Dst(u) }, end);
         l.emit(Op::Return { src: Src(u) }, end);
-        let (function, pos, back) = l.finish_function(src, &name)?;
+        let (function, pos, back) = l.finish_function(&idx, &name)?;
         pool = back;
         functions.push(function);
         spans.push(pos);
