@@ -188,6 +188,9 @@ pub(crate) struct Pool {
     num_map: HashMap<u64, u16>,
     str_map: HashMap<Vec<u16>, u16>,
     atoms: Vec<String>,
+    /// Emptied instruction and span buffers of the previous function, reused by the next.
+    code: Vec<Op>,
+    spans: Vec<u32>,
 }
 
 enum Resolved {
@@ -215,8 +218,11 @@ pub(crate) struct Lowerer<'o> {
     chain: Option<Vec<usize>>,
     /// Callback bodies being lowered, innermost last.
     callbacks: Vec<CallbackCtx>,
-    /// Helper functions of an agent program: name -> (function index, arity).
-    helpers: HashMap<String, (u16, usize)>,
+    /// Helper functions of an agent program: name -> (function index, arity); one table shared
+    /// by every function of the program.
+    helpers: std::rc::Rc<HashMap<String, (u16, usize)>>,
+    /// Scratch buffer for the UTF-16 units of a string constant being looked up.
+    units: Vec<u16>,
     /// A register holding the array a callback method iterates, when it was built already
     /// (`Array.from(x, cb)`).
     callback_source: Option<u16>,
@@ -286,7 +292,8 @@ impl<'o> Lowerer<'o> {
             depth: 0,
             chain: None,
             callbacks: Vec::new(),
-            helpers: HashMap::new(),
+            helpers: Default::default(),
+            units: Vec::new(),
             callback_source: None,
             parallel_map: false,
         }
@@ -401,7 +408,16 @@ impl<'o> Lowerer<'o> {
     }
 
     fn str_const(&mut self, s: &str, span: Span) -> R<u16> {
-        self.str_const_units(s.encode_utf16().collect(), span)
+        // encode into the scratch buffer: a constant seen before costs no allocation
+        let mut units = std::mem::take(&mut self.units);
+        units.clear();
+        units.extend(s.encode_utf16());
+        let r = match self.str_map.get(units.as_slice()) {
+            Some(&k) => Ok(k),
+            None => self.str_const_units(units.clone(), span),
+        };
+        self.units = units;
+        r
     }
 
     fn num_reg(&mut self, v: f64, span: Span) -> R<u16> {
@@ -440,11 +456,17 @@ impl<'o> Lowerer<'o> {
         self.num_map = pool.num_map;
         self.str_map = pool.str_map;
         self.atoms = pool.atoms;
+        self.code = pool.code;
+        self.spans = pool.spans;
     }
 
     /// Lays the frame out, inserts the fuel charges, and returns the function, its source
     /// positions (resolved with `idx`, the line index of the whole source) and the shared pool.
-    fn finish_function(self, idx: &LineIndex, name: &str) -> R<(Function, Vec<SourcePos>, Pool)> {
+    fn finish_function(
+        mut self,
+        idx: &LineIndex,
+        name: &str,
+    ) -> R<(Function, Vec<SourcePos>, Pool)> {
         let nspecial = self.specials.len();
         // final register of every special
         let mut final_of = vec![0u16; nspecial];
@@ -463,8 +485,9 @@ impl<'o> Lowerer<'o> {
                 "too many parameters or context keys used (more than 255)",
             ));
         }
-        let mut prologue = Vec::new();
-        let mut prologue_spans = Vec::new();
+        let total = nspecial - params.len() + self.code.len();
+        let mut prologue = Vec::with_capacity(total);
+        let mut prologue_spans = Vec::with_capacity(total);
         for (k, (s, off)) in self.specials.iter().enumerate() {
             let dst = Dst(next);
             let op = match *s {
@@ -521,11 +544,15 @@ impl<'o> Lowerer<'o> {
             nregs: nregs as u16,
             code,
         };
+        self.code.clear();
+        self.spans.clear();
         let pool = Pool {
             constants: self.constants,
             num_map: self.num_map,
             str_map: self.str_map,
             atoms: self.atoms,
+            code: self.code,
+            spans: self.spans,
         };
         Ok((function, pos, pool))
     }

@@ -78,6 +78,7 @@ pub(crate) fn lower_agent(
             return fail(id.span, format!("Duplicate helper function name: {name}"));
         }
     }
+    let helpers = std::rc::Rc::new(helpers);
     // one line index for every function's span table
     let idx = LineIndex::new(src);
     let mut pool = Pool::default();
@@ -117,7 +118,7 @@ pub(crate) fn lower_agent(
         };
         let mut l = Lowerer::new(&fopts);
         l.set_pool(std::mem::take(&mut pool));
-        l.helpers = helpers.clone();
+        l.helpers = std::rc::Rc::clone(&helpers);
         for (k, p) in params.iter().enumerate() {
             if forbidden(&p.name) {
                 return fail(p.span, forbidden_msg(&p.name));
