@@ -172,30 +172,33 @@ fn compile_inner(source: &str, opts: &CompileOptions) -> Result<Program, Fail> {
     match opts.mode {
         Mode::Agent => {
             let (rewritten, raw) = params::rewrite(source);
-            let alloc = Allocator::default();
-            let ret = Parser::new(&alloc, &rewritten, SourceType::script()).parse();
-            if ret.panicked || !ret.diagnostics.is_empty() {
-                return Err(diag_fail(&rewritten, first_diag!(ret.diagnostics)));
-            }
-            lower::lower_agent(&rewritten, &ret.program.body, &raw, opts)
+            with_arena(|alloc| {
+                let ret = Parser::new(alloc, &rewritten, SourceType::script()).parse();
+                if ret.panicked || !ret.diagnostics.is_empty() {
+                    return Err(diag_fail(&rewritten, first_diag!(ret.diagnostics)));
+                }
+                lower::lower_agent(&rewritten, &ret.program.body, &raw, opts)
+            })
         }
-        Mode::FunctionBody => {
-            let alloc = Allocator::default();
-            let ret = Parser::new(&alloc, source, SourceType::script())
+        Mode::FunctionBody => with_arena(|alloc| {
+            let ret = Parser::new(alloc, source, SourceType::script())
                 .with_options(script_opts)
                 .parse();
             if ret.panicked || !ret.diagnostics.is_empty() {
                 return Err(diag_fail(source, first_diag!(ret.diagnostics)));
             }
             lower::lower_statements(source, &ret.program.body, opts, "<function>")
-        }
+        }),
         Mode::Eval => {
-            let alloc = Allocator::default();
-            let expr_err =
-                match Parser::new(&alloc, source, SourceType::script()).parse_expression() {
-                    Ok(expr) => return lower::lower_expression(source, &expr, opts),
-                    Err(d) => diag_fail(source, first_diag!(d)),
-                };
+            let expr_err = match with_arena(|alloc| {
+                match Parser::new(alloc, source, SourceType::script()).parse_expression() {
+                    Ok(expr) => Ok(lower::lower_expression(source, &expr, opts)),
+                    Err(d) => Err(diag_fail(source, first_diag!(d))),
+                }
+            }) {
+                Ok(lowered) => return lowered,
+                Err(e) => e,
+            };
             let alloc2 = Allocator::default();
             let ret = Parser::new(&alloc2, source, SourceType::script())
                 .with_options(script_opts)
@@ -221,6 +224,31 @@ fn compile_inner(source: &str, opts: &CompileOptions) -> Result<Program, Fail> {
             Err(expr_err)
         }
     }
+}
+
+thread_local! {
+    /// The parse arena of this thread, kept between compiles (and reset before each) so that
+    /// parsing reuses its memory instead of allocating and faulting in fresh chunks every time.
+    static ARENA: std::cell::Cell<Option<Allocator>> = const { std::cell::Cell::new(None) };
+}
+
+/// Most bytes of arena a thread keeps between compiles (a huge source's arena is freed).
+const KEEP_ARENA_BYTES: usize = 4 << 20;
+
+/// Runs `f` with this thread's parse arena, emptied (a new one when it is in use or gone).
+fn with_arena<T>(f: impl FnOnce(&Allocator) -> T) -> T {
+    let mut alloc = ARENA
+        .try_with(std::cell::Cell::take)
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    alloc.reset();
+    let r = f(&alloc);
+    if alloc.capacity() <= KEEP_ARENA_BYTES {
+        alloc.reset();
+        let _ = ARENA.try_with(|a| a.set(Some(alloc)));
+    }
+    r
 }
 
 fn diag_fail(source: &str, d: Option<(String, u32)>) -> Fail {
