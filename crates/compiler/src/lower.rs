@@ -160,6 +160,37 @@ enum SpecialKey {
     False,
 }
 
+/// Registers by a small dense index (of an external, or of a special value): a vector rather
+/// than a hash map.
+#[derive(Default)]
+struct Regs(Vec<Option<u16>>);
+
+impl Regs {
+    fn get(&self, i: usize) -> Option<u16> {
+        self.0.get(i).copied().flatten()
+    }
+
+    fn insert(&mut self, i: usize, reg: u16) {
+        if self.0.len() <= i {
+            self.0.resize(i + 1, None);
+        }
+        self.0[i] = Some(reg);
+    }
+}
+
+impl SpecialKey {
+    /// The index of this key in [`Lowerer::special_regs`].
+    fn index(self) -> usize {
+        match self {
+            SpecialKey::Undef => 0,
+            SpecialKey::Null => 1,
+            SpecialKey::True => 2,
+            SpecialKey::False => 3,
+            SpecialKey::Const(k) => 4 + k as usize,
+        }
+    }
+}
+
 struct Var {
     name: String,
     reg: u16,
@@ -207,8 +238,10 @@ pub(crate) struct Lowerer<'o> {
     str_map: HashMap<Vec<u16>, u16>,
     atoms: Vec<String>,
     specials: Vec<(Special, u32)>,
-    special_regs: HashMap<SpecialKey, u16>,
-    ext_regs: HashMap<usize, u16>,
+    /// The register of each special value loaded so far, by [`SpecialKey::index`].
+    special_regs: Regs,
+    /// The register of each external used so far, by its index in `opts.externals`.
+    ext_regs: Regs,
     top: u16,
     max_top: u16,
     scopes: Vec<Scope>,
@@ -282,8 +315,8 @@ impl<'o> Lowerer<'o> {
             str_map: HashMap::new(),
             atoms: Vec::new(),
             specials: Vec::new(),
-            special_regs: HashMap::new(),
-            ext_regs: HashMap::new(),
+            special_regs: Regs::default(),
+            ext_regs: Regs::default(),
             top: 0,
             max_top: 0,
             scopes: Vec::new(),
@@ -361,7 +394,7 @@ impl<'o> Lowerer<'o> {
     }
 
     fn special(&mut self, key: SpecialKey, span: Span) -> R<u16> {
-        if let Some(&r) = self.special_regs.get(&key) {
+        if let Some(r) = self.special_regs.get(key.index()) {
             return Ok(r);
         }
         let s = match key {
@@ -372,7 +405,7 @@ impl<'o> Lowerer<'o> {
             SpecialKey::False => Special::False,
         };
         let r = self.new_special(s, span.start)?;
-        self.special_regs.insert(key, r);
+        self.special_regs.insert(key.index(), r);
         Ok(r)
     }
 
@@ -536,7 +569,7 @@ impl<'o> Lowerer<'o> {
         if code.len() > ajs_bytecode::program::MAX_CODE_LEN / 2 {
             return Err(Fail::new(0, "program too long"));
         }
-        let pos: Vec<_> = spans.iter().map(|&o| idx.pos(o)).collect();
+        let pos = idx.positions(&spans);
         let (code, pos) = insert_charges(&code, &pos);
         let function = Function {
             name: name.to_string(),
@@ -596,7 +629,7 @@ impl<'o> Lowerer<'o> {
             return Ok(Resolved::Local { reg, is_const });
         }
         if let Some(i) = self.param_index(name) {
-            if let Some(&r) = self.ext_regs.get(&i) {
+            if let Some(r) = self.ext_regs.get(i) {
                 return Ok(Resolved::Ext(r));
             }
         }
@@ -611,7 +644,7 @@ impl<'o> Lowerer<'o> {
         }
         if self.opts.mode == Mode::Eval {
             if let Some(i) = self.opts.externals.iter().position(|k| k == name) {
-                if let Some(&r) = self.ext_regs.get(&i) {
+                if let Some(r) = self.ext_regs.get(i) {
                     return Ok(Resolved::Ext(r));
                 }
                 let r = self.new_special(Special::Ext(i), span.start)?;

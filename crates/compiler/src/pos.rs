@@ -17,6 +17,17 @@ impl<'s> LineIndex<'s> {
     /// Indexes the line starts of `src` (line terminators: LF, CRLF, CR, U+2028, U+2029).
     pub fn new(src: &'s str) -> LineIndex<'s> {
         let b = src.as_bytes();
+        if src.is_ascii() && !b.contains(&b'\r') {
+            // the usual case: only LF ends a line (found with the library's fast byte search)
+            let mut starts = Vec::with_capacity(b.len() / 32 + 1);
+            starts.push(0);
+            starts.extend(src.match_indices('\n').map(|(i, _)| i + 1));
+            return LineIndex {
+                src,
+                starts,
+                ascii: true,
+            };
+        }
         let mut starts = vec![0];
         let mut ascii = true;
         for (i, &c) in b.iter().enumerate() {
@@ -41,6 +52,31 @@ impl<'s> LineIndex<'s> {
             }
         }
         LineIndex { src, starts, ascii }
+    }
+
+    /// The positions of many offsets, [`Self::pos`] of each: consecutive offsets on one line
+    /// (the usual order of an instruction stream) skip the line search.
+    pub(crate) fn positions(&self, offsets: &[u32]) -> Vec<SourcePos> {
+        let mut out = Vec::with_capacity(offsets.len());
+        // the line last found: its index and byte range
+        let mut line = (0usize, 0usize, 0usize);
+        for &o in offsets {
+            let off = o as usize;
+            if self.ascii && off >= line.1 && off < line.2 {
+                out.push(SourcePos {
+                    line: line.0 as u32 + 1,
+                    col: (off - line.1) as u32,
+                });
+                continue;
+            }
+            let p = self.pos(o);
+            let i = p.line as usize - 1;
+            let start = self.starts.get(i).copied().unwrap_or(0);
+            let end = self.starts.get(i + 1).copied().unwrap_or(self.src.len());
+            line = (i, start, end);
+            out.push(p);
+        }
+        out
     }
 
     /// The position of byte `offset` (clamped into the source).
@@ -587,11 +623,20 @@ mod tests {
             "x = 'é'\ny = '😀' + z\u{2028}w\u{2029}v",
             "\u{2027}\u{2030}ab\u{2028}",
             "ascii only\nline two\n",
+            "\n\nx\n",
         ] {
             let idx = LineIndex::new(src);
-            for off in (0..=src.len()).filter(|&o| src.is_char_boundary(o)) {
-                let p = idx.pos(off as u32);
-                assert_eq!((p.line, p.col), reference(src, off), "{src:?} at {off}");
+            let offsets: Vec<u32> = (0..=src.len() as u32 + 2)
+                .chain((0..=src.len() as u32).rev())
+                .collect();
+            let many = idx.positions(&offsets);
+            for (k, &off) in offsets.iter().enumerate() {
+                let p = idx.pos(off);
+                assert_eq!(many[k], p);
+                let off = off as usize;
+                if off <= src.len() && src.is_char_boundary(off) {
+                    assert_eq!((p.line, p.col), reference(src, off), "{src:?} at {off}");
+                }
             }
         }
     }

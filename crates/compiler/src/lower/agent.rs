@@ -129,7 +129,9 @@ pub(crate) fn lower_agent(
         // defaults apply when the argument is missing or null
         for (k, p) in params.iter().enumerate() {
             if let Some(d) = p.default {
-                let reg = l.ext_regs[&k];
+                let Some(reg) = l.ext_regs.get(k) else {
+                    return fail(p.span, "internal compiler error");
+                };
                 let skip = l.emit_jump(
                     Op::JumpIfNotNullish {
                         src: Src(reg),
