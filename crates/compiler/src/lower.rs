@@ -1218,9 +1218,17 @@ impl<'o> Lowerer<'o> {
         Ok(t)
     }
 
+    /// The constant of a string literal.
+    fn str_lit_const(&mut self, s: &StringLiteral, span: Span) -> R<u16> {
+        if s.lone_surrogates {
+            self.str_const_units(string_units(s), span)
+        } else {
+            self.str_const(s.value.as_str(), span)
+        }
+    }
+
     fn string_lit_reg(&mut self, s: &StringLiteral) -> R<u16> {
-        let units = string_units(s);
-        let k = self.str_const_units(units, s.span)?;
+        let k = self.str_lit_const(s, s.span)?;
         self.special(SpecialKey::Const(k), s.span)
     }
 
@@ -1241,7 +1249,7 @@ impl<'o> Lowerer<'o> {
                 self.emit(Op::LoadConst { dst: d, k: Const(k) }, span);
             }
             Expression::StringLiteral(s) => {
-                let k = self.str_const_units(string_units(s), span)?;
+                let k = self.str_lit_const(s, span)?;
                 self.emit(Op::LoadConst { dst: d, k: Const(k) }, span);
             }
             Expression::BooleanLiteral(b) => {
@@ -1357,7 +1365,7 @@ impl<'o> Lowerer<'o> {
                 }
                 match m.expression.without_parentheses() {
                     Expression::StringLiteral(s) => {
-                        let key = self.str_const_units(string_units(s), s.span)?;
+                        let key = self.str_lit_const(s, s.span)?;
                         self.emit(Op::GetProp { dst: d, obj: Src(o), key: Key(key) }, span);
                     }
                     k => {
@@ -1671,24 +1679,36 @@ impl<'o> Lowerer<'o> {
                 self.top = mark;
                 continue;
             }
-            let key: Vec<u16> = match &p.key {
-                PropertyKey::StaticIdentifier(id) => id.name.as_str().encode_utf16().collect(),
-                PropertyKey::StringLiteral(s) => string_units(s),
-                PropertyKey::NumericLiteral(n) => {
-                    js_number_to_string(n.value).encode_utf16().collect()
-                }
-                _ => {
-                    return fail(
-                        p.key.span(),
-                        "unsupported object key; use an identifier, string or number",
-                    )
-                }
+            // a key written as a name or a plain string: no UTF-16 copy unless it is new
+            let plain = match &p.key {
+                PropertyKey::StaticIdentifier(id) => Some(id.name.as_str()),
+                PropertyKey::StringLiteral(s) if !s.lone_surrogates => Some(s.value.as_str()),
+                _ => None,
             };
-            let key_str = String::from_utf16_lossy(&key);
-            if forbidden(&key_str) {
-                return fail(p.key.span(), forbidden_msg(&key_str));
-            }
-            let k = self.str_const_units(key, p.key.span())?;
+            let k = if let Some(name) = plain {
+                if forbidden(name) {
+                    return fail(p.key.span(), forbidden_msg(name));
+                }
+                self.str_const(name, p.key.span())?
+            } else {
+                let key: Vec<u16> = match &p.key {
+                    PropertyKey::StringLiteral(s) => string_units(s),
+                    PropertyKey::NumericLiteral(n) => {
+                        js_number_to_string(n.value).encode_utf16().collect()
+                    }
+                    _ => {
+                        return fail(
+                            p.key.span(),
+                            "unsupported object key; use an identifier, string or number",
+                        )
+                    }
+                };
+                let key_str = String::from_utf16_lossy(&key);
+                if forbidden(&key_str) {
+                    return fail(p.key.span(), forbidden_msg(&key_str));
+                }
+                self.str_const_units(key, p.key.span())?
+            };
             let mark = self.top;
             let v = self.expr(&p.value)?;
             self.emit(
