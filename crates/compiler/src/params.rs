@@ -212,6 +212,16 @@ pub(crate) fn rewrite(source: &str) -> (String, Vec<RawFunction>) {
     let mut i = 0;
     while i < b.len() {
         let c = b[i];
+        if depth > 0
+            && !matches!(
+                c,
+                b'\'' | b'"' | b'`' | b'/' | b'(' | b'[' | b'{' | b')' | b']' | b'}'
+            )
+        {
+            // inside a function body only strings, comments and brackets matter
+            i += 1;
+            continue;
+        }
         match c {
             b'\'' | b'"' | b'`' => {
                 i = s.string(i);

@@ -192,7 +192,16 @@ pub(crate) fn check_nesting(src: &str, max: usize) -> Result<(), Fail> {
                 }
             }
             b' ' | b'\t' | b'\n' | b'\r' => {}
-            _ => run = 0,
+            _ => {
+                run = 0;
+                // the rest of a word at once
+                while b
+                    .get(i + 1)
+                    .is_some_and(|&n| WORD_BYTES[n as usize] == WORD)
+                {
+                    i += 1;
+                }
+            }
         }
         i += 1;
     }
@@ -203,11 +212,12 @@ pub(crate) fn check_nesting(src: &str, max: usize) -> Result<(), Fail> {
 /// times the stack on a bracket level (`(`, `[`, `{`, `${`) as on an operator or a keyword.
 const BRACKET_UNITS: usize = 3;
 
-/// Whether word `w` is a keyword that can open a nesting level without a bracket (`else if …`,
-/// `typeof typeof …`, a statement body without braces), and what it says about a following `/`:
-/// after a reserved word that takes an expression it starts a regex, after a contextual word
-/// (or a word with escapes or non-ASCII letters, which may hide a keyword or a space) it may do
-/// either, after any other word it divides.
+/// Whether plain word `w` (ASCII letters, digits, `_` and `$` only) is a keyword that can open
+/// a nesting level without a bracket (`else if …`, `typeof typeof …`, a statement body without
+/// braces), and what it says about a following `/`: after a reserved word that takes an
+/// expression it starts a regex, after a contextual word it may do either, after any other word
+/// it divides. (A word with escapes or non-ASCII letters may hide a keyword or a space: the
+/// caller treats it as contextual.)
 fn classify(w: &[u8]) -> (bool, Prev) {
     match w {
         b"case" | b"delete" | b"do" | b"else" | b"in" | b"instanceof" | b"new" | b"return"
@@ -215,7 +225,6 @@ fn classify(w: &[u8]) -> (bool, Prev) {
         b"yield" | b"await" | b"of" | b"async" => (true, Prev::Unknown),
         b"if" | b"while" | b"for" | b"with" => (true, Prev::Value),
         b"let" | b"static" | b"get" | b"set" => (false, Prev::Unknown),
-        _ if !w.is_ascii() || w.contains(&b'\\') => (false, Prev::Unknown),
         _ => (false, Prev::Value),
     }
 }
@@ -310,8 +319,8 @@ impl Frames {
                 b'/' if line && b.get(i + 1) == Some(&b'*') => return None,
                 _ if is_operator(c) => self.unit(1),
                 _ if is_word_start(c) => {
-                    let j = word_end(b, i + 1);
-                    if classify(&b[i..j]).0 {
+                    let (j, plain) = word_end(b, i + 1);
+                    if plain && classify(&b[i..j]).0 {
                         self.unit(1);
                     }
                     i = j;
@@ -348,13 +357,40 @@ fn is_word_start(c: u8) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, b'_' | b'$' | b'\\' | b'#' | b'@') || c >= 0x80
 }
 
-fn word_end(b: &[u8], mut i: usize) -> usize {
-    while i < b.len()
-        && (b[i].is_ascii_alphanumeric() || matches!(b[i], b'_' | b'$' | b'\\') || b[i] >= 0x80)
-    {
+/// Byte classes for scanning words: [`WORD`] for an ASCII letter, digit, `_` or `$`, [`ODD`]
+/// for a byte of a word that may hide a keyword or a space (non-ASCII, or a `\` escape).
+static WORD_BYTES: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = if b.is_ascii_alphanumeric() || b == b'_' || b == b'$' {
+            WORD
+        } else if b >= 0x80 || b == b'\\' {
+            ODD
+        } else {
+            0
+        };
+        c += 1;
+    }
+    t
+};
+const WORD: u8 = 1;
+const ODD: u8 = 2;
+
+/// The end of the word going on at `i`, and whether it is made of ASCII letters, digits, `_` and
+/// `$` only.
+fn word_end(b: &[u8], mut i: usize) -> (usize, bool) {
+    let mut plain = true;
+    while let Some(&c) = b.get(i) {
+        match WORD_BYTES[c as usize] {
+            WORD => {}
+            ODD => plain = false,
+            _ => break,
+        }
         i += 1;
     }
-    i
+    (i, plain)
 }
 
 /// An upper bound on how deeply the parser can recurse on `src`, in units of roughly half a
@@ -503,7 +539,7 @@ pub(crate) fn recursion_bound(src: &str) -> usize {
                 i += 1;
             }
             b'.' if b.get(i + 1).is_some_and(u8::is_ascii_digit) => {
-                i = word_end(b, i + 1);
+                i = word_end(b, i + 1).0;
                 prev = Prev::Value;
             }
             b'.' => {
@@ -527,8 +563,12 @@ pub(crate) fn recursion_bound(src: &str) -> usize {
                 prev = Prev::Value;
             }
             _ if is_word_start(c) => {
-                let j = word_end(b, i + 1);
-                let (nesting, next) = classify(&b[i..j]);
+                let (j, plain) = word_end(b, i + 1);
+                let (nesting, next) = if plain && WORD_BYTES[c as usize] == WORD {
+                    classify(&b[i..j])
+                } else {
+                    (false, Prev::Unknown)
+                };
                 if nesting {
                     f.unit(1);
                 }
