@@ -191,8 +191,29 @@ impl SpecialKey {
     }
 }
 
+/// A variable name, as a range of [`Names`].
+#[derive(Clone, Copy)]
+struct Name(u32, u32);
+
+/// The variable names of one function, one after the other (a name costs no allocation).
+#[derive(Default)]
+struct Names(String);
+
+impl Names {
+    fn add(&mut self, name: &str) -> Name {
+        let start = self.0.len();
+        self.0.push_str(name);
+        Name(start as u32, name.len() as u32)
+    }
+
+    /// Whether `n` is `name`.
+    fn is(&self, n: Name, name: &str) -> bool {
+        n.1 as usize == name.len() && self.0.get(n.0 as usize..(n.0 + n.1) as usize) == Some(name)
+    }
+}
+
 struct Var {
-    name: String,
+    name: Name,
     reg: u16,
     is_const: bool,
 }
@@ -201,7 +222,7 @@ struct Var {
 struct Scope {
     vars: Vec<Var>,
     /// let/const names of this block not declared yet (use before declaration is an error).
-    pending: Vec<String>,
+    pending: Vec<Name>,
     /// The function body's outermost scope (FunctionBody: may not redeclare a parameter).
     is_top: bool,
 }
@@ -254,6 +275,8 @@ pub(crate) struct Lowerer<'o> {
     /// Helper functions of an agent program: name -> (function index, arity); one table shared
     /// by every function of the program.
     helpers: std::rc::Rc<HashMap<String, (u16, usize)>>,
+    /// The text of every variable name of `scopes`.
+    names: Names,
     /// Scratch buffer for the UTF-16 units of a string constant being looked up.
     units: Vec<u16>,
     /// A register holding the array a callback method iterates, when it was built already
@@ -327,6 +350,7 @@ impl<'o> Lowerer<'o> {
             callbacks: Vec::new(),
             helpers: Default::default(),
             units: Vec::new(),
+            names: Names::default(),
             callback_source: None,
             parallel_map: false,
         }
@@ -593,11 +617,12 @@ impl<'o> Lowerer<'o> {
     // ---------------------------------------------------------------- names
 
     fn lookup_local(&self, name: &str, span: Span) -> R<Option<(u16, bool)>> {
+        let names = &self.names;
         for sc in self.scopes.iter().rev() {
-            if let Some(v) = sc.vars.iter().rev().find(|v| v.name == name) {
+            if let Some(v) = sc.vars.iter().rev().find(|v| names.is(v.name, name)) {
                 return Ok(Some((v.reg, v.is_const)));
             }
-            if sc.pending.iter().any(|p| p == name) {
+            if sc.pending.iter().any(|&p| names.is(p, name)) {
                 return fail(span, format!("Cannot access '{name}' before initialization (it is declared later in this block)"));
             }
         }
@@ -614,8 +639,10 @@ impl<'o> Lowerer<'o> {
 
     /// True when `name` is neither a local nor a parameter (so a builtin or atom of that name is meant).
     fn is_global(&self, name: &str) -> bool {
+        let names = &self.names;
         let local = self.scopes.iter().any(|sc| {
-            sc.vars.iter().any(|v| v.name == name) || sc.pending.iter().any(|p| p == name)
+            sc.vars.iter().any(|v| names.is(v.name, name))
+                || sc.pending.iter().any(|&p| names.is(p, name))
         });
         !local && self.param_index(name).is_none()
     }
@@ -686,7 +713,7 @@ impl<'o> Lowerer<'o> {
         let dup = self
             .scopes
             .last()
-            .is_some_and(|s| s.vars.iter().any(|v| v.name == name))
+            .is_some_and(|s| s.vars.iter().any(|v| self.names.is(v.name, name)))
             || (is_top && self.param_index(name).is_some());
         if dup {
             return fail(
@@ -699,12 +726,17 @@ impl<'o> Lowerer<'o> {
     }
 
     fn bind(&mut self, name: &str, reg: u16, is_const: bool) {
+        if self.scopes.is_empty() {
+            return;
+        }
+        let n = self.names.add(name);
+        let names = &self.names;
         if let Some(sc) = self.scopes.last_mut() {
-            if let Some(p) = sc.pending.iter().position(|p| p == name) {
+            if let Some(p) = sc.pending.iter().position(|&p| names.is(p, name)) {
                 sc.pending.remove(p);
             }
             sc.vars.push(Var {
-                name: name.to_string(),
+                name: n,
                 reg,
                 is_const,
             });
@@ -719,7 +751,7 @@ impl<'o> Lowerer<'o> {
             if let Statement::VariableDeclaration(d) = s {
                 for decl in &d.declarations {
                     if let BindingPattern::BindingIdentifier(b) = &decl.id {
-                        pending.push(b.name.as_str().to_string());
+                        pending.push(self.names.add(b.name.as_str()));
                     }
                 }
             }
@@ -966,7 +998,7 @@ impl<'o> Lowerer<'o> {
             if let Statement::VariableDeclaration(d) = s {
                 for decl in &d.declarations {
                     if let BindingPattern::BindingIdentifier(b) = &decl.id {
-                        pending.push(b.name.as_str().to_string());
+                        pending.push(self.names.add(b.name.as_str()));
                     }
                 }
             }
@@ -1734,7 +1766,7 @@ impl<'o> Lowerer<'o> {
         {
             return self.call_with_spread(c, dst);
         }
-        let args: Vec<&Expression> = c
+        let args: smallvec::SmallVec<[&Expression; 4]> = c
             .arguments
             .iter()
             .filter_map(|a| a.as_expression())
