@@ -81,7 +81,14 @@ pub(crate) fn lower_agent(
     let helpers = std::rc::Rc::new(helpers);
     // one line index for every function's span table
     let idx = LineIndex::new(src);
-    let mut pool = Pool::default();
+    // sized for the source (about one constant per 32 bytes), so the tables seldom grow
+    let guess = src.len() / 32;
+    let mut pool = Pool {
+        constants: Vec::with_capacity(guess),
+        num_map: HashMap::with_capacity(guess / 4),
+        str_map: HashMap::with_capacity(guess),
+        ..Pool::default()
+    };
     let mut functions = Vec::with_capacity(fns.len());
     let mut spans = Vec::with_capacity(fns.len());
     let mut signature = None;
