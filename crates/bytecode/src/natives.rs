@@ -348,7 +348,18 @@ impl NativeId {
     }
     /// Looks up a builtin function by its full name (`Math.max`) or a method by `.name`.
     pub fn lookup(name: &str) -> Option<NativeId> {
-        NAMES.iter().position(|n| *n == name).map(|i| ALL[i])
+        // the indices of NAMES sorted by name (a stable sort: the first of equal names first)
+        static BY_NAME: std::sync::OnceLock<Vec<u16>> = std::sync::OnceLock::new();
+        let by_name = BY_NAME.get_or_init(|| {
+            let mut v: Vec<u16> = (0..NAMES.len() as u16).collect();
+            v.sort_by_key(|&i| NAMES[i as usize]);
+            v
+        });
+        let at = by_name.partition_point(|&i| NAMES[i as usize] < name);
+        by_name
+            .get(at)
+            .filter(|&&i| NAMES[i as usize] == name)
+            .map(|&i| ALL[i as usize])
     }
     /// The pure utility atom of this name (decision 21): called by name with one object of
     /// named inputs, implemented by the VM.
@@ -401,3 +412,22 @@ pub const NUMBER_CONSTANTS: &[(&str, f64)] = &[
     ("NEGATIVE_INFINITY", f64::NEG_INFINITY),
     ("NaN", f64::NAN),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookup_finds_the_first_native_of_each_name() {
+        for &n in NativeId::all() {
+            let first = NativeId::all()
+                .iter()
+                .position(|m| m.js_name() == n.js_name())
+                .map(|i| NativeId::all()[i]);
+            assert_eq!(NativeId::lookup(n.js_name()), first);
+        }
+        for missing in ["", "Math.", "Math.maxx", ".nope", "zzz", "\u{1F600}"] {
+            assert_eq!(NativeId::lookup(missing), None);
+        }
+    }
+}

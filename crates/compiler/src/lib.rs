@@ -123,10 +123,10 @@ pub fn compile(source: &str, opts: &CompileOptions) -> Result<Program, CompileEr
             .unwrap_or_else(|_| Err(Fail::new(0, "internal compiler error")))
     };
     // Parse and compile on a thread with a large stack, so that deep (but bounded) nesting never
-    // overflows; fall back to the current thread if one cannot be started. A source with few
-    // tokens that can nest cannot recurse deeply: it compiles on the current thread, which keeps
-    // small snippets (formulas, rules) fast.
-    if nesting_tokens(source) <= INLINE_NESTING_TOKENS {
+    // overflows; fall back to the current thread if one cannot be started. A source that cannot
+    // make the parser recurse deeply (every ordinary program) compiles on the current thread,
+    // which saves starting a thread (and mapping its stack) per compile.
+    if pos::recursion_bound(source) <= INLINE_UNITS {
         return run().map_err(|f| to_error(source, name, f));
     }
     let result = std::thread::scope(|s| {
@@ -144,47 +144,10 @@ pub fn compile(source: &str, opts: &CompileOptions) -> Result<Program, CompileEr
     result.map_err(|f| to_error(source, name, f))
 }
 
-/// Most tokens that can open a nesting level for which compiling stays on the caller's stack.
-const INLINE_NESTING_TOKENS: usize = 64;
-
-/// An upper bound on how deeply the parser can recurse on `source`: the deepest bracket nesting
-/// (brackets inside strings and comments count too, which only overestimates) plus every
-/// construct that nests without brackets (`else if` chains, `?:` chains, arrows, keyword
-/// prefixes) plus the longest run of prefix-operator characters.
-fn nesting_tokens(source: &str) -> usize {
-    let (mut depth, mut max_depth, mut run, mut max_run) = (0usize, 0usize, 0usize, 0usize);
-    for &c in source.as_bytes() {
-        match c {
-            b'(' | b'[' | b'{' => {
-                depth += 1;
-                max_depth = max_depth.max(depth);
-            }
-            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-        if matches!(c, b'!' | b'~' | b'-' | b'+') {
-            run += 1;
-            max_run = max_run.max(run);
-        } else if !c.is_ascii_whitespace() {
-            run = 0;
-        }
-    }
-    // a ternary's `?` (not `??` or `?.`, which do not nest)
-    let b = source.as_bytes();
-    let mut chains = (0..b.len())
-        .filter(|&i| {
-            b[i] == b'?'
-                && b.get(i + 1).is_none_or(|&n| n != b'?' && n != b'.')
-                && (i == 0 || b[i - 1] != b'?')
-        })
-        .count();
-    for kw in [
-        "else", "=>", "typeof", "void", "delete", "await", "new", "yield",
-    ] {
-        chains += source.matches(kw).count();
-    }
-    max_depth + chains + max_run
-}
+/// Most units of [`pos::recursion_bound`] (each about half a kilobyte of parser stack at most)
+/// for which compiling stays on the caller's stack: at most about 160 KB of it, measured on the
+/// deepest sources that stay under the bound (nested calls with callbacks, brackets, `a = a = …`).
+const INLINE_UNITS: usize = 256;
 
 fn to_error(source: &str, name: &str, f: Fail) -> CompileError {
     let idx = LineIndex::new(source);
@@ -209,30 +172,33 @@ fn compile_inner(source: &str, opts: &CompileOptions) -> Result<Program, Fail> {
     match opts.mode {
         Mode::Agent => {
             let (rewritten, raw) = params::rewrite(source);
-            let alloc = Allocator::default();
-            let ret = Parser::new(&alloc, &rewritten, SourceType::script()).parse();
-            if ret.panicked || !ret.diagnostics.is_empty() {
-                return Err(diag_fail(&rewritten, first_diag!(ret.diagnostics)));
-            }
-            lower::lower_agent(&rewritten, &ret.program.body, &raw, opts)
+            with_arena(|alloc| {
+                let ret = Parser::new(alloc, &rewritten, SourceType::script()).parse();
+                if ret.panicked || !ret.diagnostics.is_empty() {
+                    return Err(diag_fail(&rewritten, first_diag!(ret.diagnostics)));
+                }
+                lower::lower_agent(&rewritten, &ret.program.body, &raw, opts)
+            })
         }
-        Mode::FunctionBody => {
-            let alloc = Allocator::default();
-            let ret = Parser::new(&alloc, source, SourceType::script())
+        Mode::FunctionBody => with_arena(|alloc| {
+            let ret = Parser::new(alloc, source, SourceType::script())
                 .with_options(script_opts)
                 .parse();
             if ret.panicked || !ret.diagnostics.is_empty() {
                 return Err(diag_fail(source, first_diag!(ret.diagnostics)));
             }
             lower::lower_statements(source, &ret.program.body, opts, "<function>")
-        }
+        }),
         Mode::Eval => {
-            let alloc = Allocator::default();
-            let expr_err =
-                match Parser::new(&alloc, source, SourceType::script()).parse_expression() {
-                    Ok(expr) => return lower::lower_expression(source, &expr, opts),
-                    Err(d) => diag_fail(source, first_diag!(d)),
-                };
+            let expr_err = match with_arena(|alloc| {
+                match Parser::new(alloc, source, SourceType::script()).parse_expression() {
+                    Ok(expr) => Ok(lower::lower_expression(source, &expr, opts)),
+                    Err(d) => Err(diag_fail(source, first_diag!(d))),
+                }
+            }) {
+                Ok(lowered) => return lowered,
+                Err(e) => e,
+            };
             let alloc2 = Allocator::default();
             let ret = Parser::new(&alloc2, source, SourceType::script())
                 .with_options(script_opts)
@@ -258,6 +224,31 @@ fn compile_inner(source: &str, opts: &CompileOptions) -> Result<Program, Fail> {
             Err(expr_err)
         }
     }
+}
+
+thread_local! {
+    /// The parse arena of this thread, kept between compiles (and reset before each) so that
+    /// parsing reuses its memory instead of allocating and faulting in fresh chunks every time.
+    static ARENA: std::cell::Cell<Option<Allocator>> = const { std::cell::Cell::new(None) };
+}
+
+/// Most bytes of arena a thread keeps between compiles (a huge source's arena is freed).
+const KEEP_ARENA_BYTES: usize = 4 << 20;
+
+/// Runs `f` with this thread's parse arena, emptied (a new one when it is in use or gone).
+fn with_arena<T>(f: impl FnOnce(&Allocator) -> T) -> T {
+    let mut alloc = ARENA
+        .try_with(std::cell::Cell::take)
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    alloc.reset();
+    let r = f(&alloc);
+    if alloc.capacity() <= KEEP_ARENA_BYTES {
+        alloc.reset();
+        let _ = ARENA.try_with(|a| a.set(Some(alloc)));
+    }
+    r
 }
 
 fn diag_fail(source: &str, d: Option<(String, u32)>) -> Fail {
@@ -312,5 +303,16 @@ fn stmt_has_return(s: &Statement, depth: u32) -> bool {
         }
         Statement::SwitchStatement(sw) => sw.cases.iter().any(|c| has_own_return(&c.consequent, d)),
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ordinary_agent_compiles_on_the_callers_stack() {
+        let agent = include_str!("../../../benches/programs/agent_8k.js");
+        assert!(pos::recursion_bound(agent) <= INLINE_UNITS / 2);
     }
 }

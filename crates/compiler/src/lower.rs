@@ -160,8 +160,60 @@ enum SpecialKey {
     False,
 }
 
+/// Registers by a small dense index (of an external, or of a special value): a vector rather
+/// than a hash map.
+#[derive(Default)]
+struct Regs(Vec<Option<u16>>);
+
+impl Regs {
+    fn get(&self, i: usize) -> Option<u16> {
+        self.0.get(i).copied().flatten()
+    }
+
+    fn insert(&mut self, i: usize, reg: u16) {
+        if self.0.len() <= i {
+            self.0.resize(i + 1, None);
+        }
+        self.0[i] = Some(reg);
+    }
+}
+
+impl SpecialKey {
+    /// The index of this key in [`Lowerer::special_regs`].
+    fn index(self) -> usize {
+        match self {
+            SpecialKey::Undef => 0,
+            SpecialKey::Null => 1,
+            SpecialKey::True => 2,
+            SpecialKey::False => 3,
+            SpecialKey::Const(k) => 4 + k as usize,
+        }
+    }
+}
+
+/// A variable name, as a range of [`Names`].
+#[derive(Clone, Copy)]
+struct Name(u32, u32);
+
+/// The variable names of one function, one after the other (a name costs no allocation).
+#[derive(Default)]
+struct Names(String);
+
+impl Names {
+    fn add(&mut self, name: &str) -> Name {
+        let start = self.0.len();
+        self.0.push_str(name);
+        Name(start as u32, name.len() as u32)
+    }
+
+    /// Whether `n` is `name`.
+    fn is(&self, n: Name, name: &str) -> bool {
+        n.1 as usize == name.len() && self.0.get(n.0 as usize..(n.0 + n.1) as usize) == Some(name)
+    }
+}
+
 struct Var {
-    name: String,
+    name: Name,
     reg: u16,
     is_const: bool,
 }
@@ -170,7 +222,7 @@ struct Var {
 struct Scope {
     vars: Vec<Var>,
     /// let/const names of this block not declared yet (use before declaration is an error).
-    pending: Vec<String>,
+    pending: Vec<Name>,
     /// The function body's outermost scope (FunctionBody: may not redeclare a parameter).
     is_top: bool,
 }
@@ -188,6 +240,9 @@ pub(crate) struct Pool {
     num_map: HashMap<u64, u16>,
     str_map: HashMap<Vec<u16>, u16>,
     atoms: Vec<String>,
+    /// Emptied instruction and span buffers of the previous function, reused by the next.
+    code: Vec<Op>,
+    spans: Vec<u32>,
 }
 
 enum Resolved {
@@ -204,8 +259,10 @@ pub(crate) struct Lowerer<'o> {
     str_map: HashMap<Vec<u16>, u16>,
     atoms: Vec<String>,
     specials: Vec<(Special, u32)>,
-    special_regs: HashMap<SpecialKey, u16>,
-    ext_regs: HashMap<usize, u16>,
+    /// The register of each special value loaded so far, by [`SpecialKey::index`].
+    special_regs: Regs,
+    /// The register of each external used so far, by its index in `opts.externals`.
+    ext_regs: Regs,
     top: u16,
     max_top: u16,
     scopes: Vec<Scope>,
@@ -215,8 +272,13 @@ pub(crate) struct Lowerer<'o> {
     chain: Option<Vec<usize>>,
     /// Callback bodies being lowered, innermost last.
     callbacks: Vec<CallbackCtx>,
-    /// Helper functions of an agent program: name -> (function index, arity).
-    helpers: HashMap<String, (u16, usize)>,
+    /// Helper functions of an agent program: name -> (function index, arity); one table shared
+    /// by every function of the program.
+    helpers: std::rc::Rc<HashMap<String, (u16, usize)>>,
+    /// The text of every variable name of `scopes`.
+    names: Names,
+    /// Scratch buffer for the UTF-16 units of a string constant being looked up.
+    units: Vec<u16>,
     /// A register holding the array a callback method iterates, when it was built already
     /// (`Array.from(x, cb)`).
     callback_source: Option<u16>,
@@ -276,8 +338,8 @@ impl<'o> Lowerer<'o> {
             str_map: HashMap::new(),
             atoms: Vec::new(),
             specials: Vec::new(),
-            special_regs: HashMap::new(),
-            ext_regs: HashMap::new(),
+            special_regs: Regs::default(),
+            ext_regs: Regs::default(),
             top: 0,
             max_top: 0,
             scopes: Vec::new(),
@@ -286,7 +348,9 @@ impl<'o> Lowerer<'o> {
             depth: 0,
             chain: None,
             callbacks: Vec::new(),
-            helpers: HashMap::new(),
+            helpers: Default::default(),
+            units: Vec::new(),
+            names: Names::default(),
             callback_source: None,
             parallel_map: false,
         }
@@ -354,7 +418,7 @@ impl<'o> Lowerer<'o> {
     }
 
     fn special(&mut self, key: SpecialKey, span: Span) -> R<u16> {
-        if let Some(&r) = self.special_regs.get(&key) {
+        if let Some(r) = self.special_regs.get(key.index()) {
             return Ok(r);
         }
         let s = match key {
@@ -365,7 +429,7 @@ impl<'o> Lowerer<'o> {
             SpecialKey::False => Special::False,
         };
         let r = self.new_special(s, span.start)?;
-        self.special_regs.insert(key, r);
+        self.special_regs.insert(key.index(), r);
         Ok(r)
     }
 
@@ -401,7 +465,16 @@ impl<'o> Lowerer<'o> {
     }
 
     fn str_const(&mut self, s: &str, span: Span) -> R<u16> {
-        self.str_const_units(s.encode_utf16().collect(), span)
+        // encode into the scratch buffer: a constant seen before costs no allocation
+        let mut units = std::mem::take(&mut self.units);
+        units.clear();
+        units.extend(s.encode_utf16());
+        let r = match self.str_map.get(units.as_slice()) {
+            Some(&k) => Ok(k),
+            None => self.str_const_units(units.clone(), span),
+        };
+        self.units = units;
+        r
     }
 
     fn num_reg(&mut self, v: f64, span: Span) -> R<u16> {
@@ -423,7 +496,7 @@ impl<'o> Lowerer<'o> {
     // ---------------------------------------------------------------- finishing
 
     fn finish(self, src: &str, name: &str) -> R<Program> {
-        let (function, pos, pool) = self.finish_function(src, name)?;
+        let (function, pos, pool) = self.finish_function(&LineIndex::new(src), name)?;
         Ok(Program {
             functions: vec![function],
             constants: pool.constants,
@@ -440,11 +513,17 @@ impl<'o> Lowerer<'o> {
         self.num_map = pool.num_map;
         self.str_map = pool.str_map;
         self.atoms = pool.atoms;
+        self.code = pool.code;
+        self.spans = pool.spans;
     }
 
     /// Lays the frame out, inserts the fuel charges, and returns the function, its source
-    /// positions and the shared pool.
-    fn finish_function(self, src: &str, name: &str) -> R<(Function, Vec<SourcePos>, Pool)> {
+    /// positions (resolved with `idx`, the line index of the whole source) and the shared pool.
+    fn finish_function(
+        mut self,
+        idx: &LineIndex,
+        name: &str,
+    ) -> R<(Function, Vec<SourcePos>, Pool)> {
         let nspecial = self.specials.len();
         // final register of every special
         let mut final_of = vec![0u16; nspecial];
@@ -463,8 +542,9 @@ impl<'o> Lowerer<'o> {
                 "too many parameters or context keys used (more than 255)",
             ));
         }
-        let mut prologue = Vec::new();
-        let mut prologue_spans = Vec::new();
+        let total = nspecial - params.len() + self.code.len();
+        let mut prologue = Vec::with_capacity(total);
+        let mut prologue_spans = Vec::with_capacity(total);
         for (k, (s, off)) in self.specials.iter().enumerate() {
             let dst = Dst(next);
             let op = match *s {
@@ -513,8 +593,7 @@ impl<'o> Lowerer<'o> {
         if code.len() > ajs_bytecode::program::MAX_CODE_LEN / 2 {
             return Err(Fail::new(0, "program too long"));
         }
-        let idx = LineIndex::new(src);
-        let pos: Vec<_> = spans.iter().map(|&o| idx.pos(o)).collect();
+        let pos = idx.positions(&spans);
         let (code, pos) = insert_charges(&code, &pos);
         let function = Function {
             name: name.to_string(),
@@ -522,11 +601,15 @@ impl<'o> Lowerer<'o> {
             nregs: nregs as u16,
             code,
         };
+        self.code.clear();
+        self.spans.clear();
         let pool = Pool {
             constants: self.constants,
             num_map: self.num_map,
             str_map: self.str_map,
             atoms: self.atoms,
+            code: self.code,
+            spans: self.spans,
         };
         Ok((function, pos, pool))
     }
@@ -534,11 +617,12 @@ impl<'o> Lowerer<'o> {
     // ---------------------------------------------------------------- names
 
     fn lookup_local(&self, name: &str, span: Span) -> R<Option<(u16, bool)>> {
+        let names = &self.names;
         for sc in self.scopes.iter().rev() {
-            if let Some(v) = sc.vars.iter().rev().find(|v| v.name == name) {
+            if let Some(v) = sc.vars.iter().rev().find(|v| names.is(v.name, name)) {
                 return Ok(Some((v.reg, v.is_const)));
             }
-            if sc.pending.iter().any(|p| p == name) {
+            if sc.pending.iter().any(|&p| names.is(p, name)) {
                 return fail(span, format!("Cannot access '{name}' before initialization (it is declared later in this block)"));
             }
         }
@@ -555,8 +639,10 @@ impl<'o> Lowerer<'o> {
 
     /// True when `name` is neither a local nor a parameter (so a builtin or atom of that name is meant).
     fn is_global(&self, name: &str) -> bool {
+        let names = &self.names;
         let local = self.scopes.iter().any(|sc| {
-            sc.vars.iter().any(|v| v.name == name) || sc.pending.iter().any(|p| p == name)
+            sc.vars.iter().any(|v| names.is(v.name, name))
+                || sc.pending.iter().any(|&p| names.is(p, name))
         });
         !local && self.param_index(name).is_none()
     }
@@ -570,7 +656,7 @@ impl<'o> Lowerer<'o> {
             return Ok(Resolved::Local { reg, is_const });
         }
         if let Some(i) = self.param_index(name) {
-            if let Some(&r) = self.ext_regs.get(&i) {
+            if let Some(r) = self.ext_regs.get(i) {
                 return Ok(Resolved::Ext(r));
             }
         }
@@ -585,7 +671,7 @@ impl<'o> Lowerer<'o> {
         }
         if self.opts.mode == Mode::Eval {
             if let Some(i) = self.opts.externals.iter().position(|k| k == name) {
-                if let Some(&r) = self.ext_regs.get(&i) {
+                if let Some(r) = self.ext_regs.get(i) {
                     return Ok(Resolved::Ext(r));
                 }
                 let r = self.new_special(Special::Ext(i), span.start)?;
@@ -627,7 +713,7 @@ impl<'o> Lowerer<'o> {
         let dup = self
             .scopes
             .last()
-            .is_some_and(|s| s.vars.iter().any(|v| v.name == name))
+            .is_some_and(|s| s.vars.iter().any(|v| self.names.is(v.name, name)))
             || (is_top && self.param_index(name).is_some());
         if dup {
             return fail(
@@ -640,12 +726,17 @@ impl<'o> Lowerer<'o> {
     }
 
     fn bind(&mut self, name: &str, reg: u16, is_const: bool) {
+        if self.scopes.is_empty() {
+            return;
+        }
+        let n = self.names.add(name);
+        let names = &self.names;
         if let Some(sc) = self.scopes.last_mut() {
-            if let Some(p) = sc.pending.iter().position(|p| p == name) {
+            if let Some(p) = sc.pending.iter().position(|&p| names.is(p, name)) {
                 sc.pending.remove(p);
             }
             sc.vars.push(Var {
-                name: name.to_string(),
+                name: n,
                 reg,
                 is_const,
             });
@@ -660,7 +751,7 @@ impl<'o> Lowerer<'o> {
             if let Statement::VariableDeclaration(d) = s {
                 for decl in &d.declarations {
                     if let BindingPattern::BindingIdentifier(b) = &decl.id {
-                        pending.push(b.name.as_str().to_string());
+                        pending.push(self.names.add(b.name.as_str()));
                     }
                 }
             }
@@ -907,7 +998,7 @@ impl<'o> Lowerer<'o> {
             if let Statement::VariableDeclaration(d) = s {
                 for decl in &d.declarations {
                     if let BindingPattern::BindingIdentifier(b) = &decl.id {
-                        pending.push(b.name.as_str().to_string());
+                        pending.push(self.names.add(b.name.as_str()));
                     }
                 }
             }
@@ -1159,9 +1250,17 @@ impl<'o> Lowerer<'o> {
         Ok(t)
     }
 
+    /// The constant of a string literal.
+    fn str_lit_const(&mut self, s: &StringLiteral, span: Span) -> R<u16> {
+        if s.lone_surrogates {
+            self.str_const_units(string_units(s), span)
+        } else {
+            self.str_const(s.value.as_str(), span)
+        }
+    }
+
     fn string_lit_reg(&mut self, s: &StringLiteral) -> R<u16> {
-        let units = string_units(s);
-        let k = self.str_const_units(units, s.span)?;
+        let k = self.str_lit_const(s, s.span)?;
         self.special(SpecialKey::Const(k), s.span)
     }
 
@@ -1182,7 +1281,7 @@ impl<'o> Lowerer<'o> {
                 self.emit(Op::LoadConst { dst: d, k: Const(k) }, span);
             }
             Expression::StringLiteral(s) => {
-                let k = self.str_const_units(string_units(s), span)?;
+                let k = self.str_lit_const(s, span)?;
                 self.emit(Op::LoadConst { dst: d, k: Const(k) }, span);
             }
             Expression::BooleanLiteral(b) => {
@@ -1298,7 +1397,7 @@ impl<'o> Lowerer<'o> {
                 }
                 match m.expression.without_parentheses() {
                     Expression::StringLiteral(s) => {
-                        let key = self.str_const_units(string_units(s), s.span)?;
+                        let key = self.str_lit_const(s, s.span)?;
                         self.emit(Op::GetProp { dst: d, obj: Src(o), key: Key(key) }, span);
                     }
                     k => {
@@ -1612,24 +1711,36 @@ impl<'o> Lowerer<'o> {
                 self.top = mark;
                 continue;
             }
-            let key: Vec<u16> = match &p.key {
-                PropertyKey::StaticIdentifier(id) => id.name.as_str().encode_utf16().collect(),
-                PropertyKey::StringLiteral(s) => string_units(s),
-                PropertyKey::NumericLiteral(n) => {
-                    js_number_to_string(n.value).encode_utf16().collect()
-                }
-                _ => {
-                    return fail(
-                        p.key.span(),
-                        "unsupported object key; use an identifier, string or number",
-                    )
-                }
+            // a key written as a name or a plain string: no UTF-16 copy unless it is new
+            let plain = match &p.key {
+                PropertyKey::StaticIdentifier(id) => Some(id.name.as_str()),
+                PropertyKey::StringLiteral(s) if !s.lone_surrogates => Some(s.value.as_str()),
+                _ => None,
             };
-            let key_str = String::from_utf16_lossy(&key);
-            if forbidden(&key_str) {
-                return fail(p.key.span(), forbidden_msg(&key_str));
-            }
-            let k = self.str_const_units(key, p.key.span())?;
+            let k = if let Some(name) = plain {
+                if forbidden(name) {
+                    return fail(p.key.span(), forbidden_msg(name));
+                }
+                self.str_const(name, p.key.span())?
+            } else {
+                let key: Vec<u16> = match &p.key {
+                    PropertyKey::StringLiteral(s) => string_units(s),
+                    PropertyKey::NumericLiteral(n) => {
+                        js_number_to_string(n.value).encode_utf16().collect()
+                    }
+                    _ => {
+                        return fail(
+                            p.key.span(),
+                            "unsupported object key; use an identifier, string or number",
+                        )
+                    }
+                };
+                let key_str = String::from_utf16_lossy(&key);
+                if forbidden(&key_str) {
+                    return fail(p.key.span(), forbidden_msg(&key_str));
+                }
+                self.str_const_units(key, p.key.span())?
+            };
             let mark = self.top;
             let v = self.expr(&p.value)?;
             self.emit(
@@ -1655,7 +1766,7 @@ impl<'o> Lowerer<'o> {
         {
             return self.call_with_spread(c, dst);
         }
-        let args: Vec<&Expression> = c
+        let args: smallvec::SmallVec<[&Expression; 4]> = c
             .arguments
             .iter()
             .filter_map(|a| a.as_expression())

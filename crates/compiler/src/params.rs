@@ -90,7 +90,8 @@ impl Scanner<'_> {
         b.len()
     }
 
-    fn ident(&self, i: usize) -> Option<(String, usize)> {
+    /// The identifier starting at `i`: its bytes and the index after it.
+    fn ident(&self, i: usize) -> Option<(&[u8], usize)> {
         let b = self.b;
         if i >= b.len() || !is_ident_start(b[i]) {
             return None;
@@ -99,7 +100,7 @@ impl Scanner<'_> {
         while j < b.len() && is_ident(b[j]) {
             j += 1;
         }
-        Some((String::from_utf8_lossy(&b[i..j]).into_owned(), j))
+        Some((&b[i..j], j))
     }
 
     /// Skips an expression up to (not including) a `,` or one of `close` at bracket depth 0.
@@ -137,6 +138,7 @@ impl Scanner<'_> {
     /// and the index after it, or `None` when no name starts there (the parser then reports it).
     fn param(&mut self, i: usize, close: u8, top: bool) -> Option<(RawParam, usize)> {
         let (name, j) = self.ident(i)?;
+        let name = String::from_utf8_lossy(name).into_owned();
         let k = self.ws(j);
         let (required, end) = match self.b.get(k) {
             Some(b':') => {
@@ -212,6 +214,16 @@ pub(crate) fn rewrite(source: &str) -> (String, Vec<RawFunction>) {
     let mut i = 0;
     while i < b.len() {
         let c = b[i];
+        if depth > 0
+            && !matches!(
+                c,
+                b'\'' | b'"' | b'`' | b'/' | b'(' | b'[' | b'{' | b')' | b']' | b'}'
+            )
+        {
+            // inside a function body only strings, comments and brackets matter
+            i += 1;
+            continue;
+        }
         match c {
             b'\'' | b'"' | b'`' => {
                 i = s.string(i);
@@ -228,7 +240,7 @@ pub(crate) fn rewrite(source: &str) -> (String, Vec<RawFunction>) {
                     i += 1;
                     continue;
                 };
-                if word == "function" {
+                if word == b"function" {
                     let mut k = s.ws(j);
                     if b.get(k) == Some(&b'*') {
                         k = s.ws(k + 1);

@@ -9,26 +9,74 @@ use crate::Fail;
 pub struct LineIndex<'s> {
     src: &'s str,
     starts: Vec<usize>,
+    /// The whole source is ASCII: a column is a byte distance.
+    ascii: bool,
 }
 
 impl<'s> LineIndex<'s> {
     /// Indexes the line starts of `src` (line terminators: LF, CRLF, CR, U+2028, U+2029).
     pub fn new(src: &'s str) -> LineIndex<'s> {
+        let b = src.as_bytes();
+        if src.is_ascii() && !b.contains(&b'\r') {
+            // the usual case: only LF ends a line (found with the library's fast byte search)
+            let mut starts = Vec::with_capacity(b.len() / 32 + 1);
+            starts.push(0);
+            starts.extend(src.match_indices('\n').map(|(i, _)| i + 1));
+            return LineIndex {
+                src,
+                starts,
+                ascii: true,
+            };
+        }
         let mut starts = vec![0];
-        let mut it = src.char_indices().peekable();
-        while let Some((i, c)) = it.next() {
+        let mut ascii = true;
+        for (i, &c) in b.iter().enumerate() {
+            // every byte of interest is a control byte or 0xE2 (U+2028/U+2029 are E2 80 A8/A9)
+            if c > b'\r' && c != 0xE2 {
+                if c >= 0x80 {
+                    ascii = false;
+                }
+                continue;
+            }
             match c {
-                '\n' | '\u{2028}' | '\u{2029}' => starts.push(i + c.len_utf8()),
-                '\r' => {
-                    if let Some(&(_, '\n')) = it.peek() {
-                        continue;
+                b'\n' => starts.push(i + 1),
+                // CRLF ends its line at the LF
+                b'\r' if b.get(i + 1) != Some(&b'\n') => starts.push(i + 1),
+                0xE2 => {
+                    ascii = false;
+                    if b.get(i + 1) == Some(&0x80) && matches!(b.get(i + 2), Some(0xA8 | 0xA9)) {
+                        starts.push(i + 3);
                     }
-                    starts.push(i + 1);
                 }
                 _ => {}
             }
         }
-        LineIndex { src, starts }
+        LineIndex { src, starts, ascii }
+    }
+
+    /// The positions of many offsets, [`Self::pos`] of each: consecutive offsets on one line
+    /// (the usual order of an instruction stream) skip the line search.
+    pub(crate) fn positions(&self, offsets: &[u32]) -> Vec<SourcePos> {
+        let mut out = Vec::with_capacity(offsets.len());
+        // the line last found: its index and byte range
+        let mut line = (0usize, 0usize, 0usize);
+        for &o in offsets {
+            let off = o as usize;
+            if self.ascii && off >= line.1 && off < line.2 {
+                out.push(SourcePos {
+                    line: line.0 as u32 + 1,
+                    col: (off - line.1) as u32,
+                });
+                continue;
+            }
+            let p = self.pos(o);
+            let i = p.line as usize - 1;
+            let start = self.starts.get(i).copied().unwrap_or(0);
+            let end = self.starts.get(i + 1).copied().unwrap_or(self.src.len());
+            line = (i, start, end);
+            out.push(p);
+        }
+        out
     }
 
     /// The position of byte `offset` (clamped into the source).
@@ -42,10 +90,13 @@ impl<'s> LineIndex<'s> {
             Err(i) => i.saturating_sub(1),
         };
         let start = self.starts.get(line).copied().unwrap_or(0).min(off);
-        let col = self
-            .src
-            .get(start..off)
-            .map_or(0, |s| s.encode_utf16().count());
+        let col = if self.ascii {
+            off - start
+        } else {
+            self.src
+                .get(start..off)
+                .map_or(0, |s| s.encode_utf16().count())
+        };
         SourcePos {
             line: line as u32 + 1,
             col: col as u32,
@@ -141,9 +192,492 @@ pub(crate) fn check_nesting(src: &str, max: usize) -> Result<(), Fail> {
                 }
             }
             b' ' | b'\t' | b'\n' | b'\r' => {}
-            _ => run = 0,
+            _ => {
+                run = 0;
+                // the rest of a word at once
+                while b
+                    .get(i + 1)
+                    .is_some_and(|&n| WORD_BYTES[n as usize] == WORD)
+                {
+                    i += 1;
+                }
+            }
         }
         i += 1;
     }
     Ok(())
+}
+
+/// Stack units a bracket level counts for in [`recursion_bound`]: the parser spends about three
+/// times the stack on a bracket level (`(`, `[`, `{`, `${`) as on an operator or a keyword.
+const BRACKET_UNITS: usize = 3;
+
+/// Whether plain word `w` (ASCII letters, digits, `_` and `$` only) is a keyword that can open
+/// a nesting level without a bracket (`else if …`, `typeof typeof …`, a statement body without
+/// braces), and what it says about a following `/`: after a reserved word that takes an
+/// expression it starts a regex, after a contextual word it may do either, after any other word
+/// it divides. (A word with escapes or non-ASCII letters may hide a keyword or a space: the
+/// caller treats it as contextual.)
+fn classify(w: &[u8]) -> (bool, Prev) {
+    match w {
+        b"case" | b"delete" | b"do" | b"else" | b"in" | b"instanceof" | b"new" | b"return"
+        | b"throw" | b"typeof" | b"void" | b"extends" => (true, Prev::Expr),
+        b"yield" | b"await" | b"of" | b"async" => (true, Prev::Unknown),
+        b"if" | b"while" | b"for" | b"with" => (true, Prev::Value),
+        b"let" | b"static" | b"get" | b"set" => (false, Prev::Unknown),
+        _ => (false, Prev::Value),
+    }
+}
+
+/// What the previous token says about a following `/`.
+#[derive(Clone, Copy, PartialEq)]
+enum Prev {
+    /// A value ended (identifier, number, string, `]`): `/` divides.
+    Value,
+    /// An operator, an opening bracket or an expression keyword: `/` starts a regex.
+    Expr,
+    /// Either (`)`, `}`, `++`, contextual words).
+    Unknown,
+}
+
+/// The open frames of [`recursion_bound`] and the running total.
+struct Frames {
+    /// Per open frame: the units counted directly inside it, and whether it is a template `${`.
+    open: Vec<(usize, bool)>,
+    /// Units of every open frame and of what they directly contain.
+    units: usize,
+    /// The most `units` reached.
+    max: usize,
+}
+
+impl Frames {
+    fn unit(&mut self, n: usize) {
+        if let Some(f) = self.open.last_mut() {
+            f.0 += n;
+        }
+        self.units += n;
+        self.max = self.max.max(self.units);
+    }
+
+    fn open(&mut self, template: bool) {
+        self.open.push((0, template));
+        self.units += BRACKET_UNITS;
+        self.max = self.max.max(self.units);
+    }
+
+    /// Closes the innermost frame; true when it was a template substitution.
+    fn close(&mut self) -> bool {
+        match self.open.pop() {
+            Some((n, template)) => {
+                self.units -= BRACKET_UNITS + n;
+                template
+            }
+            None => false,
+        }
+    }
+
+    /// Template text from `i` (after a backtick or a substitution's `}`): returns the index after
+    /// the closing backtick (and true) or after a `${`, whose frame is then open (and false).
+    fn template_text(&mut self, b: &[u8], mut i: usize) -> (usize, bool) {
+        while i < b.len() {
+            match b[i] {
+                b'\\' => i += 2,
+                b'`' => return (i + 1, true),
+                b'$' if b.get(i + 1) == Some(&b'{') => {
+                    self.open(true);
+                    return (i + 2, false);
+                }
+                _ => i += 1,
+            }
+        }
+        (b.len(), true)
+    }
+
+    /// Counts from `i` when the lexical state is not known (a `/` that may divide or start a
+    /// regex): every opening bracket opens a frame, no closing bracket closes one, quotes are not
+    /// trusted. With `line`, stops after the line (unless it ends in a `\` continuation) and
+    /// returns the index there; returns `None` when the rest of the source must be counted this
+    /// way (a backtick or block comment could span lines).
+    fn uncertain(&mut self, b: &[u8], mut i: usize, line: bool) -> Option<usize> {
+        while i < b.len() {
+            let c = b[i];
+            match c {
+                b'(' | b'[' | b'{' => self.open(false),
+                b'\n' | b'\r' if line => {
+                    let continued = i > 0 && b[i - 1] == b'\\';
+                    i += if c == b'\r' && b.get(i + 1) == Some(&b'\n') {
+                        2
+                    } else {
+                        1
+                    };
+                    if !continued {
+                        return Some(i);
+                    }
+                    continue;
+                }
+                b'`' if line => return None,
+                b'/' if line && b.get(i + 1) == Some(&b'*') => return None,
+                _ if is_operator(c) => self.unit(1),
+                _ if is_word_start(c) => {
+                    let (j, plain) = word_end(b, i + 1);
+                    if plain && classify(&b[i..j]).0 {
+                        self.unit(1);
+                    }
+                    i = j;
+                    continue;
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        Some(b.len())
+    }
+}
+
+fn is_operator(c: u8) -> bool {
+    matches!(
+        c,
+        b'=' | b'!'
+            | b'<'
+            | b'>'
+            | b'+'
+            | b'-'
+            | b'*'
+            | b'%'
+            | b'&'
+            | b'|'
+            | b'^'
+            | b'~'
+            | b'?'
+            | b':'
+    )
+}
+
+fn is_word_start(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, b'_' | b'$' | b'\\' | b'#' | b'@') || c >= 0x80
+}
+
+/// Byte classes for scanning words: [`WORD`] for an ASCII letter, digit, `_` or `$`, [`ODD`]
+/// for a byte of a word that may hide a keyword or a space (non-ASCII, or a `\` escape).
+static WORD_BYTES: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = if b.is_ascii_alphanumeric() || b == b'_' || b == b'$' {
+            WORD
+        } else if b >= 0x80 || b == b'\\' {
+            ODD
+        } else {
+            0
+        };
+        c += 1;
+    }
+    t
+};
+const WORD: u8 = 1;
+const ODD: u8 = 2;
+
+/// The end of the word going on at `i`, and whether it is made of ASCII letters, digits, `_` and
+/// `$` only.
+fn word_end(b: &[u8], mut i: usize) -> (usize, bool) {
+    let mut plain = true;
+    while let Some(&c) = b.get(i) {
+        match WORD_BYTES[c as usize] {
+            WORD => {}
+            ODD => plain = false,
+            _ => break,
+        }
+        i += 1;
+    }
+    (i, plain)
+}
+
+/// An upper bound on how deeply the parser can recurse on `src`, in units of roughly half a
+/// kilobyte of stack: [`BRACKET_UNITS`] per open bracket, plus one per operator character and
+/// per nesting keyword written directly inside each open bracket (or at the top level) before
+/// the deepest point. What is inside a closed bracket cannot be open any more, so it stops
+/// counting; where the tokens are uncertain (a `/` after `)` or `}` may divide or start a
+/// regex) the count only grows. Strings, comments, templates and regexes are skipped the way the
+/// lexer skips them.
+pub(crate) fn recursion_bound(src: &str) -> usize {
+    let b = src.as_bytes();
+    let mut f = Frames {
+        open: Vec::new(),
+        units: 0,
+        max: 0,
+    };
+    let mut prev = Prev::Expr;
+    let mut i = 0;
+    // a hashbang comment (and HTML-like comments below) may hide brackets from the parser
+    if b.starts_with(b"#!") {
+        match f.uncertain(b, 0, true) {
+            Some(next) => i = next,
+            None => return poisoned(&mut f, b, 0),
+        }
+    }
+    while i < b.len() {
+        let c = b[i];
+        match c {
+            b' ' | b'\t' | b'\n' | b'\r' | 0x0B | 0x0C => i += 1,
+            b'(' | b'[' | b'{' => {
+                f.open(false);
+                prev = Prev::Expr;
+                i += 1;
+            }
+            b')' | b']' | b'}' => {
+                i += 1;
+                prev = if c == b']' {
+                    Prev::Value
+                } else {
+                    Prev::Unknown
+                };
+                if f.close() {
+                    let (next, ended) = f.template_text(b, i);
+                    i = next;
+                    prev = if ended { Prev::Value } else { Prev::Expr };
+                }
+            }
+            b'`' => {
+                let (next, ended) = f.template_text(b, i + 1);
+                i = next;
+                prev = if ended { Prev::Value } else { Prev::Expr };
+            }
+            b'\'' | b'"' => {
+                i += 1;
+                loop {
+                    match b.get(i) {
+                        None => break,
+                        Some(&q) if q == c => {
+                            i += 1;
+                            break;
+                        }
+                        // an unterminated string: the parser's recovery is not followed
+                        Some(b'\n' | b'\r') => return poisoned(&mut f, b, i),
+                        Some(b'\\') => {
+                            i += if b.get(i + 1) == Some(&b'\r') && b.get(i + 2) == Some(&b'\n') {
+                                3
+                            } else {
+                                2
+                            };
+                        }
+                        Some(_) => i += 1,
+                    }
+                }
+                prev = Prev::Value;
+            }
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                while i < b.len() && b[i] != b'\n' && b[i] != b'\r' {
+                    i += 1;
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i < b.len() && !(b[i] == b'*' && b.get(i + 1) == Some(&b'/')) {
+                    i += 1;
+                }
+                i += 2;
+            }
+            b'/' => match prev {
+                Prev::Value => {
+                    f.unit(1);
+                    prev = Prev::Expr;
+                    i += 1;
+                }
+                Prev::Expr => {
+                    // a regex literal: up to the `/` that is not escaped or in a class
+                    let mut class = false;
+                    i += 1;
+                    loop {
+                        match b.get(i) {
+                            None | Some(b'\n' | b'\r') => return poisoned(&mut f, b, i),
+                            Some(b'\\') => i += 2,
+                            Some(b'[') => {
+                                class = true;
+                                i += 1;
+                            }
+                            Some(b']') => {
+                                class = false;
+                                i += 1;
+                            }
+                            Some(b'/') if !class => {
+                                i += 1;
+                                break;
+                            }
+                            Some(_) => i += 1,
+                        }
+                    }
+                    prev = Prev::Value;
+                }
+                Prev::Unknown => {
+                    // closing a substitution frame by mistake would misread template text
+                    if f.open.iter().any(|o| o.1) {
+                        return poisoned(&mut f, b, i);
+                    }
+                    match f.uncertain(b, i, true) {
+                        Some(next) => i = next,
+                        None => return poisoned(&mut f, b, i),
+                    }
+                }
+            },
+            b'<' if b[i..].starts_with(b"<!--") => match f.uncertain(b, i, true) {
+                Some(next) => i = next,
+                None => return poisoned(&mut f, b, i),
+            },
+            b'-' if b[i..].starts_with(b"-->") => match f.uncertain(b, i, true) {
+                Some(next) => i = next,
+                None => return poisoned(&mut f, b, i),
+            },
+            b'+' | b'-' if b.get(i + 1) == Some(&c) => {
+                f.unit(2);
+                prev = Prev::Unknown;
+                i += 2;
+            }
+            _ if is_operator(c) => {
+                f.unit(1);
+                prev = Prev::Expr;
+                i += 1;
+            }
+            b'.' if b.get(i + 1).is_some_and(u8::is_ascii_digit) => {
+                i = word_end(b, i + 1).0;
+                prev = Prev::Value;
+            }
+            b'.' => {
+                if b[i..].starts_with(b"...") {
+                    f.unit(1);
+                    i += 3;
+                } else {
+                    i += 1;
+                }
+                prev = Prev::Expr;
+            }
+            b',' | b';' => {
+                prev = Prev::Expr;
+                i += 1;
+            }
+            _ if c.is_ascii_digit() => {
+                // a number (an exponent's sign counts as an operator, which only adds)
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || matches!(b[i], b'.' | b'_')) {
+                    i += 1;
+                }
+                prev = Prev::Value;
+            }
+            _ if is_word_start(c) => {
+                let (j, plain) = word_end(b, i + 1);
+                let (nesting, next) = if plain && WORD_BYTES[c as usize] == WORD {
+                    classify(&b[i..j])
+                } else {
+                    (false, Prev::Unknown)
+                };
+                if nesting {
+                    f.unit(1);
+                }
+                prev = next;
+                i = j;
+            }
+            // anything else is a syntax error the parser may recover from: stop trusting
+            _ => return poisoned(&mut f, b, i),
+        }
+    }
+    f.max
+}
+
+/// The bound when the rest of the source from `i` cannot be lexed with confidence.
+fn poisoned(f: &mut Frames, b: &[u8], i: usize) -> usize {
+    f.uncertain(b, i, false);
+    f.max
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Line and column the slow way: walk the characters up to `offset`.
+    fn reference(src: &str, offset: usize) -> (u32, u32) {
+        let (mut line, mut col) = (1u32, 0u32);
+        let mut it = src.char_indices().peekable();
+        while let Some((i, c)) = it.next() {
+            if i >= offset {
+                break;
+            }
+            match c {
+                '\r' if matches!(it.peek(), Some(&(_, '\n'))) => col += 1,
+                '\n' | '\r' | '\u{2028}' | '\u{2029}' => {
+                    line += 1;
+                    col = 0;
+                }
+                _ => col += c.len_utf16() as u32,
+            }
+        }
+        (line, col)
+    }
+
+    #[test]
+    fn recursion_bound_counts_what_stays_open() {
+        // siblings do not add up; nesting does
+        assert_eq!(recursion_bound("f(a)\nf(b)\nf(c)"), 3);
+        assert_eq!(recursion_bound("f(g(h(a)))"), 9);
+        assert_eq!(recursion_bound("a ? b : c ? d : e"), 4);
+        assert_eq!(recursion_bound("!!!!a"), 4);
+        assert_eq!(recursion_bound("if (a) {} else if (b) {} else {}"), 7);
+        // brackets in strings, comments, templates and regexes do not count
+        assert_eq!(
+            recursion_bound("'((((' + \"[[[\" // ((((\n/* {{{{ */ `((${a}((` + /((/"),
+            4
+        );
+        // a `/` after `)` may start a regex: its closing brackets are not trusted
+        assert!(recursion_bound("(a) /)))/; ((((a))))") >= 4 * BRACKET_UNITS);
+        assert!(recursion_bound("if (a) /)/.test(b); ((((a))))") >= 4 * BRACKET_UNITS);
+        // an unterminated string or regex, or an unknown byte: everything after counts
+        assert!(recursion_bound("'a\n)))) ((((a))))") >= 4 * BRACKET_UNITS);
+        assert!(recursion_bound("\u{1}))) ((((a))))") >= 4 * BRACKET_UNITS);
+    }
+
+    #[test]
+    fn recursion_bound_ends_on_any_input() {
+        let alphabet: Vec<char> = "()[]{}`'\"/\\*$#@!+-=<>?:.,;\n\r ax1é\u{2028}\u{1}"
+            .chars()
+            .collect();
+        let mut seed = 0x2545_f491_u64;
+        for len in 0..40 {
+            for _ in 0..300 {
+                let s: String = (0..len)
+                    .map(|_| {
+                        seed = seed
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        alphabet[(seed >> 33) as usize % alphabet.len()]
+                    })
+                    .collect();
+                recursion_bound(&s);
+            }
+        }
+    }
+
+    #[test]
+    fn positions_match_a_character_walk() {
+        for src in [
+            "",
+            "a\nbc\r\nd\re",
+            "\n\n\r\r\n",
+            "x = 'é'\ny = '😀' + z\u{2028}w\u{2029}v",
+            "\u{2027}\u{2030}ab\u{2028}",
+            "ascii only\nline two\n",
+            "\n\nx\n",
+        ] {
+            let idx = LineIndex::new(src);
+            let offsets: Vec<u32> = (0..=src.len() as u32 + 2)
+                .chain((0..=src.len() as u32).rev())
+                .collect();
+            let many = idx.positions(&offsets);
+            for (k, &off) in offsets.iter().enumerate() {
+                let p = idx.pos(off);
+                assert_eq!(many[k], p);
+                let off = off as usize;
+                if off <= src.len() && src.is_char_boundary(off) {
+                    assert_eq!((p.line, p.col), reference(src, off), "{src:?} at {off}");
+                }
+            }
+        }
+    }
 }

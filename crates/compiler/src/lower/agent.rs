@@ -78,7 +78,17 @@ pub(crate) fn lower_agent(
             return fail(id.span, format!("Duplicate helper function name: {name}"));
         }
     }
-    let mut pool = Pool::default();
+    let helpers = std::rc::Rc::new(helpers);
+    // one line index for every function's span table
+    let idx = LineIndex::new(src);
+    // sized for the source (about one constant per 32 bytes), so the tables seldom grow
+    let guess = src.len() / 32;
+    let mut pool = Pool {
+        constants: Vec::with_capacity(guess),
+        num_map: HashMap::with_capacity(guess / 4),
+        str_map: HashMap::with_capacity(guess),
+        ..Pool::default()
+    };
     let mut functions = Vec::with_capacity(fns.len());
     let mut spans = Vec::with_capacity(fns.len());
     let mut signature = None;
@@ -115,7 +125,7 @@ pub(crate) fn lower_agent(
         };
         let mut l = Lowerer::new(&fopts);
         l.set_pool(std::mem::take(&mut pool));
-        l.helpers = helpers.clone();
+        l.helpers = std::rc::Rc::clone(&helpers);
         for (k, p) in params.iter().enumerate() {
             if forbidden(&p.name) {
                 return fail(p.span, forbidden_msg(&p.name));
@@ -126,7 +136,9 @@ pub(crate) fn lower_agent(
         // defaults apply when the argument is missing or null
         for (k, p) in params.iter().enumerate() {
             if let Some(d) = p.default {
-                let reg = l.ext_regs[&k];
+                let Some(reg) = l.ext_regs.get(k) else {
+                    return fail(p.span, "internal compiler error");
+                };
                 let skip = l.emit_jump(
                     Op::JumpIfNotNullish {
                         src: Src(reg),
@@ -146,7 +158,7 @@ pub(crate) fn lower_agent(
         let u = l.alloc(end)?;
         l.emit(Op::LoadUndef { dst: Dst(u) }, end);
         l.emit(Op::Return { src: Src(u) }, end);
-        let (function, pos, back) = l.finish_function(src, &name)?;
+        let (function, pos, back) = l.finish_function(&idx, &name)?;
         pool = back;
         functions.push(function);
         spans.push(pos);

@@ -554,10 +554,12 @@ impl Lowerer<'_> {
         let Some(floor) = self.callbacks.last().map(|c| c.scope_floor) else {
             return Ok(());
         };
+        let names = &self.names;
         let inner = self.scopes[floor.min(self.scopes.len())..]
             .iter()
             .any(|sc| {
-                sc.vars.iter().any(|v| v.name == name) || sc.pending.iter().any(|p| p == name)
+                sc.vars.iter().any(|v| names.is(v.name, name))
+                    || sc.pending.iter().any(|&p| names.is(p, name))
             });
         if inner {
             return Ok(());

@@ -111,7 +111,7 @@ impl Lowerer<'_> {
         match e.without_parentheses() {
             Expression::CallExpression(c) if self.direct_atom(c).is_some() => {
                 let name = self.direct_atom(c).unwrap_or_default().to_string();
-                let args: Vec<&Expression> = c
+                let args: smallvec::SmallVec<[&Expression; 4]> = c
                     .arguments
                     .iter()
                     .filter_map(|a| a.as_expression())
