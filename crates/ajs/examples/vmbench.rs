@@ -5,7 +5,7 @@
 //!
 //! Run: `cargo run --release -p ajs --example vmbench` (all programs), or with a program-name
 //! filter and an iteration count, `vmbench fib 20`. With `--vm-only` only the VM part runs (for
-//! `valgrind --tool=callgrind`).
+//! `valgrind --tool=callgrind`); `--disasm` prints each program's bytecode.
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -134,9 +134,11 @@ fn main() {
                 source_name: "<source>",
             },
         )
-        .expect("compiles")
-        .verify()
-        .expect("verifies");
+        .expect("compiles");
+        if args.iter().any(|a| a == "--disasm") {
+            print!("{}", program.disassemble());
+        }
+        let program = program.verify().expect("verifies");
         let (v, fuel) = vm_only(&program, p);
         assert_eq!(v, p.expect, "{}", p.name);
         let mut vm_times = Vec::with_capacity(iters);

@@ -192,7 +192,7 @@ pub(crate) const FORBIDDEN: [&str; 3] = ["constructor", "__proto__", "prototype"
 /// A virtual machine holding one run's whole state: frames, registers, heap, fuel, log.
 #[derive(Debug)]
 pub struct Vm {
-    program: VerifiedProgram,
+    pub(crate) program: VerifiedProgram,
     pub(crate) heap: Heap,
     consts: Vec<Value>,
     pub(crate) regs: Vec<Value>,
@@ -1014,7 +1014,7 @@ impl Vm {
 
     /// Collects everything unreachable from the run's roots — registers, constants, deferred
     /// and awaited host-call inputs — and `extra` (values only a Rust local holds).
-    fn collect_garbage(&mut self, extra: &[Value]) {
+    pub(crate) fn collect_garbage(&mut self, extra: &[Value]) {
         let awaiting = match self.status {
             Status::AwaitingHost { input, .. } => Some(input),
             _ => None,
@@ -1065,10 +1065,7 @@ impl Vm {
 
     /// The code units of a string value.
     pub(crate) fn units(&self, g: Gc) -> &[u16] {
-        match self.heap.get(g) {
-            Cell::Str(s) => s,
-            _ => &[],
-        }
+        self.heap.str_units(g)
     }
 
     /// Appends a log line, keeping the first `max_log_lines`.
