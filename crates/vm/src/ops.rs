@@ -281,6 +281,50 @@ mod tests {
     }
 
     #[test]
+    fn remainder_of_integers_matches_the_floating_point_one() {
+        use crate::machine::js_rem;
+        let same = |x: f64, y: f64| {
+            let want = if y == 0.0 || x.is_infinite() || x.is_nan() || y.is_nan() {
+                f64::NAN
+            } else if y.is_infinite() {
+                x
+            } else {
+                x % y
+            };
+            let got = js_rem(x, y);
+            assert!(
+                got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                "{x} % {y}: {got} vs {want}"
+            );
+        };
+        let xs = [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            4.0,
+            -4.0,
+            5.0,
+            -5.0,
+            5.5,
+            -7.25,
+            9_007_199_254_740_991.0,
+            -9_007_199_254_740_992.0,
+            9_223_372_036_854_775_807.0,
+            -9_223_372_036_854_775_808.0,
+            1e300,
+            f64::INFINITY,
+            f64::NAN,
+        ];
+        for &x in &xs {
+            for &y in &xs {
+                same(x, y);
+            }
+        }
+        assert!(js_rem(-4.0, 2.0).is_sign_negative());
+    }
+
+    #[test]
     fn long_concatenations_share_one_buffer_and_keep_every_prefix() {
         let mut vm = vm(1 << 30);
         let mut s = vm.str_value(&"a".repeat(200)).unwrap();
