@@ -187,6 +187,9 @@ enum Status {
     Finished,
 }
 
+/// Fresh registers for a call's window (a frame with more takes `Vec::resize`).
+static UNDEFINED: [Value; 32] = [Value::Undefined; 32];
+
 pub(crate) const FORBIDDEN: [&str; 3] = ["constructor", "__proto__", "prototype"];
 
 /// A virtual machine holding one run's whole state: frames, registers, heap, fuel, log.
@@ -573,23 +576,23 @@ impl Vm {
             // Everything not handled inline below runs in `exec_other` (out of line, so that
             // this loop stays small): the pc is saved first, so its errors need no more.
             macro_rules! other {
-                ($op:expr) => {{
+                () => {{
                     save_pc!();
-                    self.exec_other($op, base)?;
+                    self.exec_other(code[pc], base)?;
                 }};
             }
             macro_rules! num_op {
-                ($op:expr, $dst:expr, $a:expr, $b:expr, |$x:ident, $y:ident| $e:expr) => {
+                ($dst:expr, $a:expr, $b:expr, |$x:ident, $y:ident| $e:expr) => {
                     match (r!($a), r!($b)) {
                         (Value::Num($x), Value::Num($y)) => r!($dst) = $e,
-                        _ => other!($op),
+                        _ => other!(),
                     }
                 };
             }
             // A comparison of numbers; when the next instruction branches on its result (a loop
             // or `if` test), the branch is taken here too: the same two steps, one dispatch.
             macro_rules! cmp_op {
-                ($op:expr, $dst:expr, $a:expr, $b:expr, |$x:ident, $y:ident| $e:expr) => {
+                ($dst:expr, $a:expr, $b:expr, |$x:ident, $y:ident| $e:expr) => {
                     match (r!($a), r!($b)) {
                         (Value::Num($x), Value::Num($y)) => {
                             let t = $e;
@@ -603,7 +606,7 @@ impl Vm {
                                 }
                             }
                         }
-                        _ => other!($op),
+                        _ => other!(),
                     }
                 };
             }
@@ -644,19 +647,19 @@ impl Vm {
                     Op::LoadNull { dst } => r!(dst) = Value::Null,
                     Op::LoadTrue { dst } => r!(dst) = Value::Bool(true),
                     Op::LoadFalse { dst } => r!(dst) = Value::Bool(false),
-                    Op::Add { dst, a, b } => num_op!(op, dst, a, b, |x, y| Value::Num(x + y)),
-                    Op::Sub { dst, a, b } => num_op!(op, dst, a, b, |x, y| Value::Num(x - y)),
-                    Op::Mul { dst, a, b } => num_op!(op, dst, a, b, |x, y| Value::Num(x * y)),
-                    Op::Div { dst, a, b } => num_op!(op, dst, a, b, |x, y| Value::Num(x / y)),
+                    Op::Add { dst, a, b } => num_op!(dst, a, b, |x, y| Value::Num(x + y)),
+                    Op::Sub { dst, a, b } => num_op!(dst, a, b, |x, y| Value::Num(x - y)),
+                    Op::Mul { dst, a, b } => num_op!(dst, a, b, |x, y| Value::Num(x * y)),
+                    Op::Div { dst, a, b } => num_op!(dst, a, b, |x, y| Value::Num(x / y)),
                     Op::Mod { dst, a, b } => {
-                        num_op!(op, dst, a, b, |x, y| Value::Num(js_rem(x, y)))
+                        num_op!(dst, a, b, |x, y| Value::Num(js_rem(x, y)))
                     }
-                    Op::Lt { dst, a, b } => cmp_op!(op, dst, a, b, |x, y| x < y),
-                    Op::Le { dst, a, b } => cmp_op!(op, dst, a, b, |x, y| x <= y),
-                    Op::Gt { dst, a, b } => cmp_op!(op, dst, a, b, |x, y| x > y),
-                    Op::Ge { dst, a, b } => cmp_op!(op, dst, a, b, |x, y| x >= y),
-                    Op::StrictEq { dst, a, b } => cmp_op!(op, dst, a, b, |x, y| x == y),
-                    Op::StrictNe { dst, a, b } => cmp_op!(op, dst, a, b, |x, y| x != y),
+                    Op::Lt { dst, a, b } => cmp_op!(dst, a, b, |x, y| x < y),
+                    Op::Le { dst, a, b } => cmp_op!(dst, a, b, |x, y| x <= y),
+                    Op::Gt { dst, a, b } => cmp_op!(dst, a, b, |x, y| x > y),
+                    Op::Ge { dst, a, b } => cmp_op!(dst, a, b, |x, y| x >= y),
+                    Op::StrictEq { dst, a, b } => cmp_op!(dst, a, b, |x, y| x == y),
+                    Op::StrictNe { dst, a, b } => cmp_op!(dst, a, b, |x, y| x != y),
                     Op::Jump { target } => {
                         pc = target.0 as usize;
                         continue;
@@ -737,7 +740,7 @@ impl Vm {
                                 }
                             }
                         }
-                        other!(op)
+                        other!()
                     }
                     Op::ArrayLen { dst, arr, .. } => match r!(arr) {
                         Value::Arr(g) => {
@@ -747,7 +750,7 @@ impl Vm {
                             };
                             r!(dst) = Value::Num(n as f64);
                         }
-                        _ => other!(op),
+                        _ => other!(),
                     },
                     Op::CallNative {
                         dst,
@@ -768,7 +771,7 @@ impl Vm {
                                     r!(dst) = Value::Num(items.len() as f64);
                                 }
                             }
-                            _ => other!(op),
+                            _ => other!(),
                         }
                     }
                     Op::Call {
@@ -791,15 +794,14 @@ impl Vm {
                         let (argc, nregs) = (argc.0 as usize, f.nregs as usize);
                         // the callee's window: its arguments, then `undefined` (the verifier
                         // checked argc == params <= nregs)
-                        self.regs.reserve(nregs);
-                        for i in start..start + argc {
-                            let v = self.regs[i];
-                            self.regs.push(v);
+                        match UNDEFINED.get(..nregs) {
+                            Some(fill) => self.regs.extend_from_slice(fill),
+                            None => self.regs.resize(new_base + nregs, Value::Undefined),
                         }
-                        self.regs.extend(std::iter::repeat_n(
-                            Value::Undefined,
-                            nregs.saturating_sub(argc),
-                        ));
+                        let (callers, window) = self.regs.split_at_mut(new_base);
+                        for (d, s) in window[..argc].iter_mut().zip(&callers[start..start + argc]) {
+                            *d = *s;
+                        }
                         pc += 1;
                         save_pc!();
                         self.frames.push(Frame {
@@ -833,7 +835,32 @@ impl Vm {
                         save_pc!();
                         return Err(Fault::Guest(msg));
                     }
-                    _ => other!(op),
+                    Op::Pow { .. }
+                    | Op::Eq { .. }
+                    | Op::Ne { .. }
+                    | Op::Neg { .. }
+                    | Op::Pos { .. }
+                    | Op::Not { .. }
+                    | Op::TypeOf { .. }
+                    | Op::Concat { .. }
+                    | Op::NewArray { .. }
+                    | Op::ArrayAppend { .. }
+                    | Op::NewObject { .. }
+                    | Op::InitProp { .. }
+                    | Op::GetProp { .. }
+                    | Op::ArrayExtend { .. }
+                    | Op::ObjectAssign { .. }
+                    | Op::InitIndex { .. }
+                    | Op::Destructurable { .. }
+                    | Op::ObjectRest { .. }
+                    | Op::CallNativeArray { .. }
+                    | Op::CallNative { .. }
+                    | Op::ParBegin {}
+                    | Op::ParCall { .. }
+                    | Op::ParValue { .. }
+                    | Op::TryEnter { .. }
+                    | Op::TryExit {}
+                    | Op::Catch { .. } => other!(),
                 }
                 pc += 1;
             }
