@@ -1171,10 +1171,18 @@ impl Vm {
 
     /// Makes room for `bytes` more live bytes (collecting first if needed) or raises the heap
     /// limit error. Nothing is committed when it fails.
+    #[inline]
     pub(crate) fn reserve(&mut self, bytes: usize, extra_roots: &[Value]) -> OpResult<()> {
         if self.heap.fits_without_gc(bytes) {
             return Ok(());
         }
+        self.reserve_slow(bytes, extra_roots)
+    }
+
+    /// [`Vm::reserve`] when a collection is due.
+    #[cold]
+    #[inline(never)]
+    fn reserve_slow(&mut self, bytes: usize, extra_roots: &[Value]) -> OpResult<()> {
         self.collect_garbage(extra_roots);
         if self.heap.fits(bytes) {
             return Ok(());
