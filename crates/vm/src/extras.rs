@@ -117,10 +117,7 @@ impl Vm {
             let heap = &self.heap;
             fn text<'a>(heap: &'a crate::heap::Heap, k: &'a SortKey) -> Option<&'a [u16]> {
                 match k {
-                    SortKey::Str(s) => Some(match heap.get(*s) {
-                        Cell::Str(u) => u,
-                        _ => &[],
-                    }),
+                    SortKey::Str(s) => Some(heap.str_units(*s)),
                     SortKey::Text(t) => Some(t),
                     SortKey::Undef => None,
                 }

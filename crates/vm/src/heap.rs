@@ -31,6 +31,17 @@ pub enum Cell {
     Date(f64),
     /// A regular expression (an object to the guest; crosses out as `{}`).
     Regex(Box<RegexCell>),
+    /// A string that is the first `len` code units of the [`Cell::StrBuf`] at `buf` (made by
+    /// `+` on long strings, so that appending to the newest string of a buffer is amortised
+    /// O(1): a buffer only ever grows at its end, so every slice of it stays unchanged).
+    Slice {
+        /// The buffer cell.
+        buf: Gc,
+        /// Length in code units (at most the buffer's length).
+        len: u32,
+    },
+    /// The code units behind one or more [`Cell::Slice`] strings; no value points at it.
+    StrBuf(Vec<u16>),
 }
 
 /// The identity of a set member under SameValueZero.
@@ -83,6 +94,15 @@ pub fn regex_bytes(len: usize) -> usize {
 pub fn str_bytes(len: usize) -> usize {
     16 + 2 * len
 }
+/// Accounted size of a [`Cell::Slice`] (its header; the code units count in its buffer).
+pub const SLICE_BYTES: usize = 16;
+
+/// Accounted size of a [`Cell::StrBuf`] of `len` code units (2 bytes per code unit; the header
+/// is the slices'). A string made as one slice of a fresh buffer counts as [`str_bytes`] says.
+pub fn strbuf_bytes(len: usize) -> usize {
+    2 * len
+}
+
 /// Accounted size of an array of `len` elements (16 + 8 per slot; contents count where they are
 /// allocated).
 pub fn arr_bytes(len: usize) -> usize {
@@ -112,6 +132,8 @@ impl Cell {
             ),
             Cell::Date(_) => 24,
             Cell::Regex(r) => regex_bytes(r.source.len()),
+            Cell::Slice { .. } => SLICE_BYTES,
+            Cell::StrBuf(b) => strbuf_bytes(b.len()),
         }
     }
 }
@@ -232,6 +254,40 @@ impl Heap {
         self.cells.get(g as usize).unwrap_or(&Cell::Free)
     }
 
+    /// The code units of the string at `g` (empty when `g` is not a string).
+    #[inline]
+    pub fn str_units(&self, g: Gc) -> &[u16] {
+        match self.get(g) {
+            Cell::Str(s) => s,
+            Cell::Slice { buf, len } => match self.get(*buf) {
+                Cell::StrBuf(b) => b.get(..*len as usize).unwrap_or(&[]),
+                _ => &[],
+            },
+            _ => &[],
+        }
+    }
+
+    /// The buffer the string at `g` can be extended in place in: `g` is a slice reaching the
+    /// end of its buffer, so units appended there are seen by no existing string.
+    pub fn appendable(&self, g: Gc) -> Option<Gc> {
+        match self.get(g) {
+            Cell::Slice { buf, len } => match self.get(*buf) {
+                Cell::StrBuf(b) if b.len() == *len as usize => Some(*buf),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Appends `units` to the buffer at `buf` and accounts them (the caller has checked
+    /// [`Heap::fits`] for [`strbuf_bytes`] of their length).
+    pub fn append_to_buf(&mut self, buf: Gc, units: &[u16]) {
+        if let Some(Cell::StrBuf(b)) = self.cells.get_mut(buf as usize) {
+            b.extend_from_slice(units);
+            self.live += strbuf_bytes(units.len());
+        }
+    }
+
     /// The cell at `g`, mutably.
     #[inline]
     pub fn get_mut(&mut self, g: Gc) -> Option<&mut Cell> {
@@ -262,7 +318,8 @@ impl Heap {
                 Cell::Arr(a) => stack.extend(a.iter().filter_map(Value::gc)),
                 Cell::Obj(o) => stack.extend(o.values().filter_map(Value::gc)),
                 Cell::Set(m) => stack.extend(m.values().filter_map(Value::gc)),
-                Cell::Str(_) | Cell::Free | Cell::Date(_) | Cell::Regex(_) => {}
+                Cell::Slice { buf, .. } => stack.push(*buf),
+                Cell::Str(_) | Cell::StrBuf(_) | Cell::Free | Cell::Date(_) | Cell::Regex(_) => {}
             }
         }
         let mut freed = 0;

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use ajs_bytecode::isa::{Op, MILLI};
+use ajs_bytecode::isa::{Count, Op, MILLI};
 use ajs_bytecode::{Constant, NativeId, SourcePos, VerifiedProgram};
 
 use crate::error::{guest, ErrorKind, Fault, OpResult, RunError};
@@ -187,12 +187,15 @@ enum Status {
     Finished,
 }
 
+/// Fresh registers for a call's window (a frame with more takes `Vec::resize`).
+static UNDEFINED: [Value; 32] = [Value::Undefined; 32];
+
 pub(crate) const FORBIDDEN: [&str; 3] = ["constructor", "__proto__", "prototype"];
 
 /// A virtual machine holding one run's whole state: frames, registers, heap, fuel, log.
 #[derive(Debug)]
 pub struct Vm {
-    program: VerifiedProgram,
+    pub(crate) program: VerifiedProgram,
     pub(crate) heap: Heap,
     consts: Vec<Value>,
     pub(crate) regs: Vec<Value>,
@@ -534,16 +537,18 @@ fn fault_to_error(f: Fault) -> RunError {
 }
 
 impl Vm {
+    #[inline(never)]
     fn exec<const SLOW: bool>(&mut self, slice_left: &mut u64) -> OpResult<Exit> {
         #[cfg(feature = "unmetered")]
         let _ = slice_left;
         let prog = self.program.clone();
-        'frames: loop {
+        {
             let Some(&Frame { func, pc, base, .. }) = self.frames.last() else {
                 return Ok(Exit::Done(Value::Undefined));
             };
-            let code = &prog.functions[func as usize].code[..];
-            let base = base as usize;
+            // the running frame, kept in locals (`Call` and `Return` switch them)
+            let mut code = &prog.functions[func as usize].code[..];
+            let mut base = base as usize;
             let mut pc = pc as usize;
             macro_rules! save_pc {
                 () => {
@@ -568,6 +573,43 @@ impl Vm {
                     }
                 };
             }
+            // Everything not handled inline below runs in `exec_other` (out of line, so that
+            // this loop stays small): the pc is saved first, so its errors need no more.
+            macro_rules! other {
+                () => {{
+                    save_pc!();
+                    self.exec_other(code[pc], base)?;
+                }};
+            }
+            macro_rules! num_op {
+                ($dst:expr, $a:expr, $b:expr, |$x:ident, $y:ident| $e:expr) => {
+                    match (r!($a), r!($b)) {
+                        (Value::Num($x), Value::Num($y)) => r!($dst) = $e,
+                        _ => other!(),
+                    }
+                };
+            }
+            // A comparison of numbers; when the next instruction branches on its result (a loop
+            // or `if` test), the branch is taken here too: the same two steps, one dispatch.
+            macro_rules! cmp_op {
+                ($dst:expr, $a:expr, $b:expr, |$x:ident, $y:ident| $e:expr) => {
+                    match (r!($a), r!($b)) {
+                        (Value::Num($x), Value::Num($y)) => {
+                            let t = $e;
+                            r!($dst) = Value::Bool(t);
+                            if !SLOW {
+                                if let Some(&Op::JumpIfFalse { cond, target }) = code.get(pc + 1) {
+                                    if cond.0 == $dst.0 {
+                                        pc = if t { pc + 2 } else { target.0 as usize };
+                                        continue;
+                                    }
+                                }
+                            }
+                        }
+                        _ => other!(),
+                    }
+                };
+            }
             loop {
                 let op = code[pc];
                 if SLOW {
@@ -576,7 +618,8 @@ impl Vm {
                         return Ok(Exit::Blocked);
                     }
                     if self.trace.is_some() {
-                        let pos = prog.span(func as usize, pc);
+                        let func = self.frames.last().map_or(0, |f| f.func as usize);
+                        let pos = prog.span(func, pc);
                         self.trace_step(op.name(), pos);
                     }
                 }
@@ -604,113 +647,39 @@ impl Vm {
                     Op::LoadNull { dst } => r!(dst) = Value::Null,
                     Op::LoadTrue { dst } => r!(dst) = Value::Bool(true),
                     Op::LoadFalse { dst } => r!(dst) = Value::Bool(false),
-                    Op::Add { dst, a, b } => {
-                        let (x, y) = (r!(a), r!(b));
-                        let v = match (x, y) {
-                            (Value::Num(x), Value::Num(y)) => Value::Num(x + y),
-                            _ => tryop!(self.add_slow(x, y)),
-                        };
-                        r!(dst) = v;
-                    }
-                    Op::Sub { dst, a, b } => {
-                        let v = match (r!(a), r!(b)) {
-                            (Value::Num(x), Value::Num(y)) => x - y,
-                            (x, y) => {
-                                let (x, y) = tryop!(self.num_pair(x, y, "-"));
-                                x - y
-                            }
-                        };
-                        r!(dst) = Value::Num(v);
-                    }
-                    Op::Mul { dst, a, b } => {
-                        let (x, y) = tryop!(self.num_pair(r!(a), r!(b), "*"));
-                        r!(dst) = Value::Num(x * y);
-                    }
-                    Op::Div { dst, a, b } => {
-                        let (x, y) = tryop!(self.num_pair(r!(a), r!(b), "/"));
-                        r!(dst) = Value::Num(x / y);
-                    }
+                    Op::Add { dst, a, b } => num_op!(dst, a, b, |x, y| Value::Num(x + y)),
+                    Op::Sub { dst, a, b } => num_op!(dst, a, b, |x, y| Value::Num(x - y)),
+                    Op::Mul { dst, a, b } => num_op!(dst, a, b, |x, y| Value::Num(x * y)),
+                    Op::Div { dst, a, b } => num_op!(dst, a, b, |x, y| Value::Num(x / y)),
                     Op::Mod { dst, a, b } => {
-                        let (x, y) = tryop!(self.num_pair(r!(a), r!(b), "%"));
-                        r!(dst) = Value::Num(js_rem(x, y));
+                        num_op!(dst, a, b, |x, y| Value::Num(js_rem(x, y)))
                     }
-                    Op::Pow { dst, a, b } => {
-                        let (x, y) = tryop!(self.num_pair(r!(a), r!(b), "**"));
-                        r!(dst) = Value::Num(js_pow(x, y));
-                    }
-                    Op::Eq { dst, a, b } => r!(dst) = Value::Bool(self.loose_eq(r!(a), r!(b))),
-                    Op::Ne { dst, a, b } => r!(dst) = Value::Bool(!self.loose_eq(r!(a), r!(b))),
-                    Op::StrictEq { dst, a, b } => {
-                        r!(dst) = Value::Bool(self.strict_eq(r!(a), r!(b)))
-                    }
-                    Op::StrictNe { dst, a, b } => {
-                        r!(dst) = Value::Bool(!self.strict_eq(r!(a), r!(b)))
-                    }
-                    Op::Lt { dst, a, b } => {
-                        let v = match (r!(a), r!(b)) {
-                            (Value::Num(x), Value::Num(y)) => x < y,
-                            (x, y) => tryop!(self.compare(x, y, "<")).is_some_and(|o| o.is_lt()),
-                        };
-                        r!(dst) = Value::Bool(v);
-                    }
-                    Op::Le { dst, a, b } => {
-                        let v = match (r!(a), r!(b)) {
-                            (Value::Num(x), Value::Num(y)) => x <= y,
-                            (x, y) => tryop!(self.compare(x, y, "<=")).is_some_and(|o| o.is_le()),
-                        };
-                        r!(dst) = Value::Bool(v);
-                    }
-                    Op::Gt { dst, a, b } => {
-                        let v = match (r!(a), r!(b)) {
-                            (Value::Num(x), Value::Num(y)) => x > y,
-                            (x, y) => tryop!(self.compare(x, y, ">")).is_some_and(|o| o.is_gt()),
-                        };
-                        r!(dst) = Value::Bool(v);
-                    }
-                    Op::Ge { dst, a, b } => {
-                        let v = match (r!(a), r!(b)) {
-                            (Value::Num(x), Value::Num(y)) => x >= y,
-                            (x, y) => tryop!(self.compare(x, y, ">=")).is_some_and(|o| o.is_ge()),
-                        };
-                        r!(dst) = Value::Bool(v);
-                    }
-                    Op::Neg { dst, src } => {
-                        let n = tryop!(self.to_number(r!(src), "-"));
-                        r!(dst) = Value::Num(-n);
-                    }
-                    Op::Pos { dst, src } => {
-                        let n = tryop!(self.to_number(r!(src), "+"));
-                        r!(dst) = Value::Num(n);
-                    }
-                    Op::Not { dst, src } => r!(dst) = Value::Bool(!self.truthy(r!(src))),
-                    Op::TypeOf { dst, src } => {
-                        let t = self.type_of(r!(src));
-                        r!(dst) = tryop!(self.str_value(t));
-                    }
-                    Op::Concat {
-                        dst,
-                        base: b,
-                        count,
-                    } => {
-                        let parts: smallvec::SmallVec<[Value; 8]> = self.regs
-                            [base + b.0 as usize..base + b.0 as usize + count.0 as usize]
-                            .iter()
-                            .copied()
-                            .collect();
-                        r!(dst) = tryop!(self.template(&parts));
-                    }
+                    Op::Lt { dst, a, b } => cmp_op!(dst, a, b, |x, y| x < y),
+                    Op::Le { dst, a, b } => cmp_op!(dst, a, b, |x, y| x <= y),
+                    Op::Gt { dst, a, b } => cmp_op!(dst, a, b, |x, y| x > y),
+                    Op::Ge { dst, a, b } => cmp_op!(dst, a, b, |x, y| x >= y),
+                    Op::StrictEq { dst, a, b } => cmp_op!(dst, a, b, |x, y| x == y),
+                    Op::StrictNe { dst, a, b } => cmp_op!(dst, a, b, |x, y| x != y),
                     Op::Jump { target } => {
                         pc = target.0 as usize;
                         continue;
                     }
                     Op::JumpIfTrue { cond, target } => {
-                        if self.truthy(r!(cond)) {
+                        let t = match r!(cond) {
+                            Value::Bool(t) => t,
+                            v => self.truthy(v),
+                        };
+                        if t {
                             pc = target.0 as usize;
                             continue;
                         }
                     }
                     Op::JumpIfFalse { cond, target } => {
-                        if !self.truthy(r!(cond)) {
+                        let t = match r!(cond) {
+                            Value::Bool(t) => t,
+                            v => self.truthy(v),
+                        };
+                        if !t {
                             pc = target.0 as usize;
                             continue;
                         }
@@ -750,144 +719,60 @@ impl Vm {
                         }
                         self.regs.truncate(done.base as usize);
                         self.regs[done.ret as usize] = v;
-                        continue 'frames;
-                    }
-                    Op::NewArray {
-                        dst,
-                        base: b,
-                        count,
-                    } => {
-                        let n = count.0 as usize;
-                        tryop!(self.charge(n as u64 * MILLI_PER_ELEMENT));
-                        tryop!(self.reserve(arr_bytes(n), &[]));
-                        let items =
-                            self.regs[base + b.0 as usize..base + b.0 as usize + n].to_vec();
-                        let g = self.heap.insert(Cell::Arr(items));
-                        r!(dst) = Value::Arr(g);
-                    }
-                    Op::ArrayAppend {
-                        arr,
-                        base: b,
-                        count,
-                    } => {
-                        let n = count.0 as usize;
-                        tryop!(self.charge(n as u64 * MILLI_PER_ELEMENT));
-                        let Value::Arr(g) = r!(arr) else {
-                            save_pc!();
-                            return guest("ArrayAppend on a non-array");
-                        };
-                        tryop!(self.reserve(8 * n, &[]));
-                        self.heap.grow(8 * n);
-                        let items: smallvec::SmallVec<[Value; 16]> = self.regs
-                            [base + b.0 as usize..base + b.0 as usize + n]
-                            .iter()
-                            .copied()
-                            .collect();
-                        if let Some(Cell::Arr(a)) = self.heap.get_mut(g) {
-                            a.extend_from_slice(&items);
+                        if let Some(&caller) = self.frames.last() {
+                            code = &prog.functions[caller.func as usize].code[..];
+                            base = caller.base as usize;
+                            pc = caller.pc as usize;
                         }
-                    }
-                    Op::NewObject { dst } => {
-                        tryop!(self.reserve(16, &[]));
-                        let g = self.heap.insert(Cell::Obj(PropMap::default()));
-                        r!(dst) = Value::Obj(g);
-                    }
-                    Op::InitProp { obj, key, val } => {
-                        let (o, v) = (r!(obj), r!(val));
-                        let Value::Str(kg) = self.consts[key.0 as usize] else {
-                            save_pc!();
-                            return guest("property key is not a string");
-                        };
-                        tryop!(self.set_prop(o, kg, v));
-                    }
-                    Op::GetProp { dst, obj, key } => {
-                        let o = r!(obj);
-                        let k = self.consts[key.0 as usize];
-                        r!(dst) = tryop!(self.get_member(o, k));
+                        continue;
                     }
                     Op::GetIndex { dst, obj, key } => {
-                        let (o, k) = (r!(obj), r!(key));
-                        r!(dst) = tryop!(self.get_member(o, k));
-                    }
-                    Op::ArrayExtend { arr, src } => {
-                        let (a, v) = (r!(arr), r!(src));
-                        tryop!(self.spread_into_array(a, v));
-                    }
-                    Op::ObjectAssign { obj, src } => {
-                        let (o, v) = (r!(obj), r!(src));
-                        tryop!(self.spread_into_object(o, v));
-                    }
-                    Op::InitIndex { obj, key, val } => {
-                        let (o, k, v) = (r!(obj), r!(key), r!(val));
-                        tryop!(self.init_index(o, k, v));
-                    }
-                    Op::Destructurable { dst, src, array } => {
-                        let v = r!(src);
-                        r!(dst) = tryop!(self.destructurable(v, array.0 == 1));
-                    }
-                    Op::ObjectRest {
-                        dst,
-                        src,
-                        base: b,
-                        count,
-                    } => {
-                        let start = base + b.0 as usize;
-                        let keys: smallvec::SmallVec<[Value; 8]> = self.regs
-                            [start..start + count.0 as usize]
-                            .iter()
-                            .copied()
-                            .collect();
-                        let v = r!(src);
-                        r!(dst) = tryop!(self.object_rest(v, &keys));
-                    }
-                    Op::CallNativeArray { dst, native, args } => {
-                        let id = NativeId::from_u16(native.0).unwrap_or(NativeId::MathAbs);
-                        let a = r!(args);
-                        save_pc!();
-                        r!(dst) = self.call_native_array(id, a)?;
-                    }
-                    Op::ArrayLen { dst, arr, method } => {
-                        let a = r!(arr);
-                        match a {
-                            Value::Arr(_) => r!(dst) = Value::Num(self.length_of(a) as f64),
-                            _ => {
-                                let m = self.consts[method.0 as usize];
-                                let m = match m {
-                                    Value::Str(g) => String::from_utf16_lossy(self.units(g)),
-                                    _ => String::new(),
-                                };
-                                save_pc!();
-                                return match a {
-                                    Value::Null => {
-                                        guest(format!("Cannot call method '{m}' on null"))
+                        // an array element by a number in range: the common case, inline
+                        if let (Value::Arr(g), Value::Num(n)) = (r!(obj), r!(key)) {
+                            if let Cell::Arr(items) = self.heap.get(g) {
+                                let i = n as usize;
+                                if i as f64 == n {
+                                    if let Some(&v) = items.get(i) {
+                                        r!(dst) = v;
+                                        pc += 1;
+                                        continue;
                                     }
-                                    Value::Undefined => {
-                                        guest(format!("Cannot call method '{m}' on undefined"))
-                                    }
-                                    other => guest(format!(
-                                        "'{m}' is not a function on a {}",
-                                        self.kind_name(other)
-                                    )),
-                                };
+                                }
                             }
                         }
+                        other!()
                     }
+                    Op::ArrayLen { dst, arr, .. } => match r!(arr) {
+                        Value::Arr(g) => {
+                            let n = match self.heap.get(g) {
+                                Cell::Arr(a) => a.len(),
+                                _ => 0,
+                            };
+                            r!(dst) = Value::Num(n as f64);
+                        }
+                        _ => other!(),
+                    },
                     Op::CallNative {
                         dst,
                         native,
                         base: b,
-                        argc,
-                    } => {
+                        argc: Count(2),
+                    } if native.0 == NativeId::Push as u16 => {
+                        // `arr.push(x)`: the common case, inline (charged as the native does)
                         let start = base + b.0 as usize;
-                        let args: smallvec::SmallVec<[Value; 8]> = self.regs
-                            [start..start + argc.0 as usize]
-                            .iter()
-                            .copied()
-                            .collect();
-                        let id = NativeId::from_u16(native.0).unwrap_or(NativeId::MathAbs);
-                        save_pc!();
-                        let v = self.call_native(id, &args)?;
-                        r!(dst) = v;
+                        match self.regs[start] {
+                            Value::Arr(g) => {
+                                let x = self.regs[start + 1];
+                                tryop!(self.charge(MILLI_PER_ELEMENT));
+                                tryop!(self.reserve(8, &[x]));
+                                self.heap.grow(8);
+                                if let Some(Cell::Arr(items)) = self.heap.get_mut(g) {
+                                    items.push(x);
+                                    r!(dst) = Value::Num(items.len() as f64);
+                                }
+                            }
+                            _ => other!(),
+                        }
                     }
                     Op::Call {
                         dst,
@@ -905,11 +790,17 @@ impl Vm {
                         }
                         let f = &prog.functions[callee.0 as usize];
                         let new_base = self.regs.len();
-                        self.regs
-                            .resize(new_base + f.nregs as usize, Value::Undefined);
                         let start = base + b.0 as usize;
-                        for i in 0..argc.0 as usize {
-                            self.regs[new_base + i] = self.regs[start + i];
+                        let (argc, nregs) = (argc.0 as usize, f.nregs as usize);
+                        // the callee's window: its arguments, then `undefined` (the verifier
+                        // checked argc == params <= nregs)
+                        match UNDEFINED.get(..nregs) {
+                            Some(fill) => self.regs.extend_from_slice(fill),
+                            None => self.regs.resize(new_base + nregs, Value::Undefined),
+                        }
+                        let (callers, window) = self.regs.split_at_mut(new_base);
+                        for (d, s) in window[..argc].iter_mut().zip(&callers[start..start + argc]) {
+                            *d = *s;
                         }
                         pc += 1;
                         save_pc!();
@@ -919,7 +810,10 @@ impl Vm {
                             base: new_base as u32,
                             ret: (base + dst.0 as usize) as u32,
                         });
-                        continue 'frames;
+                        code = &f.code[..];
+                        base = new_base;
+                        pc = 0;
+                        continue;
                     }
                     Op::CallAtom { dst, atom, arg } => {
                         tryop!(self.take_atom(atom.0 as usize));
@@ -927,22 +821,6 @@ impl Vm {
                         pc += 1;
                         save_pc!();
                         return Ok(Exit::Host(atom.0, input, (base + dst.0 as usize) as u32));
-                    }
-                    Op::ParBegin {} => tryop!(self.par_begin()),
-                    Op::ParCall { atom, arg } => {
-                        tryop!(self.take_atom(atom.0 as usize));
-                        let input = r!(arg);
-                        let id = self.next_call_id;
-                        self.next_call_id = self.next_call_id.saturating_add(1);
-                        tryop!(self.par_push(parallel::ParItem::Queued {
-                            id,
-                            atom: atom.0,
-                            input,
-                        }));
-                    }
-                    Op::ParValue { src } => {
-                        let v = r!(src);
-                        tryop!(self.par_push(parallel::ParItem::Ready(v)));
                     }
                     Op::ParEnd { dst, settled } => match tryop!(self.par_end(settled.0 != 0)) {
                         Some(v) => r!(dst) = v,
@@ -957,27 +835,288 @@ impl Vm {
                         save_pc!();
                         return Err(Fault::Guest(msg));
                     }
-                    Op::TryEnter { handler } => {
-                        self.tries.push(TryEntry {
-                            frame: self.frames.len() as u32 - 1,
-                            handler: handler.0,
-                        });
-                    }
-                    Op::TryExit {} => {
-                        let depth = self.frames.len() as u32 - 1;
-                        if self.tries.last().is_some_and(|t| t.frame == depth) {
-                            self.tries.pop();
-                        }
-                    }
-                    Op::Catch { dst } => {
-                        let msg = self.handling.take().unwrap_or_default();
-                        let units: Vec<u16> = msg.encode_utf16().collect();
-                        r!(dst) = tryop!(self.alloc_str(units));
-                    }
+                    Op::Pow { .. }
+                    | Op::Eq { .. }
+                    | Op::Ne { .. }
+                    | Op::Neg { .. }
+                    | Op::Pos { .. }
+                    | Op::Not { .. }
+                    | Op::TypeOf { .. }
+                    | Op::Concat { .. }
+                    | Op::NewArray { .. }
+                    | Op::ArrayAppend { .. }
+                    | Op::NewObject { .. }
+                    | Op::InitProp { .. }
+                    | Op::GetProp { .. }
+                    | Op::ArrayExtend { .. }
+                    | Op::ObjectAssign { .. }
+                    | Op::InitIndex { .. }
+                    | Op::Destructurable { .. }
+                    | Op::ObjectRest { .. }
+                    | Op::CallNativeArray { .. }
+                    | Op::CallNative { .. }
+                    | Op::ParBegin {}
+                    | Op::ParCall { .. }
+                    | Op::ParValue { .. }
+                    | Op::TryEnter { .. }
+                    | Op::TryExit {}
+                    | Op::Catch { .. } => other!(),
                 }
                 pc += 1;
             }
         }
+    }
+
+    /// The instructions `exec` does not handle inline: those that never change control flow
+    /// (and the general cases of the ones it handles inline for numbers, arrays and `push`).
+    #[inline(never)]
+    fn exec_other(&mut self, op: Op, base: usize) -> OpResult<()> {
+        macro_rules! r {
+            ($x:expr) => {
+                self.regs[base + $x.0 as usize]
+            };
+        }
+        macro_rules! run {
+            ($b:expr, $n:expr) => {
+                base + $b.0 as usize..base + $b.0 as usize + $n as usize
+            };
+        }
+        match op {
+            Op::Add { dst, a, b } => {
+                let (x, y) = (r!(a), r!(b));
+                r!(dst) = match (x, y) {
+                    (Value::Num(x), Value::Num(y)) => Value::Num(x + y),
+                    _ => self.add_slow(x, y)?,
+                };
+            }
+            Op::Sub { dst, a, b } => {
+                let (x, y) = self.num_pair(r!(a), r!(b), "-")?;
+                r!(dst) = Value::Num(x - y);
+            }
+            Op::Mul { dst, a, b } => {
+                let (x, y) = self.num_pair(r!(a), r!(b), "*")?;
+                r!(dst) = Value::Num(x * y);
+            }
+            Op::Div { dst, a, b } => {
+                let (x, y) = self.num_pair(r!(a), r!(b), "/")?;
+                r!(dst) = Value::Num(x / y);
+            }
+            Op::Mod { dst, a, b } => {
+                let (x, y) = self.num_pair(r!(a), r!(b), "%")?;
+                r!(dst) = Value::Num(js_rem(x, y));
+            }
+            Op::Pow { dst, a, b } => {
+                let (x, y) = self.num_pair(r!(a), r!(b), "**")?;
+                r!(dst) = Value::Num(js_pow(x, y));
+            }
+            Op::Eq { dst, a, b } => r!(dst) = Value::Bool(self.loose_eq(r!(a), r!(b))),
+            Op::Ne { dst, a, b } => r!(dst) = Value::Bool(!self.loose_eq(r!(a), r!(b))),
+            Op::StrictEq { dst, a, b } => r!(dst) = Value::Bool(self.strict_eq(r!(a), r!(b))),
+            Op::StrictNe { dst, a, b } => r!(dst) = Value::Bool(!self.strict_eq(r!(a), r!(b))),
+            Op::Lt { dst, a, b } => {
+                let o = self.compare(r!(a), r!(b), "<")?;
+                r!(dst) = Value::Bool(o.is_some_and(|o| o.is_lt()));
+            }
+            Op::Le { dst, a, b } => {
+                let o = self.compare(r!(a), r!(b), "<=")?;
+                r!(dst) = Value::Bool(o.is_some_and(|o| o.is_le()));
+            }
+            Op::Gt { dst, a, b } => {
+                let o = self.compare(r!(a), r!(b), ">")?;
+                r!(dst) = Value::Bool(o.is_some_and(|o| o.is_gt()));
+            }
+            Op::Ge { dst, a, b } => {
+                let o = self.compare(r!(a), r!(b), ">=")?;
+                r!(dst) = Value::Bool(o.is_some_and(|o| o.is_ge()));
+            }
+            Op::Neg { dst, src } => {
+                let n = self.to_number(r!(src), "-")?;
+                r!(dst) = Value::Num(-n);
+            }
+            Op::Pos { dst, src } => {
+                let n = self.to_number(r!(src), "+")?;
+                r!(dst) = Value::Num(n);
+            }
+            Op::Not { dst, src } => r!(dst) = Value::Bool(!self.truthy(r!(src))),
+            Op::TypeOf { dst, src } => {
+                let t = self.type_of(r!(src));
+                r!(dst) = self.str_value(t)?;
+            }
+            Op::Concat {
+                dst,
+                base: b,
+                count,
+            } => {
+                let parts: smallvec::SmallVec<[Value; 8]> =
+                    self.regs[run!(b, count.0)].iter().copied().collect();
+                r!(dst) = self.template(&parts)?;
+            }
+            Op::NewArray {
+                dst,
+                base: b,
+                count,
+            } => {
+                let n = count.0 as usize;
+                self.charge(n as u64 * MILLI_PER_ELEMENT)?;
+                self.reserve(arr_bytes(n), &[])?;
+                let items = self.regs[run!(b, n)].to_vec();
+                let g = self.heap.insert(Cell::Arr(items));
+                r!(dst) = Value::Arr(g);
+            }
+            Op::ArrayAppend {
+                arr,
+                base: b,
+                count,
+            } => {
+                let n = count.0 as usize;
+                self.charge(n as u64 * MILLI_PER_ELEMENT)?;
+                let Value::Arr(g) = r!(arr) else {
+                    return guest("ArrayAppend on a non-array");
+                };
+                self.reserve(8 * n, &[])?;
+                self.heap.grow(8 * n);
+                let items: smallvec::SmallVec<[Value; 16]> =
+                    self.regs[run!(b, n)].iter().copied().collect();
+                if let Some(Cell::Arr(a)) = self.heap.get_mut(g) {
+                    a.extend_from_slice(&items);
+                }
+            }
+            Op::NewObject { dst } => {
+                self.reserve(16, &[])?;
+                let g = self.heap.insert(Cell::Obj(PropMap::default()));
+                r!(dst) = Value::Obj(g);
+            }
+            Op::InitProp { obj, key, val } => {
+                let (o, v) = (r!(obj), r!(val));
+                let Value::Str(kg) = self.consts[key.0 as usize] else {
+                    return guest("property key is not a string");
+                };
+                self.set_prop(o, kg, v)?;
+            }
+            Op::GetProp { dst, obj, key } => {
+                let o = r!(obj);
+                let k = self.consts[key.0 as usize];
+                r!(dst) = self.get_member(o, k)?;
+            }
+            Op::GetIndex { dst, obj, key } => {
+                let (o, k) = (r!(obj), r!(key));
+                r!(dst) = self.get_member(o, k)?;
+            }
+            Op::ArrayExtend { arr, src } => {
+                let (a, v) = (r!(arr), r!(src));
+                self.spread_into_array(a, v)?;
+            }
+            Op::ObjectAssign { obj, src } => {
+                let (o, v) = (r!(obj), r!(src));
+                self.spread_into_object(o, v)?;
+            }
+            Op::InitIndex { obj, key, val } => {
+                let (o, k, v) = (r!(obj), r!(key), r!(val));
+                self.init_index(o, k, v)?;
+            }
+            Op::Destructurable { dst, src, array } => {
+                let v = r!(src);
+                r!(dst) = self.destructurable(v, array.0 == 1)?;
+            }
+            Op::ObjectRest {
+                dst,
+                src,
+                base: b,
+                count,
+            } => {
+                let keys: smallvec::SmallVec<[Value; 8]> =
+                    self.regs[run!(b, count.0)].iter().copied().collect();
+                let v = r!(src);
+                r!(dst) = self.object_rest(v, &keys)?;
+            }
+            Op::CallNativeArray { dst, native, args } => {
+                let id = NativeId::from_u16(native.0).unwrap_or(NativeId::MathAbs);
+                let a = r!(args);
+                r!(dst) = self.call_native_array(id, a)?;
+            }
+            Op::ArrayLen { dst, arr, method } => {
+                let a = r!(arr);
+                if let Value::Arr(_) = a {
+                    r!(dst) = Value::Num(self.length_of(a) as f64);
+                    return Ok(());
+                }
+                let m = match self.consts[method.0 as usize] {
+                    Value::Str(g) => String::from_utf16_lossy(self.units(g)),
+                    _ => String::new(),
+                };
+                return match a {
+                    Value::Null => guest(format!("Cannot call method '{m}' on null")),
+                    Value::Undefined => guest(format!("Cannot call method '{m}' on undefined")),
+                    other => guest(format!(
+                        "'{m}' is not a function on a {}",
+                        self.kind_name(other)
+                    )),
+                };
+            }
+            Op::CallNative {
+                dst,
+                native,
+                base: b,
+                argc,
+            } => {
+                let args: smallvec::SmallVec<[Value; 8]> =
+                    self.regs[run!(b, argc.0)].iter().copied().collect();
+                let id = NativeId::from_u16(native.0).unwrap_or(NativeId::MathAbs);
+                r!(dst) = self.call_native(id, &args)?;
+            }
+            Op::ParBegin {} => self.par_begin()?,
+            Op::ParCall { atom, arg } => {
+                self.take_atom(atom.0 as usize)?;
+                let input = r!(arg);
+                let id = self.next_call_id;
+                self.next_call_id = self.next_call_id.saturating_add(1);
+                self.par_push(parallel::ParItem::Queued {
+                    id,
+                    atom: atom.0,
+                    input,
+                })?;
+            }
+            Op::ParValue { src } => {
+                let v = r!(src);
+                self.par_push(parallel::ParItem::Ready(v))?;
+            }
+            Op::TryEnter { handler } => {
+                self.tries.push(TryEntry {
+                    frame: self.frames.len() as u32 - 1,
+                    handler: handler.0,
+                });
+            }
+            Op::TryExit {} => {
+                let depth = self.frames.len() as u32 - 1;
+                if self.tries.last().is_some_and(|t| t.frame == depth) {
+                    self.tries.pop();
+                }
+            }
+            Op::Catch { dst } => {
+                let msg = self.handling.take().unwrap_or_default();
+                let units: Vec<u16> = msg.encode_utf16().collect();
+                r!(dst) = self.alloc_str(units)?;
+            }
+            // handled by `exec` (control flow); never sent here
+            Op::Charge { .. }
+            | Op::Move { .. }
+            | Op::LoadConst { .. }
+            | Op::LoadUndef { .. }
+            | Op::LoadNull { .. }
+            | Op::LoadTrue { .. }
+            | Op::LoadFalse { .. }
+            | Op::Jump { .. }
+            | Op::JumpIfTrue { .. }
+            | Op::JumpIfFalse { .. }
+            | Op::JumpIfNullish { .. }
+            | Op::JumpIfNotNullish { .. }
+            | Op::Return { .. }
+            | Op::Call { .. }
+            | Op::CallAtom { .. }
+            | Op::ParEnd { .. }
+            | Op::Throw { .. } => {}
+        }
+        Ok(())
     }
 
     /// Checks the atom's per-run quota, charges its fuel and counts the call.
@@ -1014,7 +1153,7 @@ impl Vm {
 
     /// Collects everything unreachable from the run's roots — registers, constants, deferred
     /// and awaited host-call inputs — and `extra` (values only a Rust local holds).
-    fn collect_garbage(&mut self, extra: &[Value]) {
+    pub(crate) fn collect_garbage(&mut self, extra: &[Value]) {
         let awaiting = match self.status {
             Status::AwaitingHost { input, .. } => Some(input),
             _ => None,
@@ -1032,10 +1171,18 @@ impl Vm {
 
     /// Makes room for `bytes` more live bytes (collecting first if needed) or raises the heap
     /// limit error. Nothing is committed when it fails.
+    #[inline]
     pub(crate) fn reserve(&mut self, bytes: usize, extra_roots: &[Value]) -> OpResult<()> {
         if self.heap.fits_without_gc(bytes) {
             return Ok(());
         }
+        self.reserve_slow(bytes, extra_roots)
+    }
+
+    /// [`Vm::reserve`] when a collection is due.
+    #[cold]
+    #[inline(never)]
+    fn reserve_slow(&mut self, bytes: usize, extra_roots: &[Value]) -> OpResult<()> {
         self.collect_garbage(extra_roots);
         if self.heap.fits(bytes) {
             return Ok(());
@@ -1065,10 +1212,7 @@ impl Vm {
 
     /// The code units of a string value.
     pub(crate) fn units(&self, g: Gc) -> &[u16] {
-        match self.heap.get(g) {
-            Cell::Str(s) => s,
-            _ => &[],
-        }
+        self.heap.str_units(g)
     }
 
     /// Appends a log line, keeping the first `max_log_lines`.
@@ -1338,7 +1482,23 @@ pub(crate) fn array_index(k: &[u16]) -> Option<usize> {
 }
 
 /// JavaScript's `%`.
+#[inline]
 pub(crate) fn js_rem(x: f64, y: f64) -> f64 {
+    // integers (the common case) by integer remainder, which is exact; the sign follows `x`
+    let (i, j) = (x as i64, y as i64);
+    if i as f64 == x
+        && j as f64 == y
+        && j != 0
+        && i.unsigned_abs() < 1 << 53
+        && j.unsigned_abs() < 1 << 53
+    {
+        let r = i % j;
+        return if r == 0 && x.is_sign_negative() {
+            -0.0
+        } else {
+            r as f64
+        };
+    }
     if y == 0.0 || x.is_infinite() || x.is_nan() || y.is_nan() {
         return f64::NAN;
     }

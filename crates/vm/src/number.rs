@@ -15,6 +15,11 @@ pub fn number_to_string(n: f64) -> String {
             "-Infinity".into()
         };
     }
+    // integers below 2^53 (the common case) print as their digits
+    let i = n as i64;
+    if i as f64 == n && i.unsigned_abs() < 1 << 53 {
+        return i.to_string();
+    }
     let mut buf = ryu_js::Buffer::new();
     buf.format_finite(n).to_string()
 }
@@ -461,6 +466,22 @@ mod tests {
         assert_eq!(number_to_string(f64::NAN), "NaN");
         assert_eq!(number_to_string(123.0), "123");
         assert_eq!(number_to_string(1e-7), "1e-7");
+    }
+
+    #[test]
+    fn integers_print_as_the_general_path_prints_them() {
+        let mut n = 1.0f64;
+        let mut xs = vec![1.0, 7.0, 10.0, 99.0, 12345.0, 9_007_199_254_740_991.0];
+        while n < 1e16 {
+            xs.extend([n, n - 1.0, n + 1.0, n * 3.0]);
+            n *= 10.0;
+        }
+        for x in xs {
+            for x in [x, -x] {
+                let mut buf = ryu_js::Buffer::new();
+                assert_eq!(number_to_string(x), buf.format_finite(x), "{x}");
+            }
+        }
     }
 
     #[test]

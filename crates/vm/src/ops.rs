@@ -4,9 +4,14 @@
 use std::cmp::Ordering;
 
 use crate::error::{guest, OpResult};
+use crate::heap::{strbuf_bytes, Cell, Gc, SLICE_BYTES};
 use crate::machine::Vm;
 use crate::number::{number_to_string, string_to_number};
 use crate::value::Value;
+
+/// Shortest result of `+` on a string that is made a slice of a shared buffer ([`Cell::Slice`]);
+/// shorter results are plain strings.
+const SHARED_CONCAT_MIN: usize = 128;
 
 impl Vm {
     /// JavaScript truthiness.
@@ -96,6 +101,11 @@ impl Vm {
             let la = self.units_len(a);
             let lb = self.units_len(b);
             self.charge_units(la + lb)?;
+            if let Value::Str(ga) = a {
+                if (SHARED_CONCAT_MIN..=u32::MAX as usize).contains(&(la + lb)) {
+                    return self.concat_shared(ga, b);
+                }
+            }
             self.reserve(crate::heap::str_bytes(la + lb), &[])?;
             let mut out = self.to_units(a, "+")?;
             out.extend(self.to_units(b, "+")?);
@@ -103,6 +113,35 @@ impl Vm {
         }
         let (x, y) = self.num_pair(a, b, "+")?;
         Ok(Value::Num(x + y))
+    }
+
+    /// `a + b` for a long string `a` (fuel is charged): the result is a slice of a string
+    /// buffer. When `a` is the newest slice of its buffer, `b` is appended to that buffer in
+    /// place (amortised O(|b|), so `s = s + x` in a loop is linear); otherwise `a` and `b` are
+    /// copied into a fresh buffer, which later appends to the result extend.
+    fn concat_shared(&mut self, ga: Gc, b: Value) -> OpResult<Value> {
+        let a = Value::Str(ga);
+        let tail: smallvec::SmallVec<[u16; 32]> = match b {
+            Value::Str(gb) => self.units(gb).into(),
+            other => self.to_units(other, "+")?.into(),
+        };
+        let la = self.units(ga).len();
+        // the caller checked the length bound (`tail` is never longer than `units_len` says)
+        let Ok(len) = u32::try_from(la + tail.len()) else {
+            return guest("Invalid string length");
+        };
+        if let Some(buf) = self.heap.appendable(ga) {
+            self.reserve(strbuf_bytes(tail.len()) + SLICE_BYTES, &[a, b])?;
+            self.heap.append_to_buf(buf, &tail);
+            return Ok(Value::Str(self.heap.insert(Cell::Slice { buf, len })));
+        }
+        let total = len as usize;
+        self.reserve(strbuf_bytes(total) + SLICE_BYTES, &[a, b])?;
+        let mut units = Vec::with_capacity(total);
+        units.extend_from_slice(self.units(ga));
+        units.extend_from_slice(&tail);
+        let buf = self.heap.insert(Cell::StrBuf(units));
+        Ok(Value::Str(self.heap.insert(Cell::Slice { buf, len })))
     }
 
     /// Length of `String(v)` without building it (strings exactly, others by a small bound).
@@ -193,5 +232,213 @@ impl Vm {
                 .unwrap_or_else(|e| e.message),
             other => self.message_of(other),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ajs_bytecode::isa::{insert_charges, Op, Src};
+    use ajs_bytecode::{Function, Program};
+
+    use crate::heap::Cell;
+    use crate::machine::Vm;
+    use crate::value::Value;
+    use crate::VmOptions;
+
+    fn vm(max_heap_bytes: usize) -> Vm {
+        let (code, _) = insert_charges(&[Op::Return { src: Src(0) }], &[(); 1]);
+        let program = Program {
+            functions: vec![Function {
+                name: "f".into(),
+                params: vec![],
+                nregs: 4,
+                code,
+            }],
+            constants: vec![],
+            atoms: vec![],
+            entry: 0,
+            debug: None,
+            signature: None,
+        }
+        .verify()
+        .unwrap();
+        let opts = VmOptions {
+            max_heap_bytes,
+            ..VmOptions::default()
+        };
+        Vm::new(program, &[], opts).unwrap()
+    }
+
+    fn text(vm: &Vm, v: Value) -> String {
+        match v {
+            Value::Str(g) => String::from_utf16_lossy(vm.units(g)),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn ledger_ok(vm: &Vm) {
+        assert_eq!(vm.heap.live_bytes(), vm.heap.recount());
+    }
+
+    #[test]
+    fn remainder_of_integers_matches_the_floating_point_one() {
+        use crate::machine::js_rem;
+        let same = |x: f64, y: f64| {
+            let want = if y == 0.0 || x.is_infinite() || x.is_nan() || y.is_nan() {
+                f64::NAN
+            } else if y.is_infinite() {
+                x
+            } else {
+                x % y
+            };
+            let got = js_rem(x, y);
+            assert!(
+                got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                "{x} % {y}: {got} vs {want}"
+            );
+        };
+        let xs = [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            4.0,
+            -4.0,
+            5.0,
+            -5.0,
+            5.5,
+            -7.25,
+            9_007_199_254_740_991.0,
+            -9_007_199_254_740_992.0,
+            9_223_372_036_854_775_807.0,
+            -9_223_372_036_854_775_808.0,
+            1e300,
+            f64::INFINITY,
+            f64::NAN,
+        ];
+        for &x in &xs {
+            for &y in &xs {
+                same(x, y);
+            }
+        }
+        assert!(js_rem(-4.0, 2.0).is_sign_negative());
+    }
+
+    #[test]
+    fn long_concatenations_share_one_buffer_and_keep_every_prefix() {
+        let mut vm = vm(1 << 30);
+        let mut s = vm.str_value(&"a".repeat(200)).unwrap();
+        let first = s;
+        let mut kept = vec![];
+        for i in 0..100 {
+            let x = vm.str_value("xyz").unwrap();
+            s = vm.add_slow(s, x).unwrap();
+            s = vm.add_slow(s, Value::Num(i as f64)).unwrap();
+            kept.push(s);
+            ledger_ok(&vm);
+        }
+        // every string made along the way still reads as it did
+        let mut want = "a".repeat(200);
+        for (i, &k) in kept.iter().enumerate() {
+            want.push_str(&format!("xyz{i}"));
+            assert_eq!(text(&vm, k), want);
+        }
+        assert_eq!(text(&vm, first), "a".repeat(200));
+        // one buffer behind all of them
+        let bufs = vm
+            .heap
+            .cells()
+            .iter()
+            .filter(|c| matches!(c, Cell::StrBuf(_)))
+            .count();
+        assert_eq!(bufs, 1);
+        // extending an older string copies instead of writing over the newer ones
+        let old = kept[10];
+        let y = vm.str_value("!").unwrap();
+        let branch = vm.add_slow(old, y).unwrap();
+        assert!(text(&vm, branch).ends_with("xyz10!"));
+        assert!(text(&vm, kept[11]).ends_with("xyz10xyz11"));
+        // a string appended to itself
+        let twice = vm.add_slow(s, s).unwrap();
+        assert_eq!(text(&vm, twice), format!("{want}{want}"));
+        assert_eq!(text(&vm, s), want);
+        ledger_ok(&vm);
+    }
+
+    #[test]
+    fn collection_keeps_buffers_of_live_slices_and_frees_the_rest() {
+        let mut vm = vm(1 << 30);
+        let mut s = vm.str_value(&"b".repeat(300)).unwrap();
+        for _ in 0..10 {
+            let x = vm.str_value("cd").unwrap();
+            s = vm.add_slow(s, x).unwrap();
+        }
+        let want = text(&vm, s);
+        vm.regs[0] = s;
+        vm.collect_garbage(&[]);
+        ledger_ok(&vm);
+        assert_eq!(text(&vm, s), want);
+        assert_eq!(vm.heap.live_bytes(), 16 + 2 * want.len());
+        vm.regs[0] = Value::Undefined;
+        vm.collect_garbage(&[]);
+        ledger_ok(&vm);
+        assert_eq!(vm.heap.live_bytes(), 0);
+    }
+
+    #[test]
+    fn the_heap_ceiling_holds_for_shared_concatenation() {
+        let mut vm = vm(64 * 1024);
+        let mut s = vm.str_value(&"c".repeat(200)).unwrap();
+        vm.regs[0] = s;
+        let mut failed = false;
+        for _ in 0..100_000 {
+            let x = vm.str_value("0123456789").unwrap();
+            vm.regs[1] = x;
+            match vm.add_slow(s, x) {
+                Ok(v) => {
+                    s = v;
+                    vm.regs[0] = s;
+                }
+                Err(_) => {
+                    failed = true;
+                    break;
+                }
+            }
+            assert!(vm.heap.live_bytes() <= 64 * 1024);
+            ledger_ok(&vm);
+        }
+        assert!(failed);
+    }
+
+    #[test]
+    fn slices_survive_a_snapshot() {
+        let mut vm = vm(1 << 30);
+        let mut s = vm.str_value(&"d".repeat(150)).unwrap();
+        let first = {
+            let x = vm.str_value("e").unwrap();
+            vm.add_slow(s, x).unwrap()
+        };
+        s = first;
+        for _ in 0..5 {
+            let x = vm.str_value("fg").unwrap();
+            s = vm.add_slow(s, x).unwrap();
+        }
+        vm.regs[0] = first;
+        vm.regs[1] = s;
+        let want = (text(&vm, first), text(&vm, s));
+        let bytes = vm.snapshot();
+        let back = Vm::restore(vm.program.clone(), &bytes, None).unwrap();
+        assert_eq!((text(&back, first), text(&back, s)), want);
+        assert_eq!(back.heap.live_bytes(), vm.heap.live_bytes());
+        // a slice pointing past its buffer is refused
+        let mut vm2 = vm;
+        if let Some(Cell::Slice { len, .. }) = vm2.heap.get_mut(match s {
+            Value::Str(g) => g,
+            _ => unreachable!(),
+        }) {
+            *len += 1000;
+        }
+        let bad = vm2.snapshot();
+        assert!(Vm::restore(vm2.program.clone(), &bad, None).is_err());
     }
 }

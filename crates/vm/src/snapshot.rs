@@ -25,7 +25,7 @@ use crate::MAX_PARALLEL_NESTING;
 /// The first bytes of every snapshot.
 pub const SNAPSHOT_MAGIC: [u8; 4] = *b"AJSS";
 /// The snapshot format version.
-pub const SNAPSHOT_VERSION: u16 = 2;
+pub const SNAPSHOT_VERSION: u16 = 3;
 const HEADER_LEN: usize = 4 + 2 + 2 + 1 + 32;
 
 /// Why a snapshot was refused.
@@ -152,6 +152,11 @@ enum SCell {
         flags: String,
         last_index: u64,
     },
+    Slice {
+        buf: u32,
+        len: u32,
+    },
+    StrBuf(Vec<u16>),
 }
 
 #[derive(Serialize, Deserialize)]
@@ -264,7 +269,7 @@ impl Check<'_> {
             SV::B(b) => Value::Bool(b),
             SV::Num(n) => Value::Num(n),
             SV::S(g) => match cell(g) {
-                Some(SCell::Str(_)) => Value::Str(g),
+                Some(SCell::Str(_) | SCell::Slice { .. }) => Value::Str(g),
                 _ => return bad("a string value points at no string cell"),
             },
             SV::A(g) => match cell(g) {
@@ -327,6 +332,11 @@ impl Vm {
                     flags: r.flags.to_string(),
                     last_index: r.last_index as u64,
                 },
+                Cell::Slice { buf, len } => SCell::Slice {
+                    buf: *buf,
+                    len: *len,
+                },
+                Cell::StrBuf(b) => SCell::StrBuf(b.clone()),
             })
             .collect();
         let body = Body {
@@ -621,6 +631,14 @@ impl Vm {
                     regexes.push(i);
                     Cell::Free
                 }
+                SCell::Slice { buf, len } => match b.cells.get(*buf as usize) {
+                    Some(SCell::StrBuf(u)) if *len as usize <= u.len() => Cell::Slice {
+                        buf: *buf,
+                        len: *len,
+                    },
+                    _ => return invalid("a string slice points past a string buffer"),
+                },
+                SCell::StrBuf(u) => Cell::StrBuf(u.clone()),
             });
         }
         let regs: Vec<Value> = b
