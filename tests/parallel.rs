@@ -483,3 +483,38 @@ fn malformed_batch_bytecode_is_an_error_not_a_panic() {
         ]))
     );
 }
+
+#[test]
+fn a_traced_batch_records_its_end_once() {
+    let p = Probe::default();
+    let g = gated(
+        &p,
+        Approvals::default(),
+        RunSettings {
+            trace: true,
+            ..RunSettings::default()
+        },
+    );
+    let program = Runner::compile_agent(
+        "function main() { return { rs: parallel([slow({ n: 1, ms: 0 }), slow({ n: 2, ms: 0 })]) } }",
+        &g.options,
+    )
+    .unwrap();
+    let r = rt()
+        .block_on(g.start(&program, &json!({})))
+        .finished()
+        .unwrap();
+    assert_eq!(ok(&r.outcome), json!({ "rs": [10, 20] }));
+    let ops: Vec<&str> = r.trace.iter().map(|t| t.op).collect();
+    assert_eq!(ops.iter().filter(|o| **o == "ParEnd").count(), 1, "{ops:?}");
+    assert_eq!(
+        ops.iter().filter(|o| **o == "ParCall").count(),
+        2,
+        "{ops:?}"
+    );
+    // fuel is monotone along the trace and ends at the run's fuel
+    assert!(r
+        .trace
+        .windows(2)
+        .all(|w| w[0].fuel_after <= w[1].fuel_before));
+}

@@ -617,7 +617,10 @@ impl Vm {
                         save_pc!();
                         return Ok(Exit::Blocked);
                     }
-                    if self.trace.is_some() {
+                    // a `ParEnd` still waiting for its calls is traced once, when it completes
+                    if self.trace.is_some()
+                        && !(matches!(op, Op::ParEnd { .. }) && self.par_waiting())
+                    {
                         let func = self.frames.last().map_or(0, |f| f.func as usize);
                         let pos = prog.span(func, pc);
                         self.trace_step(op.name(), pos);

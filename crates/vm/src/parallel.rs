@@ -90,6 +90,15 @@ impl Vm {
         Ok(())
     }
 
+    /// Whether the innermost batch still has a call the host has not settled.
+    pub(super) fn par_waiting(&self) -> bool {
+        self.batches.last().is_some_and(|b| {
+            b.items
+                .iter()
+                .any(|it| matches!(it, ParItem::Queued { .. }))
+        })
+    }
+
     /// Closes the innermost batch when every call in it has settled (`Some(result)`), or says
     /// the run must wait for the host (`None`).
     pub(super) fn par_end(&mut self, settled: bool) -> OpResult<Option<Value>> {
