@@ -600,14 +600,12 @@ impl GatedRunner {
         let mut answers: Vec<Option<Result<JsValue, String>>> = Vec::with_capacity(pending.len());
         let mut approved = Vec::new();
         for p in &pending {
-            answers.push(match by_id.remove(&p.id).map(|d| d.verdict) {
-                Some(Verdict::Approve) => {
-                    approved.push(p.clone());
-                    None
-                }
-                Some(Verdict::Result(v)) => Some(Ok(v)),
-                Some(Verdict::Deny) | None => Some(Err(driver::denied(&p.atom))),
-            });
+            let verdict = by_id.remove(&p.id).map_or(Verdict::Deny, |d| d.verdict);
+            let answer = driver::verdict_answer(verdict, &p.atom);
+            if answer.is_none() {
+                approved.push(p.clone());
+            }
+            answers.push(answer);
         }
         let mut performed =
             match driver::perform_all(&approved, &self.options, &env, deadline).await {

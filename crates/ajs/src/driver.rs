@@ -273,6 +273,25 @@ pub(crate) fn denied(atom: &str) -> String {
     format!("Call to '{atom}' denied by policy")
 }
 
+impl Control<'_> {
+    /// The policy of `atom` (atoms not listed are allowed).
+    fn policy(&self, atom: &str) -> Policy {
+        self.policies
+            .and_then(|p| p.get(atom))
+            .copied()
+            .unwrap_or_default()
+    }
+}
+
+/// What a verdict makes of a call to `atom`: `None` to perform it, or the guest's answer.
+pub(crate) fn verdict_answer(v: Verdict, atom: &str) -> Option<Result<JsValue, String>> {
+    match v {
+        Verdict::Approve => None,
+        Verdict::Deny => Some(Err(denied(atom))),
+        Verdict::Result(v) => Some(Ok(v)),
+    }
+}
+
 /// Performs one host call under the run's deadline and cancellation. `Ok(answer)` is what the
 /// guest receives; `Err` ends the run.
 pub(crate) async fn perform(
@@ -423,11 +442,7 @@ pub(crate) async fn drive(
                     }
                     continue;
                 }
-                let policy = ctl
-                    .policies
-                    .and_then(|p| p.get(&call.atom))
-                    .copied()
-                    .unwrap_or_default();
+                let policy = ctl.policy(&call.atom);
                 let answer = match policy {
                     Policy::Allow => None,
                     Policy::Deny => Some(Err(denied(&call.atom))),
@@ -435,11 +450,7 @@ pub(crate) async fn drive(
                         if let Some(handler) = ctl.handler {
                             let pending = pending_of(&vm).into_iter().next();
                             match pending {
-                                Some(p) => match handler(p).await {
-                                    Verdict::Approve => None,
-                                    Verdict::Deny => Some(Err(denied(&call.atom))),
-                                    Verdict::Result(v) => Some(Ok(v)),
-                                },
+                                Some(p) => verdict_answer(handler(p).await, &call.atom),
                                 None => Some(Err(denied(&call.atom))),
                             }
                         } else if policy == Policy::Pause {
@@ -533,20 +544,11 @@ async fn unblock(
     let mut run = Vec::new();
     let mut undecided = false;
     for p in pending {
-        let policy = ctl
-            .policies
-            .and_then(|m| m.get(&p.atom))
-            .copied()
-            .unwrap_or_default();
-        let answer = match policy {
+        let answer = match ctl.policy(&p.atom) {
             Policy::Allow => None,
             Policy::Deny => Some(Err(denied(&p.atom))),
             Policy::Pause | Policy::Collect => match ctl.handler {
-                Some(handler) => match handler(p.clone()).await {
-                    Verdict::Approve => None,
-                    Verdict::Deny => Some(Err(denied(&p.atom))),
-                    Verdict::Result(v) => Some(Ok(v)),
-                },
+                Some(handler) => verdict_answer(handler(p.clone()).await, &p.atom),
                 None => {
                     undecided = true;
                     continue;
