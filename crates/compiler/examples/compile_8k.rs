@@ -39,6 +39,36 @@ fn main() {
         v.sort();
         (v[v.len() / 2].as_secs_f64() * 1e6, v[0].as_secs_f64() * 1e6)
     };
+    // oxc's parse alone, on a reused arena, for comparison
+    let mut parse = Vec::with_capacity(n);
+    // (with a plain destructuring signature: AJS's typed-by-example one is not JavaScript)
+    let js: String = AGENT_8K
+        .lines()
+        .map(|l| {
+            if l.starts_with("function main(") {
+                "function main({ orders, history, coupons }) {"
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut arena = oxc_allocator::Allocator::default();
+    for _ in 0..n.max(1) {
+        arena.reset();
+        let t = Instant::now();
+        let ret = oxc_parser::Parser::new(
+            &arena,
+            std::hint::black_box(js.as_str()),
+            oxc_span::SourceType::script(),
+        )
+        .parse();
+        parse.push(t.elapsed());
+        assert!(ret.diagnostics.is_empty());
+        std::hint::black_box(ret.program);
+    }
+    let (pmedian, _) = us(&mut parse);
+    println!("oxc parse alone: median {pmedian:.1} µs");
     let (median, min) = us(&mut times);
     let (vmedian, vmin) = us(&mut verified);
     println!(
