@@ -166,6 +166,36 @@ impl Heap {
         }
     }
 
+    /// Empties the heap for a new run with a ceiling of `limit` (as [`Heap::new`] builds it),
+    /// keeping the vectors' capacity.
+    pub fn reset(&mut self, limit: usize) {
+        // every field by name: one added without a reset does not compile
+        let Heap {
+            cells,
+            marks,
+            free,
+            live,
+            limit: ceiling,
+            next_gc,
+            collections,
+        } = self;
+        cells.clear();
+        marks.clear();
+        free.clear();
+        *live = 0;
+        *ceiling = limit;
+        *next_gc = FIRST_GC.min(limit);
+        *collections = 0;
+    }
+
+    /// The most cells the heap holds without growing its vectors.
+    pub fn capacity(&self) -> usize {
+        self.cells
+            .capacity()
+            .max(self.marks.capacity())
+            .max(self.free.capacity())
+    }
+
     /// Every cell (for snapshots).
     pub(crate) fn cells(&self) -> &[Cell] {
         &self.cells

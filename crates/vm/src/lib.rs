@@ -44,9 +44,10 @@ pub use machine::snapshot::{
     SNAPSHOT_VERSION,
 };
 pub use machine::{
-    system_clock, AtomSpec, HostCall, LogLevel, LogLine, PendingHostCall, Step, TraceStep, Vm,
-    VmOptions, DEFAULT_FUEL, DEFAULT_MAX_CALL_DEPTH, DEFAULT_MAX_HEAP_BYTES, DEFAULT_MAX_LOG_LINES,
-    DEFAULT_MAX_PARALLEL_ITEMS, MAX_PARALLEL_NESTING, MILLI_PER_ELEMENT, UNITS_PER_MILLI,
+    system_clock, AtomSpec, HostArg, HostCall, LogLevel, LogLine, PendingHostCall, Step, TraceStep,
+    Vm, VmOptions, DEFAULT_FUEL, DEFAULT_MAX_CALL_DEPTH, DEFAULT_MAX_HEAP_BYTES,
+    DEFAULT_MAX_LOG_LINES, DEFAULT_MAX_PARALLEL_ITEMS, MAX_PARALLEL_NESTING, MILLI_PER_ELEMENT,
+    UNITS_PER_MILLI,
 };
 pub use number::{number_to_string, string_to_number};
 pub use value::{JsValue, Value, MAX_BOUNDARY_DEPTH};

@@ -250,6 +250,21 @@ enum Exit {
     Host(u16, Value, u32),
 }
 
+/// One argument of a run, borrowed from the host and copied into the guest heap.
+#[derive(Clone, Copy, Debug)]
+pub enum HostArg<'a> {
+    /// `undefined` (a missing argument).
+    Undefined,
+    /// A host value.
+    Value(&'a JsValue),
+    /// JSON data, copied in as [`JsValue::from_json`] would (without building the `JsValue`).
+    Json(&'a serde_json::Value),
+}
+
+/// Most register slots, frames and heap cells a VM may hold in reserve for its next run
+/// ([`Vm::release`]); a run that grew past them is not worth keeping.
+const KEEP_CAPACITY: usize = 4096;
+
 impl Vm {
     /// Prepares a run of the program's entry function with `args` (one per entry parameter,
     /// missing ones are `undefined`), copied into the guest heap.
@@ -262,23 +277,22 @@ impl Vm {
         args: &[JsValue],
         opts: VmOptions,
     ) -> Result<Vm, RunError> {
-        let mut atom_cost = Vec::with_capacity(program.atoms.len());
-        let mut atom_quota = Vec::with_capacity(program.atoms.len());
-        for a in &program.atoms {
-            let spec = opts.atoms.get(a).ok_or_else(|| {
-                RunError::new(
-                    ErrorKind::Input,
-                    format!(
-                        "This program calls the atom '{a}', which this runner does not provide"
-                    ),
-                )
-            })?;
-            atom_cost.push(spec.cost);
-            atom_quota.push(spec.quota);
-        }
+        Vm::new_with(program, args.iter().map(HostArg::Value), &opts)
+    }
+
+    /// [`Vm::new`] with the arguments given one by one as [`HostArg`]s (JSON data is copied in
+    /// directly) and the options borrowed.
+    ///
+    /// # Errors
+    /// As [`Vm::new`].
+    pub fn new_with<'a>(
+        program: VerifiedProgram,
+        args: impl IntoIterator<Item = HostArg<'a>>,
+        opts: &VmOptions,
+    ) -> Result<Vm, RunError> {
+        let (atom_cost, atom_quota) = atom_table(&program, opts)?;
         let entry = &program.functions[program.entry as usize];
         let nregs = entry.nregs as usize;
-        let nparams = entry.params.len();
         let mut vm = Vm {
             heap: Heap::new(opts.max_heap_bytes),
             consts: Vec::with_capacity(program.constants.len()),
@@ -319,24 +333,175 @@ impl Vm {
             max_parallel_items: opts.max_parallel_items,
             program,
         };
-        let prog = vm.program.clone();
-        for c in &prog.constants {
-            let v = match c {
+        vm.load(args)?;
+        Ok(vm)
+    }
+
+    /// Starts a new run in this VM, as [`Vm::new_with`] would build it, keeping only the
+    /// capacity of its vectors (registers, frames, heap cells, constants): nothing of the
+    /// previous run (heap, registers, fuel, quotas, log, trace, pending calls, clock readings,
+    /// host data) survives. Every field is reset here by name, so a field added to the VM
+    /// without a reset does not compile.
+    ///
+    /// # Errors
+    /// As [`Vm::new`]; the VM is then left holding the failed start (release or restart it).
+    pub fn restart<'a>(
+        &mut self,
+        program: VerifiedProgram,
+        args: impl IntoIterator<Item = HostArg<'a>>,
+        opts: &VmOptions,
+    ) -> Result<(), RunError> {
+        let (cost, quota) = match atom_table(&program, opts) {
+            Ok(t) => t,
+            Err(e) => {
+                self.release();
+                return Err(e);
+            }
+        };
+        let entry = &program.functions[program.entry as usize];
+        let nregs = entry.nregs as usize;
+        let Vm {
+            program: v_program,
+            heap,
+            consts,
+            regs,
+            frames,
+            tries,
+            fuel_budget,
+            fuel_left,
+            raise_on_run,
+            handling,
+            status,
+            log,
+            log_dropped,
+            max_log_lines,
+            max_call_depth,
+            atom_cost,
+            atom_quota,
+            atom_used,
+            rng,
+            clock,
+            regex_cache,
+            deferred,
+            next_call_id,
+            elapsed_ms,
+            random_seed,
+            clock_log,
+            clock_replay,
+            host_data,
+            trace,
+            trace_cap,
+            trace_dropped,
+            batches,
+            max_parallel_items,
+        } = self;
+        heap.reset(opts.max_heap_bytes);
+        consts.clear();
+        regs.clear();
+        regs.resize(nregs, Value::Undefined);
+        frames.clear();
+        frames.push(Frame {
+            func: program.entry,
+            pc: 0,
+            base: 0,
+            ret: 0,
+        });
+        tries.clear();
+        *fuel_budget = opts.fuel;
+        *fuel_left = opts.fuel;
+        *raise_on_run = None;
+        *handling = None;
+        *status = Status::Running;
+        log.clear();
+        *log_dropped = 0;
+        *max_log_lines = opts.max_log_lines;
+        *max_call_depth = opts.max_call_depth.max(1);
+        atom_used.clear();
+        atom_used.resize(cost.len(), 0);
+        *atom_cost = cost;
+        *atom_quota = quota;
+        *rng = opts.random_seed | 1;
+        *clock = opts.clock;
+        if !regex_cache.is_empty() {
+            *regex_cache = HashMap::new();
+        }
+        deferred.clear();
+        *next_call_id = 0;
+        *elapsed_ms = 0;
+        *random_seed = opts.random_seed;
+        clock_log.clear();
+        *clock_replay = None;
+        host_data.clear();
+        *trace = None;
+        *trace_cap = 0;
+        *trace_dropped = 0;
+        batches.clear();
+        *max_parallel_items = opts.max_parallel_items;
+        *v_program = program;
+        let r = self.load(args);
+        if r.is_err() {
+            self.status = Status::Finished;
+        }
+        r
+    }
+
+    /// Drops everything the finished run holds (its heap, registers, log, trace, program: an
+    /// empty one takes its place) and keeps the vectors' capacity for [`Vm::restart`]. Returns
+    /// whether the VM is worth keeping: `false` when the run grew its vectors past a few
+    /// thousand entries (drop it instead).
+    pub fn release(&mut self) -> bool {
+        self.heap.reset(0);
+        self.consts.clear();
+        self.regs.clear();
+        self.frames.clear();
+        self.tries.clear();
+        self.log.clear();
+        self.regex_cache = HashMap::new();
+        self.deferred.clear();
+        self.clock_log.clear();
+        self.clock_replay = None;
+        self.host_data.clear();
+        self.trace = None;
+        self.batches.clear();
+        self.raise_on_run = None;
+        self.handling = None;
+        self.status = Status::Finished;
+        self.fuel_budget = 0;
+        self.fuel_left = 0;
+        if let Some(p) = empty_program() {
+            self.program = p;
+        }
+        self.regs.capacity() <= KEEP_CAPACITY
+            && self.frames.capacity() <= KEEP_CAPACITY
+            && self.consts.capacity() <= KEEP_CAPACITY
+            && self.heap.capacity() <= KEEP_CAPACITY
+            && self.log.capacity() <= KEEP_CAPACITY
+    }
+
+    /// Materialises the constants and copies the arguments in (the last step of a start).
+    fn load<'a>(&mut self, args: impl IntoIterator<Item = HostArg<'a>>) -> Result<(), RunError> {
+        let program = &self.program;
+        let nparams = program.functions[program.entry as usize].params.len();
+        for i in 0..program.constants.len() {
+            let v = match &self.program.constants[i] {
                 Constant::Number(n) => Value::Num(*n),
                 Constant::String(s) => {
-                    let g = vm
-                        .alloc_str_raw(s.clone().into_boxed_slice())
-                        .map_err(fault_to_error)?;
-                    Value::Str(g)
+                    let units = s.clone().into_boxed_slice();
+                    Value::Str(self.alloc_str_raw(units).map_err(fault_to_error)?)
                 }
             };
-            vm.consts.push(v);
+            self.consts.push(v);
         }
-        for (i, a) in args.iter().take(nparams).enumerate() {
-            let v = vm.import(a, 0).map_err(fault_to_error)?;
-            vm.regs[i] = v;
+        for (i, a) in args.into_iter().take(nparams).enumerate() {
+            let v = match a {
+                HostArg::Undefined => Ok(Value::Undefined),
+                HostArg::Value(v) => self.import(v, 0),
+                HostArg::Json(v) => self.import_json(v, 0),
+            }
+            .map_err(fault_to_error)?;
+            self.regs[i] = v;
         }
-        Ok(vm)
+        Ok(())
     }
 
     /// Fuel spent so far, in milli-fuel.
@@ -527,6 +692,54 @@ impl Vm {
             }
         }
     }
+}
+
+/// The cost and quota of each atom the program calls, from the options.
+#[allow(clippy::type_complexity)]
+fn atom_table(
+    program: &VerifiedProgram,
+    opts: &VmOptions,
+) -> Result<(Vec<u64>, Vec<Option<u32>>), RunError> {
+    let mut atom_cost = Vec::with_capacity(program.atoms.len());
+    let mut atom_quota = Vec::with_capacity(program.atoms.len());
+    for a in &program.atoms {
+        let spec = opts.atoms.get(a).ok_or_else(|| {
+            RunError::new(
+                ErrorKind::Input,
+                format!("This program calls the atom '{a}', which this runner does not provide"),
+            )
+        })?;
+        atom_cost.push(spec.cost);
+        atom_quota.push(spec.quota);
+    }
+    Ok((atom_cost, atom_quota))
+}
+
+/// A one-instruction program a released VM holds instead of its last run's.
+fn empty_program() -> Option<VerifiedProgram> {
+    use ajs_bytecode::isa::{insert_charges, Src};
+    use ajs_bytecode::{Function, Program};
+    static EMPTY: std::sync::OnceLock<Option<VerifiedProgram>> = std::sync::OnceLock::new();
+    EMPTY
+        .get_or_init(|| {
+            let (code, _) = insert_charges(&[Op::Return { src: Src(0) }], &[(); 1]);
+            Program {
+                functions: vec![Function {
+                    name: String::new(),
+                    params: Vec::new(),
+                    nregs: 1,
+                    code,
+                }],
+                constants: Vec::new(),
+                atoms: Vec::new(),
+                entry: 0,
+                debug: None,
+                signature: None,
+            }
+            .verify()
+            .ok()
+        })
+        .clone()
 }
 
 fn fault_to_error(f: Fault) -> RunError {
@@ -1372,6 +1585,56 @@ impl Vm {
                 self.reserve(bytes, &vals)?;
                 let mut m = PropMap::with_capacity_and_hasher(map.len(), Default::default());
                 for ((k, _), v) in map.iter().zip(vals) {
+                    m.insert(k.encode_utf16().collect::<Vec<u16>>().into_boxed_slice(), v);
+                }
+                Value::Obj(self.heap.insert(Cell::Obj(m)))
+            }
+        })
+    }
+
+    /// Copies JSON data into the guest heap: the same value, heap and errors as
+    /// `import(&JsValue::from_json(v), depth)`, without building the `JsValue`.
+    pub(crate) fn import_json(&mut self, v: &serde_json::Value, depth: usize) -> OpResult<Value> {
+        if depth > MAX_BOUNDARY_DEPTH {
+            return Err(Fault::Fatal(RunError::new(
+                ErrorKind::Boundary,
+                format!("value nested deeper than {MAX_BOUNDARY_DEPTH} levels cannot cross the boundary"),
+            )));
+        }
+        Ok(match v {
+            serde_json::Value::Null => Value::Null,
+            serde_json::Value::Bool(b) => Value::Bool(*b),
+            serde_json::Value::Number(n) => Value::Num(n.as_f64().unwrap_or(f64::NAN)),
+            serde_json::Value::String(s) => self.str_value(s)?,
+            serde_json::Value::Array(items) => {
+                let mut vals = Vec::with_capacity(items.len().min(1 << 16));
+                for it in items {
+                    if !self.heap.fits_without_gc(64) {
+                        self.collect_garbage(&vals);
+                    }
+                    let x = self.import_json(it, depth + 1)?;
+                    vals.push(x);
+                }
+                self.reserve(arr_bytes(vals.len()), &vals)?;
+                Value::Arr(self.heap.insert(Cell::Arr(vals)))
+            }
+            serde_json::Value::Object(map) => {
+                let mut vals: Vec<Value> = Vec::with_capacity(map.len().min(1 << 16));
+                for it in map.values() {
+                    if !self.heap.fits_without_gc(64) {
+                        self.collect_garbage(&vals);
+                    }
+                    let x = self.import_json(it, depth + 1)?;
+                    vals.push(x);
+                }
+                let bytes = 16
+                    + map
+                        .keys()
+                        .map(|k| prop_bytes(k.encode_utf16().count()))
+                        .sum::<usize>();
+                self.reserve(bytes, &vals)?;
+                let mut m = PropMap::with_capacity_and_hasher(map.len(), Default::default());
+                for (k, v) in map.keys().zip(vals) {
                     m.insert(k.encode_utf16().collect::<Vec<u16>>().into_boxed_slice(), v);
                 }
                 Value::Obj(self.heap.insert(Cell::Obj(m)))
