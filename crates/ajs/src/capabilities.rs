@@ -158,6 +158,16 @@ impl Capabilities {
         }
     }
 
+    /// [`Capabilities::atom_names`], shared when there are no host atoms (the two built-ins).
+    pub(crate) fn atom_names_cow(&self) -> std::borrow::Cow<'static, [String]> {
+        static BUILTINS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+        if self.atoms.is_empty() {
+            std::borrow::Cow::Borrowed(BUILTINS.get_or_init(|| self.atom_names()).as_slice())
+        } else {
+            std::borrow::Cow::Owned(self.atom_names())
+        }
+    }
+
     /// Every atom the code may call: the two built-ins, then the host atoms sorted by name.
     pub fn atom_names(&self) -> Vec<String> {
         let mut v = vec!["httpFetch".to_string(), "llmPredict".to_string()];

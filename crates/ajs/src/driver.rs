@@ -7,6 +7,7 @@
 //! cancellation token. When the run ends first the future is dropped, which closes the built-in
 //! client's connection (a capability sees its own future dropped).
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -15,7 +16,9 @@ use std::time::{Duration, Instant};
 
 use ajs_bytecode::VerifiedProgram;
 use ajs_io::{admit, encode_body, FetchRequest, HttpClient, HttpError, HttpRequest, DEPTH_HEADER};
-use ajs_vm::{ErrorKind, HostCall, JsValue, RunError, Step, Vm, VmOptions, MAX_BOUNDARY_DEPTH};
+use ajs_vm::{
+    ErrorKind, HostArg, HostCall, JsValue, RunError, Step, Vm, VmOptions, MAX_BOUNDARY_DEPTH,
+};
 
 use crate::approvals::{ApprovalHandler, Journal, PendingCall, Policy, ReplayMismatch, Verdict};
 use crate::capabilities::{AtomDecl, FetchCall, QuotaLedger};
@@ -168,32 +171,124 @@ pub(crate) fn finish(vm: &Vm, r: Result<JsValue, RunError>) -> Outcome {
     }
 }
 
-/// Runs a verified program to its end.
-pub(crate) async fn run_program(
-    program: VerifiedProgram,
-    args: &[JsValue],
-    vm_opts: VmOptions,
-    options: &Options,
-    env: RunEnv<'_>,
-) -> Outcome {
-    let cancel = options.cancel.clone();
-    if cancel.as_ref().is_some_and(|t| t.is_cancelled()) {
-        return Outcome::failed(CANCELLED_MESSAGE, ErrorKind::Cancelled, None, 0.0);
+thread_local! {
+    /// A finished run's VM, released (nothing of its run left), kept for the next run on this
+    /// thread: its vectors' capacity saves the allocations of a small run.
+    static SPARE: Cell<Option<Box<Vm>>> = const { Cell::new(None) };
+}
+
+/// A VM ready to run `program`: the thread's spare one restarted (nothing of its last run
+/// survives a restart), or a new one.
+pub(crate) fn start_vm<'a>(
+    program: &VerifiedProgram,
+    args: impl IntoIterator<Item = HostArg<'a>>,
+    opts: &VmOptions,
+) -> Result<Box<Vm>, RunError> {
+    match SPARE.try_with(Cell::take).ok().flatten() {
+        Some(mut vm) => match vm.restart(program.clone(), args, opts) {
+            Ok(()) => Ok(vm),
+            Err(e) => {
+                recycle(vm);
+                Err(e)
+            }
+        },
+        None => Vm::new_with(program.clone(), args, opts).map(Box::new),
     }
-    let vm = match Vm::new(program, args, vm_opts) {
-        Ok(vm) => Box::new(vm),
-        Err(e) => return Outcome::failed(e.message, e.kind, e.pos, 0.0),
-    };
-    let mut ctl = Control::default();
-    match drive(vm, options, &env, &mut ctl).await {
-        DriveEnd::Finished(o, _) => o,
-        DriveEnd::Suspended { .. } => Outcome::failed(
-            "the run stopped for a decision nobody can give",
-            ErrorKind::Input,
+}
+
+/// Releases a finished run's VM and keeps it as the thread's spare (unless it grew large).
+pub(crate) fn recycle(mut vm: Box<Vm>) {
+    if vm.release() {
+        let _ = SPARE.try_with(move |s| s.set(Some(vm)));
+    }
+}
+
+/// The outcome of a finished run; its VM goes back to the thread's spare.
+fn finish_recycle(vm: Box<Vm>, r: Result<JsValue, RunError>) -> Outcome {
+    let o = finish(&vm, r);
+    recycle(vm);
+    o
+}
+
+/// A run in progress: finished within its first slice, or the driver's loop (boxed, so that the
+/// futures of `call` and `run` stay small: a run that needs no host moves little memory).
+pub(crate) enum Run<'a> {
+    /// Finished (taken by the first poll).
+    Done(Option<Outcome>),
+    /// Running on.
+    Driving(Pin<Box<dyn Future<Output = Outcome> + Send + 'a>>),
+}
+
+impl Future for Run<'_> {
+    type Output = Outcome;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Outcome> {
+        match self.get_mut() {
+            Run::Done(o) => std::task::Poll::Ready(o.take().unwrap_or_else(|| {
+                Outcome::failed(
+                    "the run was polled after it ended",
+                    ErrorKind::Input,
+                    None,
+                    0.0,
+                )
+            })),
+            Run::Driving(f) => f.as_mut().poll(cx),
+        }
+    }
+}
+
+/// Starts a verified program and runs it to its end: the start and the first slice run here,
+/// synchronously (call it from the async function whose first poll should do that work), and
+/// a run that ends within that slice (a formula) is done without any boxed future. Otherwise
+/// the driver's loop takes over from that slice's step.
+pub(crate) fn run_program<'a>(
+    program: &VerifiedProgram,
+    args: impl IntoIterator<Item = HostArg<'a>>,
+    vm_opts: VmOptions,
+    options: &'a Options,
+    env: RunEnv<'a>,
+) -> Run<'a> {
+    let done = |o| Run::Done(Some(o));
+    if options.cancel.as_ref().is_some_and(|t| t.is_cancelled()) {
+        return done(Outcome::failed(
+            CANCELLED_MESSAGE,
+            ErrorKind::Cancelled,
             None,
             0.0,
-        ),
+        ));
     }
+    let start = Instant::now();
+    let mut vm = match start_vm(program, args, &vm_opts) {
+        Ok(vm) => vm,
+        Err(e) => return done(Outcome::failed(e.message, e.kind, e.pos, 0.0)),
+    };
+    drop(vm_opts);
+    // `drive` ends a run with no time left before its first slice (a fresh run always has
+    // time: `timeout_ms` is at least 1)
+    let first = if options.timeout_ms == 0 {
+        None
+    } else {
+        match vm.run(SLICE_MILLI) {
+            Step::Done(v) => return done(finish_recycle(vm, Ok(v))),
+            Step::Failed(e) => return done(finish_recycle(vm, Err(e))),
+            step => Some(step),
+        }
+    };
+    Run::Driving(Box::pin(async move {
+        let mut ctl = Control::default();
+        match drive_from(vm, first, start, options, &env, &mut ctl).await {
+            DriveEnd::Finished(o, vm) => {
+                recycle(vm);
+                o
+            }
+            DriveEnd::Suspended { .. } => Outcome::failed(
+                "the run stopped for a decision nobody can give",
+                ErrorKind::Input,
+                None,
+                0.0,
+            ),
+        }
+    }))
 }
 
 /// The message of a synchronous run of a program that calls atoms.
@@ -202,9 +297,9 @@ pub const SYNC_ATOMS_MESSAGE: &str = "This code calls atoms (host operations), w
 /// Runs a verified program that calls no atom to its end on the caller's thread, with no async
 /// runtime: the same fuel, heap, timeout (checked between slices) and cancellation as
 /// [`run_program`], nothing else. A program that calls atoms is refused before it starts.
-pub(crate) fn run_program_sync(
-    program: VerifiedProgram,
-    args: &[JsValue],
+pub(crate) fn run_program_sync<'a>(
+    program: &VerifiedProgram,
+    args: impl IntoIterator<Item = HostArg<'a>>,
     vm_opts: VmOptions,
     options: &Options,
 ) -> Outcome {
@@ -216,10 +311,11 @@ pub(crate) fn run_program_sync(
         return Outcome::failed(CANCELLED_MESSAGE, ErrorKind::Cancelled, None, 0.0);
     }
     let start = Instant::now();
-    let mut vm = match Vm::new(program, args, vm_opts) {
+    let mut vm = match start_vm(program, args, &vm_opts) {
         Ok(vm) => vm,
         Err(e) => return Outcome::failed(e.message, e.kind, e.pos, 0.0),
     };
+    drop(vm_opts);
     let deadline = start + Duration::from_millis(options.timeout_ms);
     loop {
         let r = match vm.run(SLICE_MILLI) {
@@ -239,7 +335,7 @@ pub(crate) fn run_program_sync(
                 Err(RunError::new(ErrorKind::Input, SYNC_ATOMS_MESSAGE))
             }
         };
-        return finish(&vm, r);
+        return finish_recycle(vm, r);
     }
 }
 
@@ -365,12 +461,24 @@ pub(crate) fn pending_of(vm: &Vm) -> Vec<PendingCall> {
 /// The VM is boxed and the host-call paths are boxed futures, so that this future stays small:
 /// a run that makes no host call (a formula) moves little memory on its way through.
 pub(crate) async fn drive(
-    mut vm: Box<Vm>,
+    vm: Box<Vm>,
     options: &Options,
     env: &RunEnv<'_>,
     ctl: &mut Control<'_>,
 ) -> DriveEnd {
-    let start = Instant::now();
+    drive_from(vm, None, Instant::now(), options, env, ctl).await
+}
+
+/// [`drive`] from `first`, the step of a slice the caller has run already (`None`: none), with
+/// the run's time counted from `start`.
+async fn drive_from(
+    mut vm: Box<Vm>,
+    mut first: Option<Step>,
+    start: Instant,
+    options: &Options,
+    env: &RunEnv<'_>,
+    ctl: &mut Control<'_>,
+) -> DriveEnd {
     let before = vm.elapsed_ms();
     let remaining = options.timeout_ms.saturating_sub(before);
     let deadline = start + Duration::from_millis(remaining);
@@ -382,14 +490,20 @@ pub(crate) async fn drive(
             return DriveEnd::Finished(o, vm);
         }};
     }
-    if remaining == 0 {
-        end!(Err(timeout_error(options.timeout_ms)));
-    }
-    if is_cancelled() {
-        end!(Err(cancelled_error()));
+    if first.is_none() {
+        if remaining == 0 {
+            end!(Err(timeout_error(options.timeout_ms)));
+        }
+        if is_cancelled() {
+            end!(Err(cancelled_error()));
+        }
     }
     loop {
-        match vm.run(SLICE_MILLI) {
+        let step = match first.take() {
+            Some(step) => step,
+            None => vm.run(SLICE_MILLI),
+        };
+        match step {
             Step::Done(v) => {
                 if let Some(max) = ctl.max_output_bytes {
                     let n = v.json_len();

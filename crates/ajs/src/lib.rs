@@ -58,7 +58,7 @@ pub use tokio_util::sync::CancellationToken;
 
 #[cfg(feature = "compiler")]
 use ajs_compiler::{compile, CompileOptions, Mode};
-use ajs_vm::{AtomSpec, VmOptions, MILLI};
+use ajs_vm::{AtomSpec, HostArg, VmOptions, MILLI};
 
 /// Default fuel budget (1000 fuel).
 pub const DEFAULT_FUEL: f64 = 1000.0;
@@ -433,7 +433,7 @@ impl Eval {
 
     /// Compiles and runs. Never panics and never returns `Err`: every failure is in `error`.
     pub async fn run(&self) -> Outcome {
-        Runner::default()
+        default_runner()
             .run_eval(&self.code, &self.context, &self.options)
             .await
     }
@@ -451,7 +451,7 @@ impl Eval {
     /// assert!(out.error.unwrap().message.contains("need the async API"));
     /// ```
     pub fn run_sync(&self) -> Outcome {
-        Runner::default().run_eval_sync(&self.code, &self.context, &self.options)
+        default_runner().run_eval_sync(&self.code, &self.context, &self.options)
     }
 }
 
@@ -533,17 +533,17 @@ impl SafeFunction {
     /// Calls the function; arguments are copied in under the parameter names (extra ones are
     /// ignored, missing ones are `undefined`).
     pub async fn call(&self, args: &[serde_json::Value]) -> Outcome {
-        let (values, vm_opts) = match self.prepare(args) {
+        let vm_opts = match self.prepare(args) {
             Ok(p) => p,
             Err(o) => return *o,
         };
-        let no_quotas = HashMap::new();
         let env = driver::RunEnv {
             depth: 0,
-            quotas: &no_quotas,
+            quotas: no_quotas(),
             ledger: None,
         };
-        driver::run_program(self.program.clone(), &values, vm_opts, &self.options, env).await
+        let args = self.args(args);
+        driver::run_program(&self.program, args, vm_opts, &self.options, env).await
     }
 
     /// Calls the function on this thread without an async runtime — for code that calls no
@@ -559,18 +559,26 @@ impl SafeFunction {
     /// ```
     pub fn call_sync(&self, args: &[serde_json::Value]) -> Outcome {
         match self.prepare(args) {
-            Ok((values, vm_opts)) => {
-                driver::run_program_sync(self.program.clone(), &values, vm_opts, &self.options)
+            Ok(vm_opts) => {
+                driver::run_program_sync(&self.program, self.args(args), vm_opts, &self.options)
             }
             Err(o) => *o,
         }
     }
 
-    /// Checks and copies the arguments; the VM options of one call.
-    fn prepare(
-        &self,
-        args: &[serde_json::Value],
-    ) -> Result<(Vec<JsValue>, VmOptions), Box<Outcome>> {
+    /// The argument each parameter of the entry receives (copied in by the VM).
+    fn args<'a>(
+        &'a self,
+        args: &'a [serde_json::Value],
+    ) -> impl Iterator<Item = HostArg<'a>> + Send + 'a {
+        self.arg_index.iter().map(move |i| {
+            i.and_then(|i| args.get(i))
+                .map_or(HostArg::Undefined, HostArg::Json)
+        })
+    }
+
+    /// Checks the arguments' depth and size; the VM options of one call.
+    fn prepare(&self, args: &[serde_json::Value]) -> Result<VmOptions, Box<Outcome>> {
         if args
             .iter()
             .any(|a| driver::json_too_deep(a, ajs_vm::MAX_BOUNDARY_DEPTH))
@@ -595,20 +603,55 @@ impl SafeFunction {
                 0.0,
             )));
         }
-        let values: Vec<JsValue> = self
-            .arg_index
-            .iter()
-            .map(|i| {
-                i.and_then(|i| args.get(i))
-                    .map_or(JsValue::Undefined, JsValue::from_json)
-            })
-            .collect();
-        let vm_opts = self.options.vm_options_for(
+        Ok(self.options.vm_options_for(
             &self.program.atoms,
-            &HashMap::new(),
+            no_quotas(),
             ajs_vm::DEFAULT_MAX_HEAP_BYTES,
-        );
-        Ok((values, vm_opts))
+        ))
+    }
+}
+
+/// The runner behind `Eval` (no quotas, the default heap ceiling), shared.
+#[cfg(feature = "compiler")]
+fn default_runner() -> &'static Runner {
+    static DEFAULT: std::sync::OnceLock<Runner> = std::sync::OnceLock::new();
+    DEFAULT.get_or_init(Runner::default)
+}
+
+/// An empty quota map, shared (a `SafeFunction` call has no quotas).
+fn no_quotas() -> &'static HashMap<String, u32> {
+    static EMPTY: std::sync::OnceLock<HashMap<String, u32>> = std::sync::OnceLock::new();
+    EMPTY.get_or_init(HashMap::new)
+}
+
+/// The context values an `Eval`'s parameters receive (`None`: the key is absent), held inline
+/// for up to 8 parameters.
+#[cfg(feature = "compiler")]
+enum Found<'c> {
+    Inline(usize, [Option<&'c serde_json::Value>; 8]),
+    Heap(Vec<Option<&'c serde_json::Value>>),
+}
+
+#[cfg(feature = "compiler")]
+impl<'c> Found<'c> {
+    fn new(values: impl ExactSizeIterator<Item = Option<&'c serde_json::Value>>) -> Found<'c> {
+        let n = values.len();
+        if n <= 8 {
+            let mut a = [None; 8];
+            for (slot, v) in a.iter_mut().zip(values) {
+                *slot = v;
+            }
+            Found::Inline(n, a)
+        } else {
+            Found::Heap(values.collect())
+        }
+    }
+
+    fn iter(&self) -> std::slice::Iter<'_, Option<&'c serde_json::Value>> {
+        match self {
+            Found::Inline(n, a) => a[..*n].iter(),
+            Found::Heap(v) => v.iter(),
+        }
     }
 }
 
@@ -746,8 +789,8 @@ impl Runner {
             Err(m) => return Outcome::failed(m, ErrorKind::Input, None, 0.0),
         };
         let vm_opts = options.vm_options_for(&program.atoms, &self.quotas, self.max_heap_bytes);
-        let mut out =
-            driver::run_program(program.clone(), &values, vm_opts, options, self.env()).await;
+        let args = values.iter().map(HostArg::Value);
+        let mut out = driver::run_program(program, args, vm_opts, options, self.env()).await;
         if out.error.is_none() {
             let kind = match &out.result {
                 JsValue::Object(_) | JsValue::Null | JsValue::Undefined => None,
@@ -779,12 +822,17 @@ impl Runner {
         context: &serde_json::Map<String, serde_json::Value>,
         options: &Options,
     ) -> Outcome {
-        match self.prepare_eval(code, context, options) {
+        // the program and the arguments are dropped before the await (the future stays small)
+        let run = match self.prepare_eval(code, context, options) {
             Ok((program, args, vm_opts)) => {
-                driver::run_program(program, &args, vm_opts, options, self.env()).await
+                let args = args
+                    .iter()
+                    .map(|a| a.map_or(HostArg::Undefined, HostArg::Json));
+                driver::run_program(&program, args, vm_opts, options, self.env())
             }
-            Err(o) => *o,
-        }
+            Err(o) => return *o,
+        };
+        run.await
     }
 
     #[cfg(feature = "compiler")]
@@ -798,7 +846,10 @@ impl Runner {
     ) -> Outcome {
         match self.prepare_eval(code, context, options) {
             Ok((program, args, vm_opts)) => {
-                driver::run_program_sync(program, &args, vm_opts, options)
+                let args = args
+                    .iter()
+                    .map(|a| a.map_or(HostArg::Undefined, HostArg::Json));
+                driver::run_program_sync(&program, args, vm_opts, options)
             }
             Err(o) => *o,
         }
@@ -808,19 +859,19 @@ impl Runner {
     /// Checks the options and the source, compiles, and copies in the context keys the code
     /// uses (after checking their depth and size).
     #[allow(clippy::type_complexity)]
-    fn prepare_eval(
+    fn prepare_eval<'c>(
         &self,
         code: &str,
-        context: &serde_json::Map<String, serde_json::Value>,
+        context: &'c serde_json::Map<String, serde_json::Value>,
         options: &Options,
-    ) -> Result<(VerifiedProgram, Vec<JsValue>, VmOptions), Box<Outcome>> {
+    ) -> Result<(VerifiedProgram, Found<'c>, VmOptions), Box<Outcome>> {
         let fail = |m: String| Box::new(Outcome::failed(m, ErrorKind::Input, None, 0.0));
         if let Err(e) = options.validate().and_then(|_| self.validate()) {
             return Err(fail(e.to_string()));
         }
         source_check(code, options).map_err(fail)?;
         let externals: Vec<String> = context.keys().cloned().collect();
-        let atoms = options.atom_names();
+        let atoms = options.capabilities.atom_names_cow();
         let program = compile(
             code,
             &CompileOptions {
@@ -834,17 +885,20 @@ impl Runner {
         let program = program
             .verify()
             .map_err(|e| fail(format!("internal compiler error: {e}")))?;
+        // one lookup per key the code uses: depth, size and the copy all work from it
         let used = &program.functions[program.entry as usize].params;
-        if used
+        let found = Found::new(used.iter().map(|n| context.get(n)));
+        if found
             .iter()
-            .filter_map(|n| context.get(n))
+            .flatten()
             .any(|v| driver::json_too_deep(v, ajs_vm::MAX_BOUNDARY_DEPTH))
         {
             return Err(Box::new(too_deep("Context")));
         }
         let size = driver::json_object_len_within(
             used.iter()
-                .filter_map(|n| context.get_key_value(n.as_str())),
+                .zip(found.iter())
+                .filter_map(|(n, v)| Some((n, (*v)?))),
             options.args_max_bytes,
         );
         if size > options.args_max_bytes {
@@ -853,16 +907,8 @@ impl Runner {
                 options.args_max_bytes
             )));
         }
-        let args: Vec<JsValue> = used
-            .iter()
-            .map(|n| {
-                context
-                    .get(n)
-                    .map_or(JsValue::Undefined, JsValue::from_json)
-            })
-            .collect();
         let vm_opts = options.vm_options_for(&program.atoms, &self.quotas, self.max_heap_bytes);
-        Ok((program, args, vm_opts))
+        Ok((program, found, vm_opts))
     }
 
     /// Checks, before anything runs, that every atom the program calls (`Program::atoms`) is
