@@ -351,11 +351,20 @@ impl Vm {
         args: impl IntoIterator<Item = HostArg<'a>>,
         opts: &VmOptions,
     ) -> Result<(), RunError> {
-        let (cost, quota) = match atom_table(&program, opts) {
-            Ok(t) => t,
-            Err(e) => {
-                self.release();
-                return Err(e);
+        let (cost, quota) = if program.atoms.is_empty() {
+            // no lookups; the vectors, emptied, keep their capacity
+            let mut cost = std::mem::take(&mut self.atom_cost);
+            let mut quota = std::mem::take(&mut self.atom_quota);
+            cost.clear();
+            quota.clear();
+            (cost, quota)
+        } else {
+            match atom_table(&program, opts) {
+                Ok(t) => t,
+                Err(e) => {
+                    self.release();
+                    return Err(e);
+                }
             }
         };
         let entry = &program.functions[program.entry as usize];
@@ -445,8 +454,9 @@ impl Vm {
         r
     }
 
-    /// Drops everything the finished run holds (its heap, registers, log, trace, program: an
-    /// empty one takes its place) and keeps the vectors' capacity for [`Vm::restart`]. Returns
+    /// Drops the data the finished run holds (its heap, registers, log, trace, pending calls)
+    /// and keeps the vectors' capacity for [`Vm::restart`]; the program (shared, immutable)
+    /// stays until the next restart replaces it. Returns
     /// whether the VM is worth keeping: `false` when the run grew its vectors past a few
     /// thousand entries (drop it instead).
     pub fn release(&mut self) -> bool {
@@ -456,7 +466,9 @@ impl Vm {
         self.frames.clear();
         self.tries.clear();
         self.log.clear();
-        self.regex_cache = HashMap::new();
+        if !self.regex_cache.is_empty() {
+            self.regex_cache = HashMap::new();
+        }
         self.deferred.clear();
         self.clock_log.clear();
         self.clock_replay = None;
@@ -468,9 +480,6 @@ impl Vm {
         self.status = Status::Finished;
         self.fuel_budget = 0;
         self.fuel_left = 0;
-        if let Some(p) = empty_program() {
-            self.program = p;
-        }
         self.regs.capacity() <= KEEP_CAPACITY
             && self.frames.capacity() <= KEEP_CAPACITY
             && self.consts.capacity() <= KEEP_CAPACITY
@@ -713,33 +722,6 @@ fn atom_table(
         atom_quota.push(spec.quota);
     }
     Ok((atom_cost, atom_quota))
-}
-
-/// A one-instruction program a released VM holds instead of its last run's.
-fn empty_program() -> Option<VerifiedProgram> {
-    use ajs_bytecode::isa::{insert_charges, Src};
-    use ajs_bytecode::{Function, Program};
-    static EMPTY: std::sync::OnceLock<Option<VerifiedProgram>> = std::sync::OnceLock::new();
-    EMPTY
-        .get_or_init(|| {
-            let (code, _) = insert_charges(&[Op::Return { src: Src(0) }], &[(); 1]);
-            Program {
-                functions: vec![Function {
-                    name: String::new(),
-                    params: Vec::new(),
-                    nregs: 1,
-                    code,
-                }],
-                constants: Vec::new(),
-                atoms: Vec::new(),
-                entry: 0,
-                debug: None,
-                signature: None,
-            }
-            .verify()
-            .ok()
-        })
-        .clone()
 }
 
 fn fault_to_error(f: Fault) -> RunError {
