@@ -257,7 +257,6 @@ pub(crate) fn run_program<'a>(
             0.0,
         ));
     }
-    let start = Instant::now();
     let mut vm = match start_vm(program, args, &vm_opts) {
         Ok(vm) => vm,
         Err(e) => return done(Outcome::failed(e.message, e.kind, e.pos, 0.0)),
@@ -274,6 +273,8 @@ pub(crate) fn run_program<'a>(
             step => Some(step),
         }
     };
+    // the run's clock starts here, after its first slice (see `Options::timeout_ms`)
+    let start = Instant::now();
     Run::Driving(Box::pin(async move {
         let mut ctl = Control::default();
         match drive_from(vm, first, start, options, &env, &mut ctl).await {
@@ -310,19 +311,22 @@ pub(crate) fn run_program_sync<'a>(
     if cancelled() {
         return Outcome::failed(CANCELLED_MESSAGE, ErrorKind::Cancelled, None, 0.0);
     }
-    let start = Instant::now();
     let mut vm = match start_vm(program, args, &vm_opts) {
         Ok(vm) => vm,
         Err(e) => return Outcome::failed(e.message, e.kind, e.pos, 0.0),
     };
     drop(vm_opts);
-    let deadline = start + Duration::from_millis(options.timeout_ms);
+    // the run's clock starts after its first slice (see `Options::timeout_ms`)
+    let mut deadline = None;
     loop {
         let r = match vm.run(SLICE_MILLI) {
             Step::Done(v) => Ok(v),
             Step::Failed(e) => Err(e),
             Step::Yield => {
-                if Instant::now() >= deadline {
+                let now = Instant::now();
+                let until = *deadline
+                    .get_or_insert_with(|| now + Duration::from_millis(options.timeout_ms));
+                if now >= until {
                     Err(timeout_error(options.timeout_ms))
                 } else if cancelled() {
                     Err(cancelled_error())
@@ -822,13 +826,15 @@ pub(crate) fn drop_deep(v: JsValue) {
 
 /// Whether JSON data nests deeper than `limit` (checked before any recursive walk of host
 /// input: context, arguments).
+#[inline]
 pub(crate) fn json_too_deep(v: &serde_json::Value, limit: usize) -> bool {
-    if !matches!(
+    matches!(
         v,
         serde_json::Value::Array(_) | serde_json::Value::Object(_)
-    ) {
-        return false;
-    }
+    ) && json_nests_deeper(v, limit)
+}
+
+fn json_nests_deeper(v: &serde_json::Value, limit: usize) -> bool {
     let mut stack = vec![(v, 0usize)];
     while let Some((v, depth)) = stack.pop() {
         if depth > limit {

@@ -92,6 +92,9 @@ pub struct Options {
     /// The work budget, in fuel (default 1000). Per call for a `SafeFunction`.
     pub fuel: f64,
     /// Wall-clock limit in milliseconds over the whole run, waiting included (default 4 min).
+    /// Checked between slices of 200 fuel and around host calls; the clock starts when the
+    /// run's first slice ends, so a run that finishes within it (a formula) never reads the
+    /// clock, and a run may overshoot by up to one slice at its start and one at its end.
     pub timeout_ms: u64,
     /// Source size cap in UTF-8 bytes, checked before compiling; 0 disables (default 8192).
     pub max_source_bytes: usize,
@@ -464,6 +467,8 @@ pub struct SafeFunction {
     /// For each parameter of the compiled entry, the index of the argument it receives.
     arg_index: Vec<Option<usize>>,
     options: Options,
+    /// The VM options of every call, built once (a call only draws its own seed).
+    vm_opts: VmOptions,
 }
 
 #[cfg(feature = "compiler")]
@@ -518,10 +523,13 @@ impl SafeFunction {
             .iter()
             .map(|w| params.iter().position(|p| p == w))
             .collect();
+        let vm_opts =
+            options.vm_options_for(&program.atoms, no_quotas(), ajs_vm::DEFAULT_MAX_HEAP_BYTES);
         Ok(SafeFunction {
             program,
             arg_index,
             options,
+            vm_opts,
         })
     }
 
@@ -603,11 +611,10 @@ impl SafeFunction {
                 0.0,
             )));
         }
-        Ok(self.options.vm_options_for(
-            &self.program.atoms,
-            no_quotas(),
-            ajs_vm::DEFAULT_MAX_HEAP_BYTES,
-        ))
+        Ok(VmOptions {
+            random_seed: self.options.random_seed.unwrap_or_else(random_seed),
+            ..self.vm_opts.clone()
+        })
     }
 }
 
