@@ -219,20 +219,62 @@ pub(crate) enum Run<'a> {
     Driving(Pin<Box<dyn Future<Output = Outcome> + Send + 'a>>),
 }
 
+fn polled_after_end() -> Outcome {
+    Outcome::failed(
+        "the run was polled after it ended",
+        ErrorKind::Input,
+        None,
+        0.0,
+    )
+}
+
 impl Future for Run<'_> {
     type Output = Outcome;
 
     fn poll(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Outcome> {
         match self.get_mut() {
-            Run::Done(o) => std::task::Poll::Ready(o.take().unwrap_or_else(|| {
-                Outcome::failed(
-                    "the run was polled after it ended",
-                    ErrorKind::Input,
-                    None,
-                    0.0,
-                )
-            })),
+            Run::Done(o) => std::task::Poll::Ready(o.take().unwrap_or_else(polled_after_end)),
             Run::Driving(f) => f.as_mut().poll(cx),
+        }
+    }
+}
+
+/// A run that `start` begins on the first poll (the work before any await: checks, compile,
+/// the VM's start and first slice). Until then the future holds only `start`'s borrows, and
+/// the outcome of a run done within that poll goes straight out, never stored in the future:
+/// a few words to move around, where an `async fn` would carry the outcome's space.
+pub(crate) struct Lazy<'a, F> {
+    start: Option<F>,
+    driving: Option<Pin<Box<dyn Future<Output = Outcome> + Send + 'a>>>,
+}
+
+pub(crate) fn lazy<'a, F: FnOnce() -> Run<'a>>(start: F) -> Lazy<'a, F> {
+    Lazy {
+        start: Some(start),
+        driving: None,
+    }
+}
+
+impl<'a, F: FnOnce() -> Run<'a> + Unpin> Future for Lazy<'a, F> {
+    type Output = Outcome;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Outcome> {
+        let this = self.get_mut();
+        if let Some(start) = this.start.take() {
+            match start() {
+                Run::Done(o) => return std::task::Poll::Ready(o.unwrap_or_else(polled_after_end)),
+                Run::Driving(f) => this.driving = Some(f),
+            }
+        }
+        match &mut this.driving {
+            Some(f) => {
+                let r = f.as_mut().poll(cx);
+                if r.is_ready() {
+                    this.driving = None;
+                }
+                r
+            }
+            None => std::task::Poll::Ready(polled_after_end()),
         }
     }
 }
@@ -241,9 +283,9 @@ impl Future for Run<'_> {
 /// synchronously (call it from the async function whose first poll should do that work), and
 /// a run that ends within that slice (a formula) is done without any boxed future. Otherwise
 /// the driver's loop takes over from that slice's step.
-pub(crate) fn run_program<'a>(
+pub(crate) fn run_program<'a, 'b>(
     program: &VerifiedProgram,
-    args: impl IntoIterator<Item = HostArg<'a>>,
+    args: impl IntoIterator<Item = HostArg<'b>>,
     vm_opts: VmOptions,
     options: &'a Options,
     env: RunEnv<'a>,

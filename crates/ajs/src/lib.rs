@@ -435,10 +435,8 @@ impl Eval {
     }
 
     /// Compiles and runs. Never panics and never returns `Err`: every failure is in `error`.
-    pub async fn run(&self) -> Outcome {
-        default_runner()
-            .run_eval(&self.code, &self.context, &self.options)
-            .await
+    pub fn run(&self) -> impl std::future::Future<Output = Outcome> + Send + '_ {
+        driver::lazy(move || default_runner().start_eval(&self.code, &self.context, &self.options))
     }
 
     /// Compiles and runs on this thread without an async runtime — for code that calls no atom
@@ -540,18 +538,22 @@ impl SafeFunction {
 
     /// Calls the function; arguments are copied in under the parameter names (extra ones are
     /// ignored, missing ones are `undefined`).
-    pub async fn call(&self, args: &[serde_json::Value]) -> Outcome {
-        let vm_opts = match self.prepare(args) {
-            Ok(p) => p,
-            Err(o) => return *o,
-        };
-        let env = driver::RunEnv {
-            depth: 0,
-            quotas: no_quotas(),
-            ledger: None,
-        };
-        let args = self.args(args);
-        driver::run_program(&self.program, args, vm_opts, &self.options, env).await
+    pub fn call<'a>(
+        &'a self,
+        args: &'a [serde_json::Value],
+    ) -> impl std::future::Future<Output = Outcome> + Send + 'a {
+        driver::lazy(move || {
+            let vm_opts = match self.prepare(args) {
+                Ok(p) => p,
+                Err(o) => return driver::Run::Done(Some(*o)),
+            };
+            let env = driver::RunEnv {
+                depth: 0,
+                quotas: no_quotas(),
+                ledger: None,
+            };
+            driver::run_program(&self.program, self.args(args), vm_opts, &self.options, env)
+        })
     }
 
     /// Calls the function on this thread without an async runtime — for code that calls no
@@ -829,17 +831,27 @@ impl Runner {
         context: &serde_json::Map<String, serde_json::Value>,
         options: &Options,
     ) -> Outcome {
-        // the program and the arguments are dropped before the await (the future stays small)
-        let run = match self.prepare_eval(code, context, options) {
+        self.start_eval(code, context, options).await
+    }
+
+    #[cfg(feature = "compiler")]
+    /// The synchronous start of [`Runner::run_eval`]: checks, compile, the VM's first slice.
+    /// The program and the arguments are dropped before any await (the future stays small).
+    fn start_eval<'a>(
+        &'a self,
+        code: &str,
+        context: &serde_json::Map<String, serde_json::Value>,
+        options: &'a Options,
+    ) -> driver::Run<'a> {
+        match self.prepare_eval(code, context, options) {
             Ok((program, args, vm_opts)) => {
                 let args = args
                     .iter()
                     .map(|a| a.map_or(HostArg::Undefined, HostArg::Json));
                 driver::run_program(&program, args, vm_opts, options, self.env())
             }
-            Err(o) => return *o,
-        };
-        run.await
+            Err(o) => driver::Run::Done(Some(*o)),
+        }
     }
 
     #[cfg(feature = "compiler")]
