@@ -134,3 +134,40 @@ fn callbacks_in_agents() {
         json!({ "names": ["a", "c"], "total": 50 })
     );
 }
+
+#[test]
+fn arguments_over_args_max_bytes_are_refused_with_their_exact_size() {
+    let src = "function main({ s: 'x' }) {\n  return { n: s.length }\n}";
+    let args = json!({ "s": "é\"".repeat(20) });
+    let exact = args.to_string().len();
+    for (limit, refused) in [(exact, false), (exact - 1, true), (4, true)] {
+        let out = run_with(
+            src,
+            args.clone(),
+            Options {
+                args_max_bytes: limit,
+                ..Options::default()
+            },
+        );
+        match out.error {
+            Some(e) if refused => assert_eq!(
+                e.message,
+                format!("Arguments are {exact} bytes, over the {limit}-byte limit (argsMaxBytes)")
+            ),
+            e => assert!(!refused && e.is_none(), "{e:?}"),
+        }
+    }
+    // `null` arguments are 4 bytes
+    let out = run_with(
+        "function main() {\n  return {}\n}",
+        Value::Null,
+        Options {
+            args_max_bytes: 3,
+            ..Options::default()
+        },
+    );
+    assert_eq!(
+        out.error.unwrap().message,
+        "Arguments are 4 bytes, over the 3-byte limit (argsMaxBytes)"
+    );
+}

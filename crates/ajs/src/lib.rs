@@ -781,7 +781,13 @@ impl Runner {
         if driver::json_too_deep(args, ajs_vm::MAX_BOUNDARY_DEPTH) {
             return too_deep("Arguments");
         }
-        let size = args.to_string().len();
+        // the JSON text's length without writing it (`null` is 4 bytes)
+        let size = match args {
+            serde_json::Value::Object(m) => {
+                driver::json_object_len_within(m.iter(), options.args_max_bytes)
+            }
+            _ => 4,
+        };
         if size > options.args_max_bytes {
             return Outcome::failed(
                 format!(
