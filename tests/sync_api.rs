@@ -106,3 +106,13 @@ fn code_that_calls_atoms_is_sent_to_the_async_api() {
     let e = f.call_sync(&[json!("hi")]).error.unwrap();
     assert!(e.message.contains("need the async API"), "{}", e.message);
 }
+
+#[test]
+fn the_largest_timeout_means_no_timeout_not_a_panic() {
+    // past every slice, where the deadline is computed
+    let code = "let i = 0\nwhile (i < 5000) { i = i + 1 }\nreturn i";
+    let out = Eval::new(code).fuel(1e6).timeout_ms(u64::MAX).run_sync();
+    assert_eq!(out.result, JsValue::Number(5000.0), "{:?}", out.error);
+    let out = rt().block_on(Eval::new(code).fuel(1e6).timeout_ms(u64::MAX).run());
+    assert_eq!(out.result, JsValue::Number(5000.0), "{:?}", out.error);
+}

@@ -595,7 +595,7 @@ impl GatedRunner {
         let env = self.env();
         let start = Instant::now();
         let remaining = self.options.timeout_ms.saturating_sub(vm.elapsed_ms());
-        let deadline = start + std::time::Duration::from_millis(remaining);
+        let deadline = crate::driver::after(start, std::time::Duration::from_millis(remaining));
         // approved calls run together (as a `parallel(...)` would); the others are answered
         let mut answers: Vec<Option<Result<JsValue, String>>> = Vec::with_capacity(pending.len());
         let mut approved = Vec::new();

@@ -367,7 +367,7 @@ pub(crate) fn run_program_sync<'a>(
             Step::Yield => {
                 let now = Instant::now();
                 let until = *deadline
-                    .get_or_insert_with(|| now + Duration::from_millis(options.timeout_ms));
+                    .get_or_insert_with(|| after(now, Duration::from_millis(options.timeout_ms)));
                 if now >= until {
                     Err(timeout_error(options.timeout_ms))
                 } else if cancelled() {
@@ -434,6 +434,15 @@ pub(crate) fn verdict_answer(v: Verdict, atom: &str) -> Option<Result<JsValue, S
     }
 }
 
+/// `start + d`, or a date about a century away when that is past what `Instant` can hold (a
+/// host may set any `timeout_ms`: `u64::MAX` means "no timeout", not a panic).
+pub(crate) fn after(start: Instant, d: Duration) -> Instant {
+    start
+        .checked_add(d)
+        .or_else(|| start.checked_add(Duration::from_secs(100 * 365 * 24 * 3600)))
+        .unwrap_or(start)
+}
+
 /// Performs one host call under the run's deadline and cancellation. `Ok(answer)` is what the
 /// guest receives; `Err` ends the run.
 pub(crate) async fn perform(
@@ -455,7 +464,7 @@ pub(crate) async fn perform(
     match dispatch(call, options, env.depth) {
         Err(refusal) => Ok(Err(refusal)),
         Ok((fut, own_timeout)) => {
-            let own_deadline = Instant::now() + own_timeout;
+            let own_deadline = after(Instant::now(), own_timeout);
             let until = deadline.min(own_deadline);
             let waited = tokio::time::timeout_at(until.into(), fut);
             let r = match &cancel {
@@ -527,7 +536,7 @@ async fn drive_from(
 ) -> DriveEnd {
     let before = vm.elapsed_ms();
     let remaining = options.timeout_ms.saturating_sub(before);
-    let deadline = start + Duration::from_millis(remaining);
+    let deadline = after(start, Duration::from_millis(remaining));
     let cancel = options.cancel.clone();
     let is_cancelled = || cancel.as_ref().is_some_and(|t| t.is_cancelled());
     macro_rules! end {
