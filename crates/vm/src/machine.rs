@@ -769,7 +769,19 @@ impl Vm {
                 }
                 Op::Return { src } => {
                     let v = r!(src);
-                    let depth = self.frames.len().saturating_sub(1);
+                    let n = self.frames.len();
+                    // the common case: back to a caller, no handler or batch open anywhere
+                    if n >= 2 && self.tries.is_empty() && self.batches.is_empty() {
+                        let (done, caller) = (self.frames[n - 1], self.frames[n - 2]);
+                        self.frames.truncate(n - 1);
+                        self.regs.truncate(done.base as usize);
+                        self.regs[done.ret as usize] = v;
+                        code = &prog.functions[caller.func as usize].code[..];
+                        base = caller.base as usize;
+                        pc = caller.pc as usize;
+                        continue;
+                    }
+                    let depth = n.saturating_sub(1);
                     while self.tries.last().is_some_and(|t| t.frame as usize >= depth) {
                         self.tries.pop();
                     }
@@ -864,12 +876,22 @@ impl Vm {
                     // the callee's window: its arguments, then `undefined` (the verifier
                     // checked argc == params <= nregs)
                     let (argc, nregs) = (argc.0 as usize, f.nregs as usize);
-                    match UNDEFINED.get(..nregs) {
-                        Some(fill) => self.regs.extend_from_slice(fill),
-                        None => self.regs.resize(new_base + nregs, Value::Undefined),
+                    if nregs <= 8 {
+                        // a fixed-size copy (no call), then the window's own length
+                        self.regs.extend_from_slice(&UNDEFINED[..8]);
+                        self.regs.truncate(new_base + nregs);
+                    } else {
+                        match UNDEFINED.get(..nregs) {
+                            Some(fill) => self.regs.extend_from_slice(fill),
+                            None => self.regs.resize(new_base + nregs, Value::Undefined),
+                        }
                     }
-                    for i in 0..argc {
-                        self.regs[new_base + i] = self.regs[start + i];
+                    if argc == 1 {
+                        self.regs[new_base] = self.regs[start];
+                    } else {
+                        for i in 0..argc {
+                            self.regs[new_base + i] = self.regs[start + i];
+                        }
                     }
                     pc += 1;
                     save_pc!();
