@@ -563,9 +563,10 @@ impl<'o> Lowerer<'o> {
         name: &str,
     ) -> R<(Function, Vec<SourcePos>, Pool)> {
         let nspecial = self.specials.len();
-        let boundary = 65536 - nspecial as u32; // virtual ids at or above are specials
-                                                // An operator whose right operand is a constant names the constant itself (`n - 1`
-                                                // becomes `SubK`); a constant no instruction reads any more is not loaded at entry.
+        // virtual ids at or above `boundary` are specials
+        let boundary = 65536 - nspecial as u32;
+        // An operator whose right operand is a constant names the constant itself (`n - 1`
+        // becomes `SubK`); a constant no instruction reads any more is not loaded at entry.
         let const_of = |v: u16| -> Option<u16> {
             match self.specials.get((u16::MAX - v) as usize) {
                 Some((Special::Const(c), _)) if v as u32 >= boundary => Some(*c),
