@@ -218,6 +218,50 @@ fn register_out_of_range_is_refused() {
 }
 
 #[test]
+fn constant_operand_out_of_range_is_refused() {
+    // `n - 1` and `n < 2` name their constant in the instruction (SubK, LtK): its index is
+    // checked like every constant index
+    let e = tamper(|op, _| match op {
+        Op::SubK { k, .. } | Op::LtK { k, .. } => {
+            k.0 = u16::MAX;
+            true
+        }
+        _ => false,
+    });
+    assert!(
+        matches!(
+            e,
+            LoadError::Code {
+                fault: CodeFault::Constant(u16::MAX),
+                ..
+            }
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn constant_operand_instruction_register_out_of_range_is_refused() {
+    let e = tamper(|op, nregs| match op {
+        Op::SubK { a, .. } | Op::LtK { a, .. } => {
+            a.0 = nregs;
+            true
+        }
+        _ => false,
+    });
+    assert!(
+        matches!(
+            e,
+            LoadError::Code {
+                fault: CodeFault::Register { .. },
+                ..
+            }
+        ),
+        "{e}"
+    );
+}
+
+#[test]
 fn a_missing_atom_is_refused_before_running_naming_it() {
     let options = Options {
         capabilities: ajs::Capabilities::default().with_atom("lookup", |v| async move { Ok(v) }),

@@ -369,6 +369,28 @@ define_ops! {
     TryExit = 0x61 { } cost BASE;
     /// `dst` = the message of the guest error being handled (first instruction of a handler).
     Catch = 0x62 { dst: Dst } cost BASE;
+    /// `dst = a + constant` (as `Add` with the constant `k` as its right operand).
+    AddK = 0x70 { dst: Dst, a: Src, k: Const } cost BASE;
+    /// `dst = a - constant`.
+    SubK = 0x71 { dst: Dst, a: Src, k: Const } cost BASE;
+    /// `dst = a * constant`.
+    MulK = 0x72 { dst: Dst, a: Src, k: Const } cost BASE;
+    /// `dst = a / constant`.
+    DivK = 0x73 { dst: Dst, a: Src, k: Const } cost BASE;
+    /// `dst = a % constant`.
+    ModK = 0x74 { dst: Dst, a: Src, k: Const } cost BASE;
+    /// `dst = a < constant`.
+    LtK = 0x75 { dst: Dst, a: Src, k: Const } cost BASE;
+    /// `dst = a <= constant`.
+    LeK = 0x76 { dst: Dst, a: Src, k: Const } cost BASE;
+    /// `dst = a > constant`.
+    GtK = 0x77 { dst: Dst, a: Src, k: Const } cost BASE;
+    /// `dst = a >= constant`.
+    GeK = 0x78 { dst: Dst, a: Src, k: Const } cost BASE;
+    /// `dst = a === constant`.
+    StrictEqK = 0x79 { dst: Dst, a: Src, k: Const } cost BASE;
+    /// `dst = a !== constant`.
+    StrictNeK = 0x7a { dst: Dst, a: Src, k: Const } cost BASE;
 }
 
 /// FNV-1a of [`ISA_TEXT`]: artifacts built from another instruction table are refused.

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use ajs_bytecode::isa::{
-    insert_charges, Atom, Base, Const, Count, Dst, Imm, Key, Native, Src, Target,
+    insert_charges, Atom, Base, Const, Count, Dst, Imm, Key, Native, Operand, Src, Target,
 };
 use ajs_bytecode::natives::{NativeId, MATH_CONSTANTS, NUMBER_CONSTANTS};
 use ajs_bytecode::program::{Constant, DebugInfo, Function, SourcePos, MAX_CONSTANTS};
@@ -228,10 +228,14 @@ struct Scope {
 }
 
 struct LoopCtx {
-    start: u32,
     breaks: Vec<usize>,
+    /// the `continue` jumps, patched to the loop's test when it is known
+    continues: Vec<usize>,
     try_depth: u32,
 }
+
+/// Longest loop test (in instructions) copied to the bottom of its loop.
+const MAX_COPIED_TEST: usize = 24;
 
 /// What the functions of one program share: constants and the atoms table.
 #[derive(Default)]
@@ -387,6 +391,40 @@ impl<'o> Lowerer<'o> {
         }
     }
 
+    /// Appends a copy of the straight-line test `start..end` (jumps only inside it or to its
+    /// end), relocated; false (nothing appended) when it is too long or jumps elsewhere.
+    fn copy_test(&mut self, start: u32, end: u32) -> bool {
+        let (s, e) = (start as usize, end as usize);
+        if e - s > MAX_COPIED_TEST {
+            return false;
+        }
+        let test = &self.code[s..e];
+        let movable = test.iter().all(|op| match op.jump_target() {
+            _ if matches!(
+                op,
+                Op::TryEnter { .. } | Op::Return { .. } | Op::Throw { .. }
+            ) =>
+            {
+                false
+            }
+            Some(t) => (start..=end).contains(&t),
+            None => true,
+        });
+        if !movable {
+            return false;
+        }
+        let shift = self.here() - start;
+        for i in s..e {
+            let (op, span) = (self.code[i], self.spans[i]);
+            self.code.push(op);
+            self.spans.push(span);
+            if let Some(t) = op.jump_target() {
+                self.patch(self.code.len() - 1, t + shift);
+            }
+        }
+        true
+    }
+
     fn patch_here(&mut self, at: usize) {
         let h = self.here();
         self.patch(at, h);
@@ -525,8 +563,40 @@ impl<'o> Lowerer<'o> {
         name: &str,
     ) -> R<(Function, Vec<SourcePos>, Pool)> {
         let nspecial = self.specials.len();
+        // virtual ids at or above `boundary` are specials
+        let boundary = 65536 - nspecial as u32;
+        // An operator whose right operand is a constant names the constant itself (`n - 1`
+        // becomes `SubK`); a constant no instruction reads any more is not loaded at entry.
+        let const_of = |v: u16| -> Option<u16> {
+            match self.specials.get((u16::MAX - v) as usize) {
+                Some((Special::Const(c), _)) if v as u32 >= boundary => Some(*c),
+                _ => None,
+            }
+        };
+        for op in self.code.iter_mut() {
+            if let Some(k) = with_const_operand(*op, &const_of) {
+                *op = k;
+            }
+        }
+        let mut used = vec![false; nspecial];
+        for op in &self.code {
+            op.operands(|o| match o {
+                Operand::Read(v) | Operand::Write(v) if v as u32 >= boundary => {
+                    used[(u16::MAX - v) as usize] = true;
+                }
+                // a run never includes a special; if one did, keep them all
+                Operand::Base(v) if v as u32 >= boundary => used.iter_mut().for_each(|u| *u = true),
+                _ => {}
+            });
+        }
+        let nspecial = self
+            .specials
+            .iter()
+            .zip(&used)
+            .filter(|((s, _), u)| **u || matches!(s, Special::Ext(_)))
+            .count();
         // final register of every special
-        let mut final_of = vec![0u16; nspecial];
+        let mut final_of = vec![0u16; self.specials.len()];
         let mut params = Vec::new();
         let mut next = 0u16;
         for (k, (s, _)) in self.specials.iter().enumerate() {
@@ -547,6 +617,9 @@ impl<'o> Lowerer<'o> {
         let mut prologue_spans = Vec::with_capacity(total);
         for (k, (s, off)) in self.specials.iter().enumerate() {
             let dst = Dst(next);
+            if !used[k] {
+                continue;
+            }
             let op = match *s {
                 Special::Ext(_) => continue,
                 Special::Const(c) => Op::LoadConst { dst, k: Const(c) },
@@ -564,7 +637,6 @@ impl<'o> Lowerer<'o> {
         if nregs > u16::MAX as usize {
             return Err(Fail::new(0, "too many registers (more than 65535)"));
         }
-        let boundary = 65536 - nspecial as u32; // virtual ids at or above are specials
         let map = |v: u16| -> u16 {
             if v as u32 >= boundary {
                 final_of[(u16::MAX - v) as usize]
@@ -804,20 +876,36 @@ impl<'o> Lowerer<'o> {
                 Ok(())
             }
             Statement::WhileStatement(w) => {
+                // The test runs at the top once, then at the bottom of every iteration (a copy
+                // of its instructions), so that an iteration is one block: `body; test;
+                // JumpIfTrue body`. A test too long or with jumps leaving it is not copied: the
+                // bottom then jumps back to it.
                 let start = self.here();
                 let mark = self.top;
                 let c = self.expr(&w.test)?;
+                let test_end = self.here();
                 let jf = self.emit_jump(Op::JumpIfFalse { cond: Src(c), target: Target(0) }, w.test.span());
                 self.top = mark;
-                self.loops.push(LoopCtx { start, breaks: Vec::new(), try_depth: self.try_depth });
+                let body = self.here();
+                self.loops.push(LoopCtx { breaks: Vec::new(), continues: Vec::new(), try_depth: self.try_depth });
                 let r = self.sub_stmt(&w.body);
                 let ctx = self.loops.pop();
                 r?;
-                self.emit(Op::Jump { target: Target(start) }, w.span);
+                let bottom = self.here();
+                let to = if self.copy_test(start, test_end) {
+                    self.emit(Op::JumpIfTrue { cond: Src(c), target: Target(body) }, w.test.span());
+                    bottom
+                } else {
+                    self.emit(Op::Jump { target: Target(start) }, w.span);
+                    start
+                };
                 self.patch_here(jf);
                 if let Some(ctx) = ctx {
                     for b in ctx.breaks {
                         self.patch_here(b);
+                    }
+                    for j in ctx.continues {
+                        self.patch(j, to);
                     }
                 }
                 Ok(())
@@ -842,13 +930,16 @@ impl<'o> Lowerer<'o> {
                 if c.label.is_some() {
                     return fail(span, "labels are not supported in AJS; use a flag variable with `continue`");
                 }
-                let Some((depth, start)) = self.loops.last().map(|l| (l.try_depth, l.start)) else {
+                let Some(depth) = self.loops.last().map(|l| l.try_depth) else {
                     return fail(span, "`continue` outside a `while` loop");
                 };
                 for _ in depth..self.try_depth {
                     self.emit(Op::TryExit {}, span);
                 }
-                self.emit(Op::Jump { target: Target(start) }, span);
+                let j = self.emit_jump(Op::Jump { target: Target(0) }, span);
+                if let Some(l) = self.loops.last_mut() {
+                    l.continues.push(j);
+                }
                 Ok(())
             }
             Statement::ReturnStatement(r) if !self.callbacks.is_empty() => {
@@ -2154,6 +2245,40 @@ pub(crate) fn js_number_to_string(v: f64) -> String {
         s.push_str(&(n - 1).abs().to_string());
     }
     s
+}
+
+/// `op` with its right operand named as the constant it is (`Sub r, a, <const k>` becomes
+/// `SubK r, a, k`), when `op` is an arithmetic or comparison operator and `const_of` says its
+/// right operand register holds a constant.
+fn with_const_operand(op: Op, const_of: &dyn Fn(u16) -> Option<u16>) -> Option<Op> {
+    let (dst, a, b) = match op {
+        Op::Add { dst, a, b }
+        | Op::Sub { dst, a, b }
+        | Op::Mul { dst, a, b }
+        | Op::Div { dst, a, b }
+        | Op::Mod { dst, a, b }
+        | Op::Lt { dst, a, b }
+        | Op::Le { dst, a, b }
+        | Op::Gt { dst, a, b }
+        | Op::Ge { dst, a, b }
+        | Op::StrictEq { dst, a, b }
+        | Op::StrictNe { dst, a, b } => (dst, a, b),
+        _ => return None,
+    };
+    let k = Const(const_of(b.0)?);
+    Some(match op {
+        Op::Add { .. } => Op::AddK { dst, a, k },
+        Op::Sub { .. } => Op::SubK { dst, a, k },
+        Op::Mul { .. } => Op::MulK { dst, a, k },
+        Op::Div { .. } => Op::DivK { dst, a, k },
+        Op::Mod { .. } => Op::ModK { dst, a, k },
+        Op::Lt { .. } => Op::LtK { dst, a, k },
+        Op::Le { .. } => Op::LeK { dst, a, k },
+        Op::Gt { .. } => Op::GtK { dst, a, k },
+        Op::Ge { .. } => Op::GeK { dst, a, k },
+        Op::StrictEq { .. } => Op::StrictEqK { dst, a, k },
+        _ => Op::StrictNeK { dst, a, k },
+    })
 }
 
 #[cfg(test)]

@@ -144,35 +144,64 @@ fn0 <eval>(a, b) regs=3 (entry)
 }
 
 #[test]
-fn while_loop_costs_four_instructions_per_iteration() {
+fn while_loop_costs_three_instructions_per_iteration() {
     let p = ok(
         Mode::Eval,
         "let i = 0\nwhile (i < 1000) { i = i + 1 }\nreturn i",
         &[],
     );
     let code = &p.functions[0].code;
-    // the loop: Charge, Lt, JumpIfFalse | Charge, Add, Jump
-    let lt = code
+    // the test once at the top (Charge, LtK, JumpIfFalse), then each iteration is one block:
+    // Charge, AddK, LtK, JumpIfTrue back to the block's head
+    let back = code
         .iter()
-        .position(|o| matches!(o, Op::Lt { .. }))
+        .rposition(|o| matches!(o, Op::JumpIfTrue { .. }))
         .unwrap();
-    let jump_back = code
+    let Op::JumpIfTrue { target, .. } = code[back] else {
+        unreachable!()
+    };
+    let head = target.0 as usize;
+    assert!(
+        matches!(code[head], Op::Charge { amount } if amount.0 == 300),
+        "{}",
+        p.disassemble()
+    );
+    let body: Vec<_> = code[head + 1..=back].iter().collect();
+    assert!(
+        matches!(
+            body[..],
+            [Op::AddK { .. }, Op::LtK { .. }, Op::JumpIfTrue { .. }]
+        ),
+        "{}",
+        p.disassemble()
+    );
+    // nothing else jumps into the loop
+    assert!(!code[head + 1..=back]
         .iter()
-        .rposition(|o| matches!(o, Op::Jump { .. }))
-        .unwrap();
-    let body: Vec<_> = code[lt..=jump_back]
-        .iter()
-        .filter(|o| !matches!(o, Op::Charge { .. }))
-        .collect();
-    assert_eq!(body.len(), 4, "{}", p.disassemble());
-    let fuel: u32 = code[lt - 1..=jump_back]
-        .iter()
-        .map(|o| match o {
-            Op::Charge { amount } => amount.0,
-            _ => 0,
-        })
-        .sum();
-    assert_eq!(fuel, 400);
+        .any(|o| matches!(o, Op::Charge { .. })));
+}
+
+#[test]
+fn constants_named_by_the_instruction_are_not_loaded_at_entry() {
+    let p = ok(
+        Mode::Agent,
+        "function fib(n) {\n  if (n < 2) { return n }\n  return fib(n - 1) + fib(n - 2)\n}\nfunction main() {\n  return fib(5)\n}",
+        &[],
+    );
+    let fib = &p.functions[0];
+    assert!(
+        !fib.code.iter().any(|o| matches!(o, Op::LoadConst { .. })),
+        "{}",
+        p.disassemble()
+    );
+    assert!(fib.code.iter().any(|o| matches!(o, Op::LtK { .. })));
+    assert_eq!(
+        fib.code
+            .iter()
+            .filter(|o| matches!(o, Op::SubK { .. }))
+            .count(),
+        2
+    );
 }
 
 #[test]

@@ -265,6 +265,22 @@ pub enum HostArg<'a> {
 /// ([`Vm::release`]); a run that grew past them is not worth keeping.
 const KEEP_CAPACITY: usize = 4096;
 
+/// The binary operators with a register or a constant right operand (`Add` / `AddK`, …).
+#[derive(Clone, Copy)]
+enum Bin {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    StrictEq,
+    StrictNe,
+}
+
 impl Vm {
     /// Prepares a run of the program's entry function with `args` (one per entry parameter,
     /// missing ones are `undefined`), copied into the guest heap.
@@ -734,36 +750,62 @@ fn fault_to_error(f: Fault) -> RunError {
 impl Vm {
     #[inline(never)]
     fn exec<const SLOW: bool>(&mut self, slice_left: &mut u64) -> OpResult<Exit> {
-        #[cfg(feature = "unmetered")]
-        let _ = slice_left;
         let prog = self.program.clone();
-        {
-            let Some(&Frame { func, pc, base, .. }) = self.frames.last() else {
-                return Ok(Exit::Done(Value::Undefined));
+        let Some(&Frame { func, pc, base, .. }) = self.frames.last() else {
+            return Ok(Exit::Done(Value::Undefined));
+        };
+        // the running frame, kept in locals (`Call` and `Return` switch them)
+        let mut code = &prog.functions[func as usize].code[..];
+        let mut base = base as usize;
+        let mut pc = pc as usize;
+        macro_rules! save_pc {
+            () => {
+                if let Some(f) = self.frames.last_mut() {
+                    f.pc = pc as u32;
+                }
             };
-            // the running frame, kept in locals (`Call` and `Return` switch them)
-            let mut code = &prog.functions[func as usize].code[..];
-            let mut base = base as usize;
-            let mut pc = pc as usize;
-            macro_rules! save_pc {
-                () => {
-                    if let Some(f) = self.frames.last_mut() {
-                        f.pc = pc as u32;
+        }
+        macro_rules! r {
+            ($x:expr) => {
+                self.regs[base + $x.0 as usize]
+            };
+        }
+        macro_rules! k {
+            ($k:expr) => {
+                self.consts[$k.0 as usize]
+            };
+        }
+        // `pc` is a block head, its `Charge`: pays it here, saving a dispatch, unless the
+        // run may stop there (the slice is spent or the fuel too low: the `Charge` then runs as
+        // an instruction and stops the run at its own pc). Not when tracing (every instruction
+        // is traced).
+        macro_rules! enter_block {
+            () => {
+                #[cfg(not(feature = "unmetered"))]
+                if !SLOW {
+                    if let Some(&Op::Charge { amount }) = code.get(pc) {
+                        let amount = amount.0 as u64;
+                        if *slice_left != 0 && amount <= self.fuel_left {
+                            self.fuel_left -= amount;
+                            *slice_left = slice_left.saturating_sub(amount.max(1));
+                            pc += 1;
+                        }
                     }
-                };
-            }
-            macro_rules! r {
-                ($x:expr) => {
-                    self.regs[base + $x.0 as usize]
-                };
-            }
+                }
+                #[cfg(feature = "unmetered")]
+                if let Some(&Op::Charge { .. }) = code.get(pc) {
+                    pc += 1;
+                }
+            };
+        }
+        let result: OpResult<Exit> = 'run: loop {
             macro_rules! tryop {
                 ($e:expr) => {
                     match $e {
                         Ok(v) => v,
                         Err(f) => {
                             save_pc!();
-                            return Err(f);
+                            break 'run Err(f);
                         }
                     }
                 };
@@ -773,296 +815,345 @@ impl Vm {
             macro_rules! other {
                 () => {{
                     save_pc!();
-                    self.exec_other(code[pc], base)?;
+                    if let Err(f) = self.exec_other(code[pc], base) {
+                        break 'run Err(f);
+                    }
                 }};
             }
+            // When the instruction after a comparison branches on its result (a loop or `if`
+            // test), the branch is taken here too: the same two steps, one dispatch. The branch
+            // is not a block head (the verifier puts a `Charge` at every head), so it is paid for.
+            macro_rules! branch_on {
+                ($dst:expr, $t:expr) => {
+                    if !SLOW {
+                        match code.get(pc + 1) {
+                            Some(&Op::JumpIfFalse { cond, target }) if cond.0 == $dst.0 => {
+                                pc = if $t { pc + 2 } else { target.0 as usize };
+                                enter_block!();
+                                continue;
+                            }
+                            Some(&Op::JumpIfTrue { cond, target }) if cond.0 == $dst.0 => {
+                                pc = if $t { target.0 as usize } else { pc + 2 };
+                                enter_block!();
+                                continue;
+                            }
+                            _ => {}
+                        }
+                    }
+                };
+            }
             macro_rules! num_op {
-                ($dst:expr, $a:expr, $b:expr, |$x:ident, $y:ident| $e:expr) => {
-                    match (r!($a), r!($b)) {
-                        (Value::Num($x), Value::Num($y)) => r!($dst) = $e,
+                ($dst:expr, $x:expr, $y:expr, |$a:ident, $b:ident| $e:expr) => {
+                    match ($x, $y) {
+                        (Value::Num($a), Value::Num($b)) => r!($dst) = Value::Num($e),
                         _ => other!(),
                     }
                 };
             }
-            // A comparison of numbers; when the next instruction branches on its result (a loop
-            // or `if` test), the branch is taken here too: the same two steps, one dispatch.
             macro_rules! cmp_op {
-                ($dst:expr, $a:expr, $b:expr, |$x:ident, $y:ident| $e:expr) => {
-                    match (r!($a), r!($b)) {
-                        (Value::Num($x), Value::Num($y)) => {
+                ($dst:expr, $x:expr, $y:expr, |$a:ident, $b:ident| $e:expr) => {
+                    match ($x, $y) {
+                        (Value::Num($a), Value::Num($b)) => {
                             let t = $e;
                             r!($dst) = Value::Bool(t);
-                            if !SLOW {
-                                if let Some(&Op::JumpIfFalse { cond, target }) = code.get(pc + 1) {
-                                    if cond.0 == $dst.0 {
-                                        pc = if t { pc + 2 } else { target.0 as usize };
-                                        continue;
-                                    }
-                                }
-                            }
+                            branch_on!($dst, t);
                         }
                         _ => other!(),
                     }
                 };
             }
-            loop {
-                let op = code[pc];
-                if SLOW {
-                    if self.blocks_on_pending(&op, base) {
-                        save_pc!();
-                        return Ok(Exit::Blocked);
-                    }
-                    // a `ParEnd` still waiting for its calls is traced once, when it completes
-                    if self.trace.is_some()
-                        && !(matches!(op, Op::ParEnd { .. }) && self.par_waiting())
-                    {
-                        let func = self.frames.last().map_or(0, |f| f.func as usize);
-                        let pos = prog.span(func, pc);
-                        self.trace_step(op.name(), pos);
-                    }
+            let op = code[pc];
+            if SLOW {
+                let blocked = self.blocks_on_pending(&op, base);
+                // a `ParEnd` still waiting for its calls is traced once, when it completes
+                if !blocked
+                    && self.trace.is_some()
+                    && !(matches!(op, Op::ParEnd { .. }) && self.par_waiting())
+                {
+                    let func = self.frames.last().map_or(0, |f| f.func as usize);
+                    let pos = prog.span(func, pc);
+                    self.trace_step(op.name(), pos);
                 }
-                match op {
-                    #[cfg(feature = "unmetered")]
-                    Op::Charge { .. } => {}
-                    #[cfg(not(feature = "unmetered"))]
-                    Op::Charge { amount } => {
-                        let amount = amount.0 as u64;
-                        if *slice_left == 0 {
-                            save_pc!();
-                            return Ok(Exit::Yield);
-                        }
-                        if amount > self.fuel_left {
-                            self.fuel_left = 0;
-                            save_pc!();
-                            return Err(Fault::Fatal(RunError::out_of_fuel()));
-                        }
-                        self.fuel_left -= amount;
-                        *slice_left = slice_left.saturating_sub(amount.max(1));
+                if blocked {
+                    save_pc!();
+                    break 'run Ok(Exit::Blocked);
+                }
+            }
+            match op {
+                #[cfg(feature = "unmetered")]
+                Op::Charge { .. } => {}
+                #[cfg(not(feature = "unmetered"))]
+                Op::Charge { amount } => {
+                    let amount = amount.0 as u64;
+                    if *slice_left == 0 {
+                        save_pc!();
+                        break 'run Ok(Exit::Yield);
                     }
-                    Op::Move { dst, src } => r!(dst) = r!(src),
-                    Op::LoadConst { dst, k } => r!(dst) = self.consts[k.0 as usize],
-                    Op::LoadUndef { dst } => r!(dst) = Value::Undefined,
-                    Op::LoadNull { dst } => r!(dst) = Value::Null,
-                    Op::LoadTrue { dst } => r!(dst) = Value::Bool(true),
-                    Op::LoadFalse { dst } => r!(dst) = Value::Bool(false),
-                    Op::Add { dst, a, b } => num_op!(dst, a, b, |x, y| Value::Num(x + y)),
-                    Op::Sub { dst, a, b } => num_op!(dst, a, b, |x, y| Value::Num(x - y)),
-                    Op::Mul { dst, a, b } => num_op!(dst, a, b, |x, y| Value::Num(x * y)),
-                    Op::Div { dst, a, b } => num_op!(dst, a, b, |x, y| Value::Num(x / y)),
-                    Op::Mod { dst, a, b } => {
-                        num_op!(dst, a, b, |x, y| Value::Num(js_rem(x, y)))
+                    if amount > self.fuel_left {
+                        self.fuel_left = 0;
+                        save_pc!();
+                        break 'run Err(Fault::Fatal(RunError::out_of_fuel()));
                     }
-                    Op::Lt { dst, a, b } => cmp_op!(dst, a, b, |x, y| x < y),
-                    Op::Le { dst, a, b } => cmp_op!(dst, a, b, |x, y| x <= y),
-                    Op::Gt { dst, a, b } => cmp_op!(dst, a, b, |x, y| x > y),
-                    Op::Ge { dst, a, b } => cmp_op!(dst, a, b, |x, y| x >= y),
-                    Op::StrictEq { dst, a, b } => cmp_op!(dst, a, b, |x, y| x == y),
-                    Op::StrictNe { dst, a, b } => cmp_op!(dst, a, b, |x, y| x != y),
-                    Op::Jump { target } => {
+                    self.fuel_left -= amount;
+                    *slice_left = slice_left.saturating_sub(amount.max(1));
+                }
+                Op::Move { dst, src } => r!(dst) = r!(src),
+                Op::LoadConst { dst, k } => r!(dst) = k!(k),
+                Op::LoadUndef { dst } => r!(dst) = Value::Undefined,
+                Op::LoadNull { dst } => r!(dst) = Value::Null,
+                Op::LoadTrue { dst } => r!(dst) = Value::Bool(true),
+                Op::LoadFalse { dst } => r!(dst) = Value::Bool(false),
+                Op::Add { dst, a, b } => num_op!(dst, r!(a), r!(b), |x, y| x + y),
+                Op::Sub { dst, a, b } => num_op!(dst, r!(a), r!(b), |x, y| x - y),
+                Op::Mul { dst, a, b } => num_op!(dst, r!(a), r!(b), |x, y| x * y),
+                Op::Div { dst, a, b } => num_op!(dst, r!(a), r!(b), |x, y| x / y),
+                Op::Mod { dst, a, b } => num_op!(dst, r!(a), r!(b), |x, y| js_rem(x, y)),
+                Op::AddK { dst, a, k } => num_op!(dst, r!(a), k!(k), |x, y| x + y),
+                Op::SubK { dst, a, k } => num_op!(dst, r!(a), k!(k), |x, y| x - y),
+                Op::MulK { dst, a, k } => num_op!(dst, r!(a), k!(k), |x, y| x * y),
+                Op::DivK { dst, a, k } => num_op!(dst, r!(a), k!(k), |x, y| x / y),
+                Op::ModK { dst, a, k } => num_op!(dst, r!(a), k!(k), |x, y| js_rem(x, y)),
+                Op::Lt { dst, a, b } => cmp_op!(dst, r!(a), r!(b), |x, y| x < y),
+                Op::Le { dst, a, b } => cmp_op!(dst, r!(a), r!(b), |x, y| x <= y),
+                Op::Gt { dst, a, b } => cmp_op!(dst, r!(a), r!(b), |x, y| x > y),
+                Op::Ge { dst, a, b } => cmp_op!(dst, r!(a), r!(b), |x, y| x >= y),
+                Op::StrictEq { dst, a, b } => cmp_op!(dst, r!(a), r!(b), |x, y| x == y),
+                Op::StrictNe { dst, a, b } => cmp_op!(dst, r!(a), r!(b), |x, y| x != y),
+                Op::LtK { dst, a, k } => cmp_op!(dst, r!(a), k!(k), |x, y| x < y),
+                Op::LeK { dst, a, k } => cmp_op!(dst, r!(a), k!(k), |x, y| x <= y),
+                Op::GtK { dst, a, k } => cmp_op!(dst, r!(a), k!(k), |x, y| x > y),
+                Op::GeK { dst, a, k } => cmp_op!(dst, r!(a), k!(k), |x, y| x >= y),
+                Op::StrictEqK { dst, a, k } => cmp_op!(dst, r!(a), k!(k), |x, y| x == y),
+                Op::StrictNeK { dst, a, k } => cmp_op!(dst, r!(a), k!(k), |x, y| x != y),
+                Op::Jump { target } => {
+                    pc = target.0 as usize;
+                    enter_block!();
+                    continue;
+                }
+                Op::JumpIfTrue { cond, target } => {
+                    let t = match r!(cond) {
+                        Value::Bool(t) => t,
+                        v => self.truthy(v),
+                    };
+                    if t {
                         pc = target.0 as usize;
                         continue;
                     }
-                    Op::JumpIfTrue { cond, target } => {
-                        let t = match r!(cond) {
-                            Value::Bool(t) => t,
-                            v => self.truthy(v),
-                        };
-                        if t {
-                            pc = target.0 as usize;
-                            continue;
-                        }
-                    }
-                    Op::JumpIfFalse { cond, target } => {
-                        let t = match r!(cond) {
-                            Value::Bool(t) => t,
-                            v => self.truthy(v),
-                        };
-                        if !t {
-                            pc = target.0 as usize;
-                            continue;
-                        }
-                    }
-                    Op::JumpIfNullish { src, target } => {
-                        if matches!(r!(src), Value::Null | Value::Undefined) {
-                            pc = target.0 as usize;
-                            continue;
-                        }
-                    }
-                    Op::JumpIfNotNullish { src, target } => {
-                        if !matches!(r!(src), Value::Null | Value::Undefined) {
-                            pc = target.0 as usize;
-                            continue;
-                        }
-                    }
-                    Op::Return { src } => {
-                        let v = r!(src);
-                        let depth = self.frames.len() as u32 - 1;
-                        while self.tries.last().is_some_and(|t| t.frame >= depth) {
-                            self.tries.pop();
-                        }
-                        if !self.batches.is_empty() {
-                            self.par_return(depth);
-                        }
-                        if SLOW && self.frames.len() == 1 && !self.deferred.is_empty() {
-                            // the run would end with deferred calls never settled
-                            save_pc!();
-                            return Ok(Exit::Blocked);
-                        }
-                        let Some(done) = self.frames.pop() else {
-                            return Ok(Exit::Done(v));
-                        };
-                        if self.frames.is_empty() {
-                            self.frames.push(done);
-                            return Ok(Exit::Done(v));
-                        }
-                        self.regs.truncate(done.base as usize);
-                        self.regs[done.ret as usize] = v;
-                        if let Some(&caller) = self.frames.last() {
-                            code = &prog.functions[caller.func as usize].code[..];
-                            base = caller.base as usize;
-                            pc = caller.pc as usize;
-                        }
+                }
+                Op::JumpIfFalse { cond, target } => {
+                    let t = match r!(cond) {
+                        Value::Bool(t) => t,
+                        v => self.truthy(v),
+                    };
+                    if !t {
+                        pc = target.0 as usize;
                         continue;
                     }
-                    Op::GetIndex { dst, obj, key } => {
-                        // an array element by a number in range: the common case, inline
-                        if let (Value::Arr(g), Value::Num(n)) = (r!(obj), r!(key)) {
-                            if let Cell::Arr(items) = self.heap.get(g) {
-                                let i = n as usize;
-                                if i as f64 == n {
-                                    if let Some(&v) = items.get(i) {
-                                        r!(dst) = v;
-                                        pc += 1;
-                                        continue;
-                                    }
+                }
+                Op::JumpIfNullish { src, target } => {
+                    if matches!(r!(src), Value::Null | Value::Undefined) {
+                        pc = target.0 as usize;
+                        continue;
+                    }
+                }
+                Op::JumpIfNotNullish { src, target } => {
+                    if !matches!(r!(src), Value::Null | Value::Undefined) {
+                        pc = target.0 as usize;
+                        continue;
+                    }
+                }
+                Op::Return { src } => {
+                    let v = r!(src);
+                    let n = self.frames.len();
+                    // the common case: back to a caller, no handler or batch open anywhere
+                    if n >= 2 && self.tries.is_empty() && self.batches.is_empty() {
+                        let (done, caller) = (self.frames[n - 1], self.frames[n - 2]);
+                        self.frames.truncate(n - 1);
+                        self.regs.truncate(done.base as usize);
+                        self.regs[done.ret as usize] = v;
+                        code = &prog.functions[caller.func as usize].code[..];
+                        base = caller.base as usize;
+                        pc = caller.pc as usize;
+                        continue;
+                    }
+                    let depth = n.saturating_sub(1);
+                    while self.tries.last().is_some_and(|t| t.frame as usize >= depth) {
+                        self.tries.pop();
+                    }
+                    if !self.batches.is_empty() {
+                        self.par_return(depth as u32);
+                    }
+                    if depth == 0 {
+                        if SLOW && !self.deferred.is_empty() {
+                            // the run would end with deferred calls never settled
+                            save_pc!();
+                            break 'run Ok(Exit::Blocked);
+                        }
+                        break 'run Ok(Exit::Done(v));
+                    }
+                    let Some(done) = self.frames.pop() else {
+                        break 'run Ok(Exit::Done(v));
+                    };
+                    self.regs.truncate(done.base as usize);
+                    self.regs[done.ret as usize] = v;
+                    if let Some(&caller) = self.frames.last() {
+                        code = &prog.functions[caller.func as usize].code[..];
+                        base = caller.base as usize;
+                        pc = caller.pc as usize;
+                    }
+                    continue;
+                }
+                Op::GetIndex { dst, obj, key } => {
+                    // an array element by a number in range: the common case, inline
+                    if let (Value::Arr(g), Value::Num(n)) = (r!(obj), r!(key)) {
+                        if let Cell::Arr(items) = self.heap.get(g) {
+                            let i = n as usize;
+                            if i as f64 == n {
+                                if let Some(&v) = items.get(i) {
+                                    r!(dst) = v;
+                                    pc += 1;
+                                    continue;
                                 }
                             }
                         }
-                        other!()
                     }
-                    Op::ArrayLen { dst, arr, .. } => match r!(arr) {
+                    other!()
+                }
+                Op::ArrayLen { dst, arr, .. } => match r!(arr) {
+                    Value::Arr(g) => {
+                        let n = match self.heap.get(g) {
+                            Cell::Arr(a) => a.len(),
+                            _ => 0,
+                        };
+                        r!(dst) = Value::Num(n as f64);
+                    }
+                    _ => other!(),
+                },
+                Op::CallNative {
+                    dst,
+                    native,
+                    base: b,
+                    argc: Count(2),
+                } if native.0 == NativeId::Push as u16 => {
+                    // `arr.push(x)`: the common case, inline (charged as the native does)
+                    let start = base + b.0 as usize;
+                    match self.regs[start] {
                         Value::Arr(g) => {
-                            let n = match self.heap.get(g) {
-                                Cell::Arr(a) => a.len(),
-                                _ => 0,
-                            };
-                            r!(dst) = Value::Num(n as f64);
+                            let x = self.regs[start + 1];
+                            tryop!(self.charge(MILLI_PER_ELEMENT));
+                            tryop!(self.reserve(8, &[x]));
+                            self.heap.grow(8);
+                            if let Some(Cell::Arr(items)) = self.heap.get_mut(g) {
+                                items.push(x);
+                                r!(dst) = Value::Num(items.len() as f64);
+                            }
                         }
                         _ => other!(),
-                    },
-                    Op::CallNative {
-                        dst,
-                        native,
-                        base: b,
-                        argc: Count(2),
-                    } if native.0 == NativeId::Push as u16 => {
-                        // `arr.push(x)`: the common case, inline (charged as the native does)
-                        let start = base + b.0 as usize;
-                        match self.regs[start] {
-                            Value::Arr(g) => {
-                                let x = self.regs[start + 1];
-                                tryop!(self.charge(MILLI_PER_ELEMENT));
-                                tryop!(self.reserve(8, &[x]));
-                                self.heap.grow(8);
-                                if let Some(Cell::Arr(items)) = self.heap.get_mut(g) {
-                                    items.push(x);
-                                    r!(dst) = Value::Num(items.len() as f64);
-                                }
-                            }
-                            _ => other!(),
-                        }
                     }
-                    Op::Call {
-                        dst,
-                        func: callee,
-                        base: b,
-                        argc,
-                    } => {
-                        if self.frames.len() >= self.max_call_depth {
-                            save_pc!();
-                            let name = &prog.functions[callee.0 as usize].name;
-                            return Err(Fault::Fatal(RunError::new(
-                                ErrorKind::CallDepth,
-                                format!("Maximum helper call depth ({}) exceeded — likely infinite recursion in '{name}'", self.max_call_depth),
-                            )));
-                        }
-                        let f = &prog.functions[callee.0 as usize];
-                        let new_base = self.regs.len();
-                        let start = base + b.0 as usize;
-                        let (argc, nregs) = (argc.0 as usize, f.nregs as usize);
-                        // the callee's window: its arguments, then `undefined` (the verifier
-                        // checked argc == params <= nregs)
+                }
+                Op::Call {
+                    dst,
+                    func: callee,
+                    base: b,
+                    argc,
+                } => {
+                    if self.frames.len() >= self.max_call_depth {
+                        save_pc!();
+                        let name = &prog.functions[callee.0 as usize].name;
+                        break 'run Err(Fault::Fatal(RunError::new(
+                            ErrorKind::CallDepth,
+                            format!("Maximum helper call depth ({}) exceeded — likely infinite recursion in '{name}'", self.max_call_depth),
+                        )));
+                    }
+                    let f = &prog.functions[callee.0 as usize];
+                    let new_base = self.regs.len();
+                    let start = base + b.0 as usize;
+                    // the callee's window: its arguments, then `undefined` (the verifier
+                    // checked argc == params <= nregs)
+                    let (argc, nregs) = (argc.0 as usize, f.nregs as usize);
+                    if nregs <= 8 {
+                        // a fixed-size copy (no call), then the window's own length
+                        self.regs.extend_from_slice(&UNDEFINED[..8]);
+                        self.regs.truncate(new_base + nregs);
+                    } else {
                         match UNDEFINED.get(..nregs) {
                             Some(fill) => self.regs.extend_from_slice(fill),
                             None => self.regs.resize(new_base + nregs, Value::Undefined),
                         }
-                        let (callers, window) = self.regs.split_at_mut(new_base);
-                        for (d, s) in window[..argc].iter_mut().zip(&callers[start..start + argc]) {
-                            *d = *s;
+                    }
+                    if argc == 1 {
+                        self.regs[new_base] = self.regs[start];
+                    } else {
+                        for i in 0..argc {
+                            self.regs[new_base + i] = self.regs[start + i];
                         }
-                        pc += 1;
-                        save_pc!();
-                        self.frames.push(Frame {
-                            func: callee.0,
-                            pc: 0,
-                            base: new_base as u32,
-                            ret: (base + dst.0 as usize) as u32,
-                        });
-                        code = &f.code[..];
-                        base = new_base;
-                        pc = 0;
-                        continue;
                     }
-                    Op::CallAtom { dst, atom, arg } => {
-                        tryop!(self.take_atom(atom.0 as usize));
-                        let input = r!(arg);
-                        pc += 1;
-                        save_pc!();
-                        return Ok(Exit::Host(atom.0, input, (base + dst.0 as usize) as u32));
-                    }
-                    Op::ParEnd { dst, settled } => match tryop!(self.par_end(settled.0 != 0)) {
-                        Some(v) => r!(dst) = v,
-                        None => {
-                            save_pc!();
-                            return Ok(Exit::Blocked);
-                        }
-                    },
-                    Op::Throw { src } => {
-                        let v = r!(src);
-                        let msg = self.message_of(v);
-                        save_pc!();
-                        return Err(Fault::Guest(msg));
-                    }
-                    Op::Pow { .. }
-                    | Op::Eq { .. }
-                    | Op::Ne { .. }
-                    | Op::Neg { .. }
-                    | Op::Pos { .. }
-                    | Op::Not { .. }
-                    | Op::TypeOf { .. }
-                    | Op::Concat { .. }
-                    | Op::NewArray { .. }
-                    | Op::ArrayAppend { .. }
-                    | Op::NewObject { .. }
-                    | Op::InitProp { .. }
-                    | Op::GetProp { .. }
-                    | Op::ArrayExtend { .. }
-                    | Op::ObjectAssign { .. }
-                    | Op::InitIndex { .. }
-                    | Op::Destructurable { .. }
-                    | Op::ObjectRest { .. }
-                    | Op::CallNativeArray { .. }
-                    | Op::CallNative { .. }
-                    | Op::ParBegin {}
-                    | Op::ParCall { .. }
-                    | Op::ParValue { .. }
-                    | Op::TryEnter { .. }
-                    | Op::TryExit {}
-                    | Op::Catch { .. } => other!(),
+                    pc += 1;
+                    save_pc!();
+                    self.frames.push(Frame {
+                        func: callee.0,
+                        pc: 0,
+                        base: new_base as u32,
+                        ret: (base + dst.0 as usize) as u32,
+                    });
+                    code = &f.code[..];
+                    base = new_base;
+                    pc = 0;
+                    enter_block!();
+                    continue;
                 }
-                pc += 1;
+                Op::CallAtom { dst, atom, arg } => {
+                    tryop!(self.take_atom(atom.0 as usize));
+                    let input = r!(arg);
+                    pc += 1;
+                    save_pc!();
+                    break 'run Ok(Exit::Host(atom.0, input, (base + dst.0 as usize) as u32));
+                }
+                Op::ParEnd { dst, settled } => match tryop!(self.par_end(settled.0 != 0)) {
+                    Some(v) => r!(dst) = v,
+                    None => {
+                        save_pc!();
+                        break 'run Ok(Exit::Blocked);
+                    }
+                },
+                Op::Throw { src } => {
+                    let v = r!(src);
+                    let msg = self.message_of(v);
+                    save_pc!();
+                    break 'run Err(Fault::Guest(msg));
+                }
+                Op::Pow { .. }
+                | Op::Eq { .. }
+                | Op::Ne { .. }
+                | Op::Neg { .. }
+                | Op::Pos { .. }
+                | Op::Not { .. }
+                | Op::TypeOf { .. }
+                | Op::Concat { .. }
+                | Op::NewArray { .. }
+                | Op::ArrayAppend { .. }
+                | Op::NewObject { .. }
+                | Op::InitProp { .. }
+                | Op::GetProp { .. }
+                | Op::ArrayExtend { .. }
+                | Op::ObjectAssign { .. }
+                | Op::InitIndex { .. }
+                | Op::Destructurable { .. }
+                | Op::ObjectRest { .. }
+                | Op::CallNativeArray { .. }
+                | Op::CallNative { .. }
+                | Op::ParBegin {}
+                | Op::ParCall { .. }
+                | Op::ParValue { .. }
+                | Op::TryEnter { .. }
+                | Op::TryExit {}
+                | Op::Catch { .. } => other!(),
             }
-        }
+            pc += 1;
+        };
+        #[cfg(feature = "unmetered")]
+        let _ = slice_left;
+        result
     }
 
     /// The instructions `exec` does not handle inline: those that never change control flow
@@ -1079,54 +1170,40 @@ impl Vm {
                 base + $b.0 as usize..base + $b.0 as usize + $n as usize
             };
         }
+        macro_rules! k {
+            ($k:expr) => {
+                self.consts[$k.0 as usize]
+            };
+        }
         match op {
-            Op::Add { dst, a, b } => {
-                let (x, y) = (r!(a), r!(b));
-                r!(dst) = match (x, y) {
-                    (Value::Num(x), Value::Num(y)) => Value::Num(x + y),
-                    _ => self.add_slow(x, y)?,
-                };
-            }
-            Op::Sub { dst, a, b } => {
-                let (x, y) = self.num_pair(r!(a), r!(b), "-")?;
-                r!(dst) = Value::Num(x - y);
-            }
-            Op::Mul { dst, a, b } => {
-                let (x, y) = self.num_pair(r!(a), r!(b), "*")?;
-                r!(dst) = Value::Num(x * y);
-            }
-            Op::Div { dst, a, b } => {
-                let (x, y) = self.num_pair(r!(a), r!(b), "/")?;
-                r!(dst) = Value::Num(x / y);
-            }
-            Op::Mod { dst, a, b } => {
-                let (x, y) = self.num_pair(r!(a), r!(b), "%")?;
-                r!(dst) = Value::Num(js_rem(x, y));
-            }
+            Op::Add { dst, a, b } => r!(dst) = self.binary(Bin::Add, r!(a), r!(b))?,
+            Op::Sub { dst, a, b } => r!(dst) = self.binary(Bin::Sub, r!(a), r!(b))?,
+            Op::Mul { dst, a, b } => r!(dst) = self.binary(Bin::Mul, r!(a), r!(b))?,
+            Op::Div { dst, a, b } => r!(dst) = self.binary(Bin::Div, r!(a), r!(b))?,
+            Op::Mod { dst, a, b } => r!(dst) = self.binary(Bin::Mod, r!(a), r!(b))?,
+            Op::Lt { dst, a, b } => r!(dst) = self.binary(Bin::Lt, r!(a), r!(b))?,
+            Op::Le { dst, a, b } => r!(dst) = self.binary(Bin::Le, r!(a), r!(b))?,
+            Op::Gt { dst, a, b } => r!(dst) = self.binary(Bin::Gt, r!(a), r!(b))?,
+            Op::Ge { dst, a, b } => r!(dst) = self.binary(Bin::Ge, r!(a), r!(b))?,
+            Op::StrictEq { dst, a, b } => r!(dst) = self.binary(Bin::StrictEq, r!(a), r!(b))?,
+            Op::StrictNe { dst, a, b } => r!(dst) = self.binary(Bin::StrictNe, r!(a), r!(b))?,
+            Op::AddK { dst, a, k } => r!(dst) = self.binary(Bin::Add, r!(a), k!(k))?,
+            Op::SubK { dst, a, k } => r!(dst) = self.binary(Bin::Sub, r!(a), k!(k))?,
+            Op::MulK { dst, a, k } => r!(dst) = self.binary(Bin::Mul, r!(a), k!(k))?,
+            Op::DivK { dst, a, k } => r!(dst) = self.binary(Bin::Div, r!(a), k!(k))?,
+            Op::ModK { dst, a, k } => r!(dst) = self.binary(Bin::Mod, r!(a), k!(k))?,
+            Op::LtK { dst, a, k } => r!(dst) = self.binary(Bin::Lt, r!(a), k!(k))?,
+            Op::LeK { dst, a, k } => r!(dst) = self.binary(Bin::Le, r!(a), k!(k))?,
+            Op::GtK { dst, a, k } => r!(dst) = self.binary(Bin::Gt, r!(a), k!(k))?,
+            Op::GeK { dst, a, k } => r!(dst) = self.binary(Bin::Ge, r!(a), k!(k))?,
+            Op::StrictEqK { dst, a, k } => r!(dst) = self.binary(Bin::StrictEq, r!(a), k!(k))?,
+            Op::StrictNeK { dst, a, k } => r!(dst) = self.binary(Bin::StrictNe, r!(a), k!(k))?,
             Op::Pow { dst, a, b } => {
                 let (x, y) = self.num_pair(r!(a), r!(b), "**")?;
                 r!(dst) = Value::Num(js_pow(x, y));
             }
             Op::Eq { dst, a, b } => r!(dst) = Value::Bool(self.loose_eq(r!(a), r!(b))),
             Op::Ne { dst, a, b } => r!(dst) = Value::Bool(!self.loose_eq(r!(a), r!(b))),
-            Op::StrictEq { dst, a, b } => r!(dst) = Value::Bool(self.strict_eq(r!(a), r!(b))),
-            Op::StrictNe { dst, a, b } => r!(dst) = Value::Bool(!self.strict_eq(r!(a), r!(b))),
-            Op::Lt { dst, a, b } => {
-                let o = self.compare(r!(a), r!(b), "<")?;
-                r!(dst) = Value::Bool(o.is_some_and(|o| o.is_lt()));
-            }
-            Op::Le { dst, a, b } => {
-                let o = self.compare(r!(a), r!(b), "<=")?;
-                r!(dst) = Value::Bool(o.is_some_and(|o| o.is_le()));
-            }
-            Op::Gt { dst, a, b } => {
-                let o = self.compare(r!(a), r!(b), ">")?;
-                r!(dst) = Value::Bool(o.is_some_and(|o| o.is_gt()));
-            }
-            Op::Ge { dst, a, b } => {
-                let o = self.compare(r!(a), r!(b), ">=")?;
-                r!(dst) = Value::Bool(o.is_some_and(|o| o.is_ge()));
-            }
             Op::Neg { dst, src } => {
                 let n = self.to_number(r!(src), "-")?;
                 r!(dst) = Value::Num(-n);
@@ -1315,6 +1392,38 @@ impl Vm {
             | Op::Throw { .. } => {}
         }
         Ok(())
+    }
+
+    /// A binary operator on two values, the general case (`exec` handles numbers inline).
+    fn binary(&mut self, op: Bin, x: Value, y: Value) -> OpResult<Value> {
+        Ok(match op {
+            Bin::Add => match (x, y) {
+                (Value::Num(x), Value::Num(y)) => Value::Num(x + y),
+                _ => self.add_slow(x, y)?,
+            },
+            Bin::Sub => {
+                let (x, y) = self.num_pair(x, y, "-")?;
+                Value::Num(x - y)
+            }
+            Bin::Mul => {
+                let (x, y) = self.num_pair(x, y, "*")?;
+                Value::Num(x * y)
+            }
+            Bin::Div => {
+                let (x, y) = self.num_pair(x, y, "/")?;
+                Value::Num(x / y)
+            }
+            Bin::Mod => {
+                let (x, y) = self.num_pair(x, y, "%")?;
+                Value::Num(js_rem(x, y))
+            }
+            Bin::Lt => Value::Bool(self.compare(x, y, "<")?.is_some_and(|o| o.is_lt())),
+            Bin::Le => Value::Bool(self.compare(x, y, "<=")?.is_some_and(|o| o.is_le())),
+            Bin::Gt => Value::Bool(self.compare(x, y, ">")?.is_some_and(|o| o.is_gt())),
+            Bin::Ge => Value::Bool(self.compare(x, y, ">=")?.is_some_and(|o| o.is_ge())),
+            Bin::StrictEq => Value::Bool(self.strict_eq(x, y)),
+            Bin::StrictNe => Value::Bool(!self.strict_eq(x, y)),
+        })
     }
 
     /// Checks the atom's per-run quota, charges its fuel and counts the call.
