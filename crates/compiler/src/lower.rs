@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use ajs_bytecode::isa::{
-    insert_charges, Atom, Base, Const, Count, Dst, Imm, Key, Native, Src, Target,
+    Atom, Base, Const, Count, Dst, Imm, Key, Native, Src, Target,
 };
 use ajs_bytecode::natives::{NativeId, MATH_CONSTANTS, NUMBER_CONSTANTS};
 use ajs_bytecode::program::{Constant, DebugInfo, Function, SourcePos, MAX_CONSTANTS};
@@ -542,9 +542,10 @@ impl<'o> Lowerer<'o> {
                 "too many parameters or context keys used (more than 255)",
             ));
         }
-        let total = nspecial - params.len() + self.code.len();
-        let mut prologue = Vec::with_capacity(total);
-        let mut prologue_spans = Vec::with_capacity(total);
+        let shift = nspecial - params.len();
+        let total = shift + self.code.len();
+        let mut prologue = Vec::with_capacity(shift);
+        let mut prologue_spans = Vec::with_capacity(shift);
         for (k, (s, off)) in self.specials.iter().enumerate() {
             let dst = Dst(next);
             let op = match *s {
@@ -564,6 +565,9 @@ impl<'o> Lowerer<'o> {
         if nregs > u16::MAX as usize {
             return Err(Fail::new(0, "too many registers (more than 65535)"));
         }
+        if total > ajs_bytecode::program::MAX_CODE_LEN / 2 {
+            return Err(Fail::new(0, "program too long"));
+        }
         let boundary = 65536 - nspecial as u32; // virtual ids at or above are specials
         let map = |v: u16| -> u16 {
             if v as u32 >= boundary {
@@ -572,29 +576,85 @@ impl<'o> Lowerer<'o> {
                 v + nspecial as u16
             }
         };
-        let shift = prologue.len() as u32;
-        let mut code = prologue;
-        let mut spans = prologue_spans;
-        for (op, sp) in self.code.iter().zip(&self.spans) {
-            let mut op = *op;
-            op.map_registers(&map);
-            match &mut op {
-                Op::Jump { target }
-                | Op::JumpIfTrue { target, .. }
-                | Op::JumpIfFalse { target, .. }
-                | Op::JumpIfNullish { target, .. }
-                | Op::JumpIfNotNullish { target, .. } => target.0 += shift,
-                Op::TryEnter { handler } => handler.0 += shift,
-                _ => {}
+        // The code is laid out as [prologue][body] and every basic block opened by a `Charge`
+        // (what `insert_charges` does), in one pass. Block leaders, by index in the laid-out
+        // code: the first instruction, every jump target, every instruction after a block end
+        // (the prologue has no jumps).
+        let mut lead = vec![false; total];
+        if let Some(first) = lead.first_mut() {
+            *first = true;
+        }
+        for (i, op) in self.code.iter().enumerate() {
+            if let Some(t) = op.jump_target() {
+                if let Some(slot) = lead.get_mut((t as usize).saturating_add(shift)) {
+                    *slot = true;
+                }
             }
-            code.push(op);
-            spans.push(*sp);
+            if op.ends_block() {
+                if let Some(slot) = lead.get_mut(shift + i + 1) {
+                    *slot = true;
+                }
+            }
         }
-        if code.len() > ajs_bytecode::program::MAX_CODE_LEN / 2 {
-            return Err(Fail::new(0, "program too long"));
+        // the new index of every instruction, or of the `Charge` before it when it leads a block
+        let mut at = Vec::with_capacity(total);
+        let mut n = 0u32;
+        for &l in &lead {
+            at.push(n);
+            n += if l { 2 } else { 1 };
         }
-        let pos = idx.positions(&spans);
-        let (code, pos) = insert_charges(&code, &pos);
+        let len = n as usize;
+        let mut code = Vec::with_capacity(len);
+        let mut pos = Vec::with_capacity(len);
+        let mut cursor = idx.cursor();
+        let body_spans = &self.spans;
+        let mut j = 0;
+        while j < total {
+            // block [j, end): a Charge of its static cost, then its instructions
+            let mut end = j + 1;
+            while end < total && !lead[end] {
+                end += 1;
+            }
+            let charge = code.len();
+            code.push(Op::Charge { amount: Imm(0) });
+            let mut amount = 0u32;
+            for k in j..end {
+                let (op, off) = if k < shift {
+                    (prologue[k], prologue_spans[k])
+                } else {
+                    let mut op = self.code[k - shift];
+                    op.map_registers(&map);
+                    let new_target = |t: &mut Target| {
+                        let old = (t.0 as usize).saturating_add(shift);
+                        t.0 = match at.get(old) {
+                            Some(&new) => new,
+                            None => t.0.wrapping_add(shift as u32),
+                        };
+                    };
+                    match &mut op {
+                        Op::Jump { target }
+                        | Op::JumpIfTrue { target, .. }
+                        | Op::JumpIfFalse { target, .. }
+                        | Op::JumpIfNullish { target, .. }
+                        | Op::JumpIfNotNullish { target, .. } => new_target(target),
+                        Op::TryEnter { handler } => new_target(handler),
+                        _ => {}
+                    }
+                    (op, body_spans[k - shift])
+                };
+                amount += op.cost();
+                let p = cursor.pos(off);
+                if k == j {
+                    pos.push(p);
+                }
+                code.push(op);
+                pos.push(p);
+            }
+            code[charge] = Op::Charge {
+                amount: Imm(amount),
+            };
+            j = end;
+        }
         let function = Function {
             name: name.to_string(),
             params,

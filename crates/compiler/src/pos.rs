@@ -54,29 +54,24 @@ impl<'s> LineIndex<'s> {
         LineIndex { src, starts, ascii }
     }
 
-    /// The positions of many offsets, [`Self::pos`] of each: consecutive offsets on one line
-    /// (the usual order of an instruction stream) skip the line search.
+    /// The positions of many offsets, [`Self::pos`] of each.
+    #[cfg(test)]
     pub(crate) fn positions(&self, offsets: &[u32]) -> Vec<SourcePos> {
-        let mut out = Vec::with_capacity(offsets.len());
-        // the line last found: its index and byte range
-        let mut line = (0usize, 0usize, 0usize);
-        for &o in offsets {
-            let off = o as usize;
-            if self.ascii && off >= line.1 && off < line.2 {
-                out.push(SourcePos {
-                    line: line.0 as u32 + 1,
-                    col: (off - line.1) as u32,
-                });
-                continue;
-            }
-            let p = self.pos(o);
-            let i = p.line as usize - 1;
-            let start = self.starts.get(i).copied().unwrap_or(0);
-            let end = self.starts.get(i + 1).copied().unwrap_or(self.src.len());
-            line = (i, start, end);
-            out.push(p);
+        let mut c = self.cursor();
+        offsets.iter().map(|&o| c.pos(o)).collect()
+    }
+
+    /// A cursor for resolving many offsets one after the other, [`Self::pos`] of each: an offset
+    /// on the line of the previous one or on one of the next lines (the usual order of an
+    /// instruction stream) skips the line search.
+    pub(crate) fn cursor(&self) -> Cursor<'_, 's> {
+        Cursor {
+            idx: self,
+            line: 0,
+            start: 0,
+            end: self.starts.get(1).copied().unwrap_or(self.src.len()),
+            last: None,
         }
-        out
     }
 
     /// The position of byte `offset` (clamped into the source).
@@ -104,45 +99,141 @@ impl<'s> LineIndex<'s> {
     }
 }
 
-/// Refuses sources whose brackets nest deeper than `max` (strings, comments and template text are
-/// skipped roughly; a regex literal may be miscounted, which can only over-estimate the depth).
-pub(crate) fn check_nesting(src: &str, max: usize) -> Result<(), Fail> {
-    enum Frame {
-        Bracket,
-        TemplateExpr,
+/// See [`LineIndex::cursor`].
+pub(crate) struct Cursor<'i, 's> {
+    idx: &'i LineIndex<'s>,
+    /// The line last found (0-based) and its byte range (ASCII sources only).
+    line: usize,
+    start: usize,
+    end: usize,
+    /// The last offset asked and its position.
+    last: Option<(u32, SourcePos)>,
+}
+
+impl Cursor<'_, '_> {
+    /// [`LineIndex::pos`] of `o`.
+    pub(crate) fn pos(&mut self, o: u32) -> SourcePos {
+        if let Some((lo, lp)) = self.last {
+            if lo == o {
+                return lp;
+            }
+        }
+        let idx = self.idx;
+        let off = o as usize;
+        let p = if !idx.ascii {
+            idx.pos(o)
+        } else {
+            // the line of the previous offset, or one of the next few
+            let mut found = None;
+            let mut line = self.line;
+            let (mut start, mut end) = (self.start, self.end);
+            for _ in 0..4 {
+                if off >= start && off < end {
+                    found = Some(line);
+                    break;
+                }
+                if off < end || line + 1 >= idx.starts.len() {
+                    break;
+                }
+                line += 1;
+                start = end;
+                end = idx.starts.get(line + 1).copied().unwrap_or(idx.src.len());
+            }
+            match found {
+                Some(line) => {
+                    self.line = line;
+                    self.start = start;
+                    self.end = end;
+                    SourcePos {
+                        line: line as u32 + 1,
+                        col: (off - start) as u32,
+                    }
+                }
+                None => {
+                    let p = idx.pos(o);
+                    let i = p.line as usize - 1;
+                    self.line = i;
+                    self.start = idx.starts.get(i).copied().unwrap_or(0);
+                    self.end = idx.starts.get(i + 1).copied().unwrap_or(idx.src.len());
+                    p
+                }
+            }
+        };
+        self.last = Some((o, p));
+        p
     }
+}
+
+/// Byte classes of [`check_nesting`]'s code state.
+const N_OTHER: u8 = 0;
+const N_SPACE: u8 = 1;
+const N_QUOTE: u8 = 2;
+const N_SLASH: u8 = 3;
+const N_TICK: u8 = 4;
+const N_OPEN: u8 = 5;
+const N_CLOSE: u8 = 6;
+const N_OP: u8 = 7;
+
+static NEST_CLASS: [u8; 256] = {
+    let mut t = [N_OTHER; 256];
+    t[b' ' as usize] = N_SPACE;
+    t[b'\t' as usize] = N_SPACE;
+    t[b'\n' as usize] = N_SPACE;
+    t[b'\r' as usize] = N_SPACE;
+    t[b'\'' as usize] = N_QUOTE;
+    t[b'"' as usize] = N_QUOTE;
+    t[b'/' as usize] = N_SLASH;
+    t[b'`' as usize] = N_TICK;
+    t[b'(' as usize] = N_OPEN;
+    t[b'[' as usize] = N_OPEN;
+    t[b'{' as usize] = N_OPEN;
+    t[b')' as usize] = N_CLOSE;
+    t[b']' as usize] = N_CLOSE;
+    t[b'}' as usize] = N_CLOSE;
+    let ops = *b"!-+~?=";
+    let mut k = 0;
+    while k < ops.len() {
+        t[ops[k] as usize] = N_OP;
+        k += 1;
+    }
+    t
+};
+
+/// Refuses sources whose brackets nest deeper than `max` (strings, comments and template text are
+/// skipped roughly; a regex literal may be miscounted, which can only over-estimate the depth),
+/// or with a run of more than `4 * max` prefix or right-associative operator characters.
+pub(crate) fn check_nesting(src: &str, max: usize) -> Result<(), Fail> {
     let b = src.as_bytes();
-    let mut stack: Vec<Frame> = Vec::new();
-    let mut in_template = 0usize; // number of template frames whose text we are inside
-    let mut template_stack: Vec<usize> = Vec::new(); // stack depth at which each template opened
+    let n = b.len();
+    let mut depth = 0usize;
+    // the depth at which each open template literal started (its text is read at that depth)
+    let mut templates: Vec<usize> = Vec::new();
     let mut i = 0;
     let mut run = 0usize; // consecutive prefix-operator run
-    while i < b.len() {
-        let c = b[i];
-        if in_template > 0 && template_stack.last() == Some(&stack.len()) {
-            // inside template text
-            match c {
-                b'\\' => i += 2,
-                b'`' => {
-                    template_stack.pop();
-                    in_template -= 1;
-                    i += 1;
+    let too_deep = |i: usize| Err(Fail::new(i as u32, "nesting too deep"));
+    'code: while i < n {
+        let class = NEST_CLASS[b[i] as usize];
+        if class <= N_SPACE {
+            // words, numbers and other bytes end an operator run; white space does not
+            let mut k = class;
+            loop {
+                run &= (k as usize).wrapping_neg();
+                i += 1;
+                if i >= n {
+                    break 'code;
                 }
-                b'$' if b.get(i + 1) == Some(&b'{') => {
-                    stack.push(Frame::TemplateExpr);
-                    if stack.len() > max {
-                        return Err(Fail::new(i as u32, "nesting too deep"));
-                    }
-                    i += 2;
+                k = NEST_CLASS[b[i] as usize];
+                if k > N_SPACE {
+                    break;
                 }
-                _ => i += 1,
             }
             continue;
         }
-        match c {
-            b'\'' | b'"' => {
+        let c = b[i];
+        match class {
+            N_QUOTE => {
                 i += 1;
-                while i < b.len() && b[i] != c && b[i] != b'\n' {
+                while i < n && b[i] != c && b[i] != b'\n' {
                     if b[i] == b'\\' {
                         i += 1;
                     }
@@ -152,58 +243,77 @@ pub(crate) fn check_nesting(src: &str, max: usize) -> Result<(), Fail> {
                 run = 0;
                 continue;
             }
-            b'/' if b.get(i + 1) == Some(&b'/') => {
-                while i < b.len() && b[i] != b'\n' {
+            N_SLASH if b.get(i + 1) == Some(&b'/') => {
+                while i < n && b[i] != b'\n' {
                     i += 1;
                 }
                 continue;
             }
-            b'/' if b.get(i + 1) == Some(&b'*') => {
+            N_SLASH if b.get(i + 1) == Some(&b'*') => {
                 i += 2;
-                while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
+                while i + 1 < n && !(b[i] == b'*' && b[i + 1] == b'/') {
                     i += 1;
                 }
                 i += 2;
                 continue;
             }
-            b'`' => {
-                template_stack.push(stack.len());
-                in_template += 1;
+            N_SLASH => run = 0,
+            N_TICK => {
+                templates.push(depth);
                 i += 1;
                 run = 0;
+            }
+            N_OPEN => {
+                depth += 1;
+                if depth > max {
+                    return too_deep(i);
+                }
+                run = 0;
+                i += 1;
                 continue;
             }
-            b'(' | b'[' | b'{' => {
-                stack.push(Frame::Bracket);
-                if stack.len() > max {
-                    return Err(Fail::new(i as u32, "nesting too deep"));
+            N_CLOSE => {
+                depth = depth.saturating_sub(1);
+                run = 0;
+                i += 1;
+                if templates.last() != Some(&depth) {
+                    continue;
                 }
-                run = 0;
             }
-            b')' | b']' | b'}' => {
-                stack.pop();
-                run = 0;
-            }
-            // prefix operators and right-associative chains recurse in the parser too
-            b'!' | b'-' | b'+' | b'~' | b'?' | b'=' => {
+            _ => {
+                // N_OP: prefix operators and right-associative chains recurse in the parser too
                 run += 1;
                 if run > max * 4 {
-                    return Err(Fail::new(i as u32, "nesting too deep"));
+                    return too_deep(i);
                 }
-            }
-            b' ' | b'\t' | b'\n' | b'\r' => {}
-            _ => {
-                run = 0;
-                // the rest of a word at once
-                while b
-                    .get(i + 1)
-                    .is_some_and(|&n| WORD_BYTES[n as usize] == WORD)
-                {
-                    i += 1;
-                }
+                i += 1;
+                continue;
             }
         }
-        i += 1;
+        if class == N_SLASH {
+            i += 1;
+            continue;
+        }
+        // template text, at the depth its template started
+        while i < n {
+            match b[i] {
+                b'\\' => i += 2,
+                b'`' => {
+                    templates.pop();
+                    i += 1;
+                    continue 'code;
+                }
+                b'$' if b.get(i + 1) == Some(&b'{') => {
+                    depth += 1;
+                    if depth > max {
+                        return too_deep(i);
+                    }
+                    i += 2;
+                    continue 'code;
+                }
+                _ => i += 1,
+            }
+        }
     }
     Ok(())
 }
@@ -219,12 +329,60 @@ const BRACKET_UNITS: usize = 3;
 /// it divides. (A word with escapes or non-ASCII letters may hide a keyword or a space: the
 /// caller treats it as contextual.)
 fn classify(w: &[u8]) -> (bool, Prev) {
-    match w {
-        b"case" | b"delete" | b"do" | b"else" | b"in" | b"instanceof" | b"new" | b"return"
-        | b"throw" | b"typeof" | b"void" | b"extends" => (true, Prev::Expr),
-        b"yield" | b"await" | b"of" | b"async" => (true, Prev::Unknown),
-        b"if" | b"while" | b"for" | b"with" => (true, Prev::Value),
-        b"let" | b"static" | b"get" | b"set" => (false, Prev::Unknown),
+    if w.len() > 8 {
+        return if w == b"instanceof" {
+            (true, Prev::Expr)
+        } else {
+            (false, Prev::Value)
+        };
+    }
+    if w.len() < 2 {
+        return (false, Prev::Value);
+    }
+    // the word packed into an integer: one comparison per keyword
+    let mut x = 0u64;
+    for (k, &c) in w.iter().enumerate() {
+        x |= (c as u64) << (8 * k);
+    }
+    const fn pack(w: &[u8]) -> u64 {
+        let mut x = 0u64;
+        let mut k = 0;
+        while k < w.len() {
+            x |= (w[k] as u64) << (8 * k);
+            k += 1;
+        }
+        x
+    }
+    const CASE: u64 = pack(b"case");
+    const DELETE: u64 = pack(b"delete");
+    const DO: u64 = pack(b"do");
+    const ELSE: u64 = pack(b"else");
+    const IN: u64 = pack(b"in");
+    const NEW: u64 = pack(b"new");
+    const RETURN: u64 = pack(b"return");
+    const THROW: u64 = pack(b"throw");
+    const TYPEOF: u64 = pack(b"typeof");
+    const VOID: u64 = pack(b"void");
+    const EXTENDS: u64 = pack(b"extends");
+    const YIELD: u64 = pack(b"yield");
+    const AWAIT: u64 = pack(b"await");
+    const OF: u64 = pack(b"of");
+    const ASYNC: u64 = pack(b"async");
+    const IF: u64 = pack(b"if");
+    const WHILE: u64 = pack(b"while");
+    const FOR: u64 = pack(b"for");
+    const WITH: u64 = pack(b"with");
+    const LET: u64 = pack(b"let");
+    const STATIC: u64 = pack(b"static");
+    const GET: u64 = pack(b"get");
+    const SET: u64 = pack(b"set");
+    match x {
+        CASE | DELETE | DO | ELSE | IN | NEW | RETURN | THROW | TYPEOF | VOID | EXTENDS => {
+            (true, Prev::Expr)
+        }
+        YIELD | AWAIT | OF | ASYNC => (true, Prev::Unknown),
+        IF | WHILE | FOR | WITH => (true, Prev::Value),
+        LET | STATIC | GET | SET => (false, Prev::Unknown),
         _ => (false, Prev::Value),
     }
 }
@@ -419,7 +577,12 @@ pub(crate) fn recursion_bound(src: &str) -> usize {
     while i < b.len() {
         let c = b[i];
         match c {
-            b' ' | b'\t' | b'\n' | b'\r' | 0x0B | 0x0C => i += 1,
+            b' ' | b'\t' | b'\n' | b'\r' | 0x0B | 0x0C => {
+                i += 1;
+                while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r' | 0x0B | 0x0C) {
+                    i += 1;
+                }
+            }
             b'(' | b'[' | b'{' => {
                 f.open(false);
                 prev = Prev::Expr;
@@ -592,6 +755,111 @@ fn poisoned(f: &mut Frames, b: &[u8], i: usize) -> usize {
 mod tests {
     use super::*;
 
+    /// The first, plain version of [`check_nesting`], kept to check the fast one against.
+    /// Refuses sources whose brackets nest deeper than `max` (strings, comments and template text are
+    /// skipped roughly; a regex literal may be miscounted, which can only over-estimate the depth).
+    fn check_nesting_reference(src: &str, max: usize) -> Result<(), Fail> {
+        enum Frame {
+            Bracket,
+            TemplateExpr,
+        }
+        let b = src.as_bytes();
+        let mut stack: Vec<Frame> = Vec::new();
+        let mut in_template = 0usize; // number of template frames whose text we are inside
+        let mut template_stack: Vec<usize> = Vec::new(); // stack depth at which each template opened
+        let mut i = 0;
+        let mut run = 0usize; // consecutive prefix-operator run
+        while i < b.len() {
+            let c = b[i];
+            if in_template > 0 && template_stack.last() == Some(&stack.len()) {
+                // inside template text
+                match c {
+                    b'\\' => i += 2,
+                    b'`' => {
+                        template_stack.pop();
+                        in_template -= 1;
+                        i += 1;
+                    }
+                    b'$' if b.get(i + 1) == Some(&b'{') => {
+                        stack.push(Frame::TemplateExpr);
+                        if stack.len() > max {
+                            return Err(Fail::new(i as u32, "nesting too deep"));
+                        }
+                        i += 2;
+                    }
+                    _ => i += 1,
+                }
+                continue;
+            }
+            match c {
+                b'\'' | b'"' => {
+                    i += 1;
+                    while i < b.len() && b[i] != c && b[i] != b'\n' {
+                        if b[i] == b'\\' {
+                            i += 1;
+                        }
+                        i += 1;
+                    }
+                    i += 1;
+                    run = 0;
+                    continue;
+                }
+                b'/' if b.get(i + 1) == Some(&b'/') => {
+                    while i < b.len() && b[i] != b'\n' {
+                        i += 1;
+                    }
+                    continue;
+                }
+                b'/' if b.get(i + 1) == Some(&b'*') => {
+                    i += 2;
+                    while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
+                        i += 1;
+                    }
+                    i += 2;
+                    continue;
+                }
+                b'`' => {
+                    template_stack.push(stack.len());
+                    in_template += 1;
+                    i += 1;
+                    run = 0;
+                    continue;
+                }
+                b'(' | b'[' | b'{' => {
+                    stack.push(Frame::Bracket);
+                    if stack.len() > max {
+                        return Err(Fail::new(i as u32, "nesting too deep"));
+                    }
+                    run = 0;
+                }
+                b')' | b']' | b'}' => {
+                    stack.pop();
+                    run = 0;
+                }
+                // prefix operators and right-associative chains recurse in the parser too
+                b'!' | b'-' | b'+' | b'~' | b'?' | b'=' => {
+                    run += 1;
+                    if run > max * 4 {
+                        return Err(Fail::new(i as u32, "nesting too deep"));
+                    }
+                }
+                b' ' | b'\t' | b'\n' | b'\r' => {}
+                _ => {
+                    run = 0;
+                    // the rest of a word at once
+                    while b
+                        .get(i + 1)
+                        .is_some_and(|&n| WORD_BYTES[n as usize] == WORD)
+                    {
+                        i += 1;
+                    }
+                }
+            }
+            i += 1;
+        }
+        Ok(())
+    }
+
     /// Line and column the slow way: walk the characters up to `offset`.
     fn reference(src: &str, offset: usize) -> (u32, u32) {
         let (mut line, mut col) = (1u32, 0u32);
@@ -610,6 +878,72 @@ mod tests {
             }
         }
         (line, col)
+    }
+
+    /// Random sources over the bytes the scanners care about.
+    fn random_sources(count: usize, max_len: usize, mut f: impl FnMut(&str)) {
+        let alphabet: Vec<&str> = vec![
+            "(", ")", "[", "]", "{", "}", "`", "'", "\"", "/", "\\", "*", "$", "${", "#", "@",
+            "!", "+", "-", "=", "<", ">", "?", ":", ".", ",", ";", "\n", "\r", " ", "\t", "a",
+            "x1", "1", "é", "\u{2028}", "\u{1}", "\u{b}", "if ", "else ", "return ", "typeof ",
+            "let ", "//", "/*", "*/", "<!--", "-->", "++", "x => ", "~", "\r\n",
+        ];
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) as usize
+        };
+        for _ in 0..count {
+            let len = next() % max_len;
+            let s: String = (0..len).map(|_| alphabet[next() % alphabet.len()]).collect();
+            f(&s);
+        }
+    }
+
+    #[test]
+    fn classify_knows_the_keywords() {
+        let reference = |w: &[u8]| match w {
+            b"case" | b"delete" | b"do" | b"else" | b"in" | b"instanceof" | b"new" | b"return"
+            | b"throw" | b"typeof" | b"void" | b"extends" => (true, Prev::Expr),
+            b"yield" | b"await" | b"of" | b"async" => (true, Prev::Unknown),
+            b"if" | b"while" | b"for" | b"with" => (true, Prev::Value),
+            b"let" | b"static" | b"get" | b"set" => (false, Prev::Unknown),
+            _ => (false, Prev::Value),
+        };
+        let words = [
+            "case", "delete", "do", "else", "in", "instanceof", "new", "return", "throw", "typeof",
+            "void", "extends", "yield", "await", "of", "async", "if", "while", "for", "with", "let",
+            "static", "get", "set", "", "a", "i", "iff", "instanceo", "instanceofs", "returns",
+            "cas", "Case", "x", "items", "length", "forEach", "doo", "d", "o", "f",
+        ];
+        for w in words {
+            let got = classify(w.as_bytes());
+            let want = reference(w.as_bytes());
+            assert!(got.0 == want.0 && got.1 == want.1, "{w}");
+        }
+    }
+
+    #[test]
+    fn check_nesting_matches_its_reference() {
+        let same = |s: &str, max: usize| {
+            let a = check_nesting(s, max).map_err(|f| (f.offset, f.message));
+            let b = check_nesting_reference(s, max).map_err(|f| (f.offset, f.message));
+            assert_eq!(a, b, "{s:?} max {max}");
+        };
+        random_sources(200_000, 60, |s| {
+            same(s, 2);
+            same(s, 5);
+            same(s, 256);
+        });
+        for k in [250, 256, 257, 300] {
+            for (o, c) in [("(", ")"), ("[", "]"), ("{", "}"), ("`${", "}`")] {
+                same(&format!("{}a{}", o.repeat(k), c.repeat(k)), 256);
+            }
+            same(&"!".repeat(k * 4), 256);
+            same(&"- ".repeat(k * 4), 256);
+        }
     }
 
     #[test]
