@@ -21,6 +21,10 @@ fn main() {
     let atoms = ["httpFetch".to_string(), "llmPredict".to_string()];
     let out = std::io::stdout();
     let mut out = std::io::BufWriter::new(out.lock());
+    // with a second argument, the verified artifacts are also written there (length-prefixed)
+    let mut artifacts = std::env::args()
+        .nth(2)
+        .map(|p| std::io::BufWriter::new(std::fs::File::create(p).expect("writable")));
     let mut n = 0;
     while at < data.len() {
         let mode = match data[at] {
@@ -53,6 +57,10 @@ fn main() {
                     Ok(v) => {
                         let b = v.to_bytes();
                         let fp = ajs_bytecode::program::artifact_fingerprint(&b);
+                        if let Some(w) = artifacts.as_mut() {
+                            w.write_all(&(b.len() as u32).to_le_bytes()).unwrap();
+                            w.write_all(&b).unwrap();
+                        }
                         writeln!(out, "  verified {} bytes {fp:016x}", b.len()).unwrap();
                     }
                     Err(e) => writeln!(out, "  VERIFY ERR {e:?}").unwrap(),

@@ -6,7 +6,9 @@
 //! temporaries]`, prepends the constant prologue, remaps every register and jump target, and inserts
 //! the fuel charges.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
 
 use ajs_bytecode::isa::{
     Atom, Base, Const, Count, Dst, Imm, Key, Native, Src, Target,
@@ -114,10 +116,19 @@ fn namespace_member_msg(ns: &str, m: &str) -> String {
     if let Some(alt) = alt {
         return format!("{ns}.{m} is not available. {alt}");
     }
-    if NativeId::lookup(&format!("{ns}.{m}")).is_some() {
+    if native_named(&[ns, ".", m]).is_some() {
         return format!("{ns}.{m} is a function: call it, e.g. {ns}.{m}(x)");
     }
     format!("{ns}.{m} is not supported in AsyncJS. Check docs for available {ns} methods.")
+}
+
+/// The native named by the concatenation of `parts` (e.g. `["Math.", m]`), without allocating.
+fn native_named(parts: &[&str]) -> Option<NativeId> {
+    let mut name = smallvec::SmallVec::<[u8; 64]>::new();
+    for p in parts {
+        name.extend_from_slice(p.as_bytes());
+    }
+    std::str::from_utf8(&name).ok().and_then(NativeId::lookup)
 }
 
 fn new_suggestion(name: Option<&str>) -> String {
@@ -238,11 +249,72 @@ struct LoopCtx {
 pub(crate) struct Pool {
     constants: Vec<Constant>,
     num_map: HashMap<u64, u16>,
-    str_map: HashMap<Vec<u16>, u16>,
+    str_map: StrMap,
     atoms: Vec<String>,
     /// Emptied instruction and span buffers of the previous function, reused by the next.
     code: Vec<Op>,
     spans: Vec<u32>,
+}
+
+/// The string constants of a program by content. Each string is hashed once, with std's keyed
+/// SipHash (a guest cannot choose strings that collide), and the map from that hash to the
+/// constant's index hashes no further; the rare strings whose hash another string has already
+/// are kept in a second, ordinary map.
+#[derive(Default)]
+pub(crate) struct StrMap {
+    keys: RandomState,
+    by_hash: HashMap<u64, u16, BuildHasherDefault<Prehashed>>,
+    collided: HashMap<Vec<u16>, u16>,
+}
+
+impl StrMap {
+    fn with_capacity(n: usize) -> StrMap {
+        StrMap {
+            keys: RandomState::new(),
+            by_hash: HashMap::with_capacity_and_hasher(n, BuildHasherDefault::default()),
+            collided: HashMap::new(),
+        }
+    }
+
+    /// The index of the string constant `units`, or its hash and whether that hash is taken.
+    fn find(&self, units: &[u16], constants: &[Constant]) -> Result<u16, (u64, bool)> {
+        let hash = self.keys.hash_one(units);
+        match self.by_hash.get(&hash) {
+            None => Err((hash, false)),
+            Some(&k) => match constants.get(k as usize) {
+                Some(Constant::String(s)) if s.as_slice() == units => Ok(k),
+                _ => self.collided.get(units).copied().ok_or((hash, true)),
+            },
+        }
+    }
+
+    fn insert(&mut self, hash: u64, collided: bool, units: &[u16], k: u16) {
+        if collided {
+            self.collided.insert(units.to_vec(), k);
+        } else {
+            self.by_hash.insert(hash, k);
+        }
+    }
+}
+
+/// The hasher of a map keyed by a hash already computed: the key is the hash.
+#[derive(Default)]
+struct Prehashed(u64);
+
+impl Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
 }
 
 enum Resolved {
@@ -256,7 +328,7 @@ pub(crate) struct Lowerer<'o> {
     spans: Vec<u32>,
     constants: Vec<Constant>,
     num_map: HashMap<u64, u16>,
-    str_map: HashMap<Vec<u16>, u16>,
+    str_map: StrMap,
     atoms: Vec<String>,
     specials: Vec<(Special, u32)>,
     /// The register of each special value loaded so far, by [`SpecialKey::index`].
@@ -335,7 +407,7 @@ impl<'o> Lowerer<'o> {
             spans: Vec::new(),
             constants: Vec::new(),
             num_map: HashMap::new(),
-            str_map: HashMap::new(),
+            str_map: StrMap::default(),
             atoms: Vec::new(),
             specials: Vec::new(),
             special_regs: Regs::default(),
@@ -447,20 +519,43 @@ impl<'o> Lowerer<'o> {
         } else {
             v.to_bits()
         };
-        if let Some(&k) = self.num_map.get(&bits) {
-            return Ok(k);
+        match self.num_map.entry(bits) {
+            Entry::Occupied(e) => Ok(*e.get()),
+            Entry::Vacant(e) => {
+                if self.constants.len() >= MAX_CONSTANTS {
+                    return fail(span, "too many constants (more than 65535)");
+                }
+                self.constants.push(Constant::Number(v));
+                let k = (self.constants.len() - 1) as u16;
+                e.insert(k);
+                Ok(k)
+            }
         }
-        let k = self.add_constant(Constant::Number(v), span)?;
-        self.num_map.insert(bits, k);
+    }
+
+    /// The constant of the string of UTF-16 `units` (added when new).
+    fn str_const_slice(&mut self, units: &[u16], span: Span) -> R<u16> {
+        let (hash, collided) = match self.str_map.find(units, &self.constants) {
+            Ok(k) => return Ok(k),
+            Err(miss) => miss,
+        };
+        let k = self.add_constant(Constant::String(units.to_vec()), span)?;
+        self.str_map.insert(hash, collided, units, k);
         Ok(k)
     }
 
     fn str_const_units(&mut self, units: Vec<u16>, span: Span) -> R<u16> {
-        if let Some(&k) = self.str_map.get(&units) {
+        let (hash, collided) = match self.str_map.find(&units, &self.constants) {
+            Ok(k) => return Ok(k),
+            Err(miss) => miss,
+        };
+        if collided {
+            let k = self.add_constant(Constant::String(units.clone()), span)?;
+            self.str_map.insert(hash, true, &units, k);
             return Ok(k);
         }
-        let k = self.add_constant(Constant::String(units.clone()), span)?;
-        self.str_map.insert(units, k);
+        let k = self.add_constant(Constant::String(units), span)?;
+        self.str_map.insert(hash, false, &[], k);
         Ok(k)
     }
 
@@ -468,11 +563,15 @@ impl<'o> Lowerer<'o> {
         // encode into the scratch buffer: a constant seen before costs no allocation
         let mut units = std::mem::take(&mut self.units);
         units.clear();
-        units.extend(s.encode_utf16());
-        let r = match self.str_map.get(units.as_slice()) {
-            Some(&k) => Ok(k),
-            None => self.str_const_units(units.clone(), span),
-        };
+        if s.is_ascii() {
+            units.extend(s.bytes().map(u16::from));
+        } else {
+            units.reserve(s.len());
+            for u in s.encode_utf16() {
+                units.push(u);
+            }
+        }
+        let r = self.str_const_slice(&units, span);
         self.units = units;
         r
     }
@@ -1581,7 +1680,7 @@ impl<'o> Lowerer<'o> {
             None => Ok(None),
             Some("Math") => match MATH_CONSTANTS.iter().find(|(n, _)| *n == name) {
                 Some((_, v)) => Ok(Some(*v)),
-                None if NativeId::lookup(&format!("Math.{name}")).is_some() => {
+                None if native_named(&["Math.", name]).is_some() => {
                     fail(span, format!("Math.{name} is a function: call it, e.g. Math.{name}(x)"))
                 }
                 None => fail(span, format!("Math.{name} is not supported in AsyncJS. Check docs for available Math methods.")),
@@ -1980,11 +2079,11 @@ impl<'o> Lowerer<'o> {
                 return r.map(|_| ());
             }
             let native = match ns {
-                "Math" => match NativeId::lookup(&format!("Math.{m}")) {
+                "Math" => match native_named(&["Math.", m]) {
                     Some(n) => n,
                     None => return fail(span, format!("Math.{m} is not supported in AsyncJS. Check docs for available Math methods.")),
                 },
-                "console" => match NativeId::lookup(&format!("console.{m}")) {
+                "console" => match native_named(&["console.", m]) {
                     Some(n) => n,
                     None => {
                         let alt = match m {
@@ -1997,7 +2096,7 @@ impl<'o> Lowerer<'o> {
                     }
                 },
                 "JSON" | "Object" | "Array" | "Number" | "String" | "Date" | "Schema" => {
-                    match NativeId::lookup(&format!("{ns}.{m}")) {
+                    match native_named(&[ns, ".", m]) {
                         Some(n) => n,
                         None => return fail(span, namespace_member_msg(ns, m)),
                     }
@@ -2020,7 +2119,7 @@ impl<'o> Lowerer<'o> {
         if self.callback_method(obj, m, optional, args, dst, span)? {
             return Ok(());
         }
-        let Some(native) = NativeId::lookup(&format!(".{m}")) else {
+        let Some(native) = native_named(&[".", m]) else {
             return fail(
                 span,
                 format!("Security Error: method '{m}' is not callable in AsyncJS"),
