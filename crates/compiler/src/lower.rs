@@ -18,6 +18,7 @@ use ajs_bytecode::program::{Constant, DebugInfo, Function, SourcePos, MAX_CONSTA
 use ajs_bytecode::{Op, Program};
 use oxc_ast::ast::*;
 use oxc_span::{GetSpan, Span};
+use smallvec::SmallVec;
 
 use crate::pos::LineIndex;
 use crate::{CompileOptions, Fail, Mode, MAX_NESTING};
@@ -75,6 +76,39 @@ const BUILTIN_NAMES: &[&str] = &[
     "NaN",
     "Infinity",
 ];
+
+/// Whether `name` is one of [`BUILTIN_NAMES`] (a `match`: no scan of the list).
+fn is_builtin_name(name: &str) -> bool {
+    let found = matches!(
+        name,
+        "Math"
+            | "JSON"
+            | "Array"
+            | "Object"
+            | "String"
+            | "Number"
+            | "Boolean"
+            | "console"
+            | "Schema"
+            | "Date"
+            | "Set"
+            | "Error"
+            | "parseInt"
+            | "parseFloat"
+            | "isNaN"
+            | "isFinite"
+            | "encodeURI"
+            | "decodeURI"
+            | "encodeURIComponent"
+            | "decodeURIComponent"
+            | "filter"
+            | "undefined"
+            | "NaN"
+            | "Infinity"
+    );
+    debug_assert_eq!(found, BUILTIN_NAMES.contains(&name));
+    found
+}
 
 /// Names that do not exist in AJS, with what to use instead (reference §3.4).
 fn unsupported_builtin(name: &str) -> Option<String> {
@@ -174,7 +208,7 @@ enum SpecialKey {
 /// Registers by a small dense index (of an external, or of a special value): a vector rather
 /// than a hash map.
 #[derive(Default)]
-struct Regs(Vec<Option<u16>>);
+struct Regs(SmallVec<[Option<u16>; 8]>);
 
 impl Regs {
     fn get(&self, i: usize) -> Option<u16> {
@@ -625,7 +659,7 @@ impl<'o> Lowerer<'o> {
     ) -> R<(Function, Vec<SourcePos>, Pool)> {
         let nspecial = self.specials.len();
         // final register of every special
-        let mut final_of = vec![0u16; nspecial];
+        let mut final_of: SmallVec<[u16; 32]> = smallvec::smallvec![0u16; nspecial];
         let mut params = Vec::new();
         let mut next = 0u16;
         for (k, (s, _)) in self.specials.iter().enumerate() {
@@ -643,23 +677,29 @@ impl<'o> Lowerer<'o> {
         }
         let shift = nspecial - params.len();
         let total = shift + self.code.len();
-        let mut prologue = Vec::with_capacity(shift);
-        let mut prologue_spans = Vec::with_capacity(shift);
-        for (k, (s, off)) in self.specials.iter().enumerate() {
-            let dst = Dst(next);
-            let op = match *s {
-                Special::Ext(_) => continue,
-                Special::Const(c) => Op::LoadConst { dst, k: Const(c) },
-                Special::Undef => Op::LoadUndef { dst },
-                Special::Null => Op::LoadNull { dst },
-                Special::True => Op::LoadTrue { dst },
-                Special::False => Op::LoadFalse { dst },
-            };
-            final_of[k] = next;
-            next += 1;
-            prologue.push(op);
-            prologue_spans.push(*off);
+        // the prologue loads every special that is not a parameter, in order
+        for (k, (s, _)) in self.specials.iter().enumerate() {
+            if !matches!(s, Special::Ext(_)) {
+                final_of[k] = next;
+                next += 1;
+            }
         }
+        let mut prologue = self
+            .specials
+            .iter()
+            .enumerate()
+            .filter_map(|(k, &(s, off))| {
+                let dst = Dst(final_of[k]);
+                let op = match s {
+                    Special::Ext(_) => return None,
+                    Special::Const(c) => Op::LoadConst { dst, k: Const(c) },
+                    Special::Undef => Op::LoadUndef { dst },
+                    Special::Null => Op::LoadNull { dst },
+                    Special::True => Op::LoadTrue { dst },
+                    Special::False => Op::LoadFalse { dst },
+                };
+                Some((op, off))
+            });
         let nregs = nspecial + self.max_top as usize;
         if nregs > u16::MAX as usize {
             return Err(Fail::new(0, "too many registers (more than 65535)"));
@@ -679,29 +719,31 @@ impl<'o> Lowerer<'o> {
         // (what `insert_charges` does), in one pass. Block leaders, by index in the laid-out
         // code: the first instruction, every jump target, every instruction after a block end
         // (the prologue has no jumps).
-        let mut lead = vec![false; total];
-        if let Some(first) = lead.first_mut() {
-            *first = true;
+        // `at[j]`: 1 when instruction j leads a block, then (below) its new index, or the index
+        // of the `Charge` before it when it leads a block, times two, plus that 1
+        let mut at: SmallVec<[u32; 64]> = smallvec::smallvec![0u32; total];
+        if let Some(first) = at.first_mut() {
+            *first = 1;
         }
         for (i, op) in self.code.iter().enumerate() {
             if let Some(t) = op.jump_target() {
-                if let Some(slot) = lead.get_mut((t as usize).saturating_add(shift)) {
-                    *slot = true;
+                if let Some(slot) = at.get_mut((t as usize).saturating_add(shift)) {
+                    *slot = 1;
                 }
             }
             if op.ends_block() {
-                if let Some(slot) = lead.get_mut(shift + i + 1) {
-                    *slot = true;
+                if let Some(slot) = at.get_mut(shift + i + 1) {
+                    *slot = 1;
                 }
             }
         }
-        // the new index of every instruction, or of the `Charge` before it when it leads a block
-        let mut at = Vec::with_capacity(total);
         let mut n = 0u32;
-        for &l in &lead {
-            at.push(n);
-            n += if l { 2 } else { 1 };
+        for slot in at.iter_mut() {
+            let lead = *slot;
+            *slot = n << 1 | lead;
+            n += lead + 1;
         }
+        let is_lead = |v: u32| v & 1 == 1;
         let len = n as usize;
         let mut code = Vec::with_capacity(len);
         let mut pos = Vec::with_capacity(len);
@@ -711,7 +753,7 @@ impl<'o> Lowerer<'o> {
         while j < total {
             // block [j, end): a Charge of its static cost, then its instructions
             let mut end = j + 1;
-            while end < total && !lead[end] {
+            while end < total && !is_lead(at[end]) {
                 end += 1;
             }
             let charge = code.len();
@@ -719,14 +761,14 @@ impl<'o> Lowerer<'o> {
             let mut amount = 0u32;
             for k in j..end {
                 let (op, off) = if k < shift {
-                    (prologue[k], prologue_spans[k])
+                    prologue.next().unwrap_or((Op::TryExit {}, 0))
                 } else {
                     let mut op = self.code[k - shift];
                     op.map_registers(&map);
                     let new_target = |t: &mut Target| {
                         let old = (t.0 as usize).saturating_add(shift);
                         t.0 = match at.get(old) {
-                            Some(&new) => new,
+                            Some(&new) => new >> 1,
                             None => t.0.wrapping_add(shift as u32),
                         };
                     };
@@ -819,7 +861,7 @@ impl<'o> Lowerer<'o> {
                 return Ok(Resolved::Ext(r));
             }
         }
-        if BUILTIN_NAMES.contains(&name) {
+        if is_builtin_name(name) {
             return fail(
                 span,
                 format!("'{name}' is a builtin and cannot be used as a value here"),
@@ -1213,7 +1255,7 @@ impl<'o> Lowerer<'o> {
                     fail(id.span, format!("Assignment to constant variable '{name}'"))
                 }
                 Ok(Resolved::Local { reg, .. } | Resolved::Ext(reg)) => Ok(reg),
-                Err(e) if BUILTIN_NAMES.contains(&name) => Err(Fail::new(
+                Err(e) if is_builtin_name(name) => Err(Fail::new(
                     e.offset,
                     format!("Cannot assign to builtin '{name}'"),
                 )),
@@ -2038,7 +2080,7 @@ impl<'o> Lowerer<'o> {
             }
             return self.call_native(native, None, args, dst, span);
         }
-        if BUILTIN_NAMES.contains(&name) {
+        if is_builtin_name(name) {
             if let Some(native) = NativeId::lookup(name) {
                 return self.call_native(native, None, args, dst, span);
             }
