@@ -222,120 +222,229 @@ static NEST_CLASS: [u8; 256] = {
 /// Refuses sources whose brackets nest deeper than `max` (strings, comments and template text are
 /// skipped roughly; a regex literal may be miscounted, which can only over-estimate the depth),
 /// or with a run of more than `4 * max` prefix or right-associative operator characters.
+#[cfg(test)]
 pub(crate) fn check_nesting(src: &str, max: usize) -> Result<(), Fail> {
-    let b = src.as_bytes();
-    let n = b.len();
-    let mut depth = 0usize;
-    // the depth at which each open template literal started (its text is read at that depth)
-    let mut templates: Vec<usize> = Vec::new();
-    let mut i = 0;
-    let mut run = 0usize; // consecutive prefix-operator run
-    let too_deep = |i: usize| Err(Fail::new(i as u32, "nesting too deep"));
-    'code: while i < n {
-        let class = NEST_CLASS[b[i] as usize];
-        if class <= N_SPACE {
-            // words, numbers and other bytes end an operator run; white space does not
-            let mut k = class;
-            loop {
-                run &= (k as usize).wrapping_neg();
-                i += 1;
-                if i >= n {
-                    break 'code;
-                }
-                k = NEST_CLASS[b[i] as usize];
-                if k > N_SPACE {
-                    break;
-                }
-            }
-            continue;
-        }
-        let c = b[i];
-        match class {
-            N_QUOTE => {
-                i += 1;
-                while i < n && b[i] != c && b[i] != b'\n' {
-                    if b[i] == b'\\' {
-                        i += 1;
-                    }
-                    i += 1;
-                }
-                i += 1;
-                run = 0;
-                continue;
-            }
-            N_SLASH if b.get(i + 1) == Some(&b'/') => {
-                while i < n && b[i] != b'\n' {
-                    i += 1;
-                }
-                continue;
-            }
-            N_SLASH if b.get(i + 1) == Some(&b'*') => {
-                i += 2;
-                while i + 1 < n && !(b[i] == b'*' && b[i + 1] == b'/') {
-                    i += 1;
-                }
-                i += 2;
-                continue;
-            }
-            N_SLASH => run = 0,
-            N_TICK => {
-                templates.push(depth);
-                i += 1;
-                run = 0;
-            }
-            N_OPEN => {
-                depth += 1;
-                if depth > max {
-                    return too_deep(i);
-                }
-                run = 0;
-                i += 1;
-                continue;
-            }
-            N_CLOSE => {
-                depth = depth.saturating_sub(1);
-                run = 0;
-                i += 1;
-                if templates.last() != Some(&depth) {
-                    continue;
-                }
-            }
-            _ => {
-                // N_OP: prefix operators and right-associative chains recurse in the parser too
-                run += 1;
-                if run > max * 4 {
-                    return too_deep(i);
-                }
-                i += 1;
-                continue;
-            }
-        }
-        if class == N_SLASH {
-            i += 1;
-            continue;
-        }
-        // template text, at the depth its template started
-        while i < n {
-            match b[i] {
-                b'\\' => i += 2,
-                b'`' => {
-                    templates.pop();
-                    i += 1;
-                    continue 'code;
-                }
-                b'$' if b.get(i + 1) == Some(&b'{') => {
-                    depth += 1;
-                    if depth > max {
-                        return too_deep(i);
-                    }
-                    i += 2;
-                    continue 'code;
-                }
-                _ => i += 1,
-            }
+    Nest::new(src.as_bytes(), max).scan(src.len())
+}
+
+/// The state of [`check_nesting`]'s scan, which can stop at any byte and go on later: the
+/// merged pre-parse scan ([`prescan`]) runs it only over what its own lexer cannot vouch for.
+pub(crate) struct Nest<'b> {
+    b: &'b [u8],
+    max: usize,
+    /// Where the scan is: every byte before `i` is counted.
+    i: usize,
+    depth: usize,
+    /// The depth at which each open template literal started (its text is read at that depth).
+    templates: Vec<usize>,
+    /// Consecutive prefix-operator characters.
+    run: usize,
+    /// Inside the text of the innermost template.
+    in_text: bool,
+}
+
+impl<'b> Nest<'b> {
+    pub(crate) fn new(b: &'b [u8], max: usize) -> Nest<'b> {
+        Nest {
+            b,
+            max,
+            i: 0,
+            depth: 0,
+            templates: Vec::new(),
+            run: 0,
+            in_text: false,
         }
     }
-    Ok(())
+
+    fn too_deep(i: usize) -> Result<(), Fail> {
+        Err(Fail::new(i as u32, "nesting too deep"))
+    }
+
+    /// Scans on until at least `stop` (a string or comment may end past it).
+    pub(crate) fn scan(&mut self, stop: usize) -> Result<(), Fail> {
+        let b = self.b;
+        let n = b.len();
+        let stop = stop.min(n);
+        let max = self.max;
+        let mut i = self.i;
+        let mut run = self.run;
+        let mut depth = self.depth;
+        let r = 'scan: {
+            while i < stop {
+                if self.in_text {
+                    // template text, at the depth its template started
+                    match b[i] {
+                        b'\\' => i += 2,
+                        b'`' => {
+                            self.templates.pop();
+                            self.in_text = false;
+                            i += 1;
+                        }
+                        b'$' if b.get(i + 1) == Some(&b'{') => {
+                            depth += 1;
+                            if depth > max {
+                                break 'scan Self::too_deep(i);
+                            }
+                            self.in_text = false;
+                            i += 2;
+                        }
+                        _ => i += 1,
+                    }
+                    continue;
+                }
+                let class = NEST_CLASS[b[i] as usize];
+                if class <= N_SPACE {
+                    // words, numbers and other bytes end an operator run; white space does not
+                    let mut k = class;
+                    loop {
+                        run &= (k as usize).wrapping_neg();
+                        i += 1;
+                        if i >= stop {
+                            break;
+                        }
+                        k = NEST_CLASS[b[i] as usize];
+                        if k > N_SPACE {
+                            break;
+                        }
+                    }
+                    continue;
+                }
+                let c = b[i];
+                match class {
+                    N_QUOTE => {
+                        i += 1;
+                        while i < n && b[i] != c && b[i] != b'\n' {
+                            if b[i] == b'\\' {
+                                i += 1;
+                            }
+                            i += 1;
+                        }
+                        i += 1;
+                        run = 0;
+                    }
+                    N_SLASH if b.get(i + 1) == Some(&b'/') => {
+                        while i < n && b[i] != b'\n' {
+                            i += 1;
+                        }
+                    }
+                    N_SLASH if b.get(i + 1) == Some(&b'*') => {
+                        i += 2;
+                        while i + 1 < n && !(b[i] == b'*' && b[i + 1] == b'/') {
+                            i += 1;
+                        }
+                        i += 2;
+                    }
+                    N_SLASH => {
+                        run = 0;
+                        i += 1;
+                    }
+                    N_TICK => {
+                        self.templates.push(depth);
+                        self.in_text = true;
+                        i += 1;
+                        run = 0;
+                    }
+                    N_OPEN => {
+                        depth += 1;
+                        if depth > max {
+                            break 'scan Self::too_deep(i);
+                        }
+                        run = 0;
+                        i += 1;
+                    }
+                    N_CLOSE => {
+                        depth = depth.saturating_sub(1);
+                        run = 0;
+                        i += 1;
+                        if self.templates.last() == Some(&depth) {
+                            self.in_text = true;
+                        }
+                    }
+                    _ => {
+                        // N_OP: prefix operators and right-associative chains recurse in the
+                        // parser too
+                        run += 1;
+                        if run > max * 4 {
+                            break 'scan Self::too_deep(i);
+                        }
+                        i += 1;
+                    }
+                }
+            }
+            Ok(())
+        };
+        self.i = i;
+        self.run = run;
+        self.depth = depth;
+        r
+    }
+
+    /// Whether the scan is exactly at `p` in code (scanning up to it first): then the caller,
+    /// which has lexed a token starting at `p` the same way, may apply its effect directly.
+    #[inline]
+    fn at(&mut self, p: usize) -> Result<bool, Fail> {
+        if self.i < p {
+            self.scan(p)?;
+        }
+        Ok(self.i == p && !self.in_text)
+    }
+
+    /// A token `[.., q)` that ends an operator run.
+    #[inline]
+    fn other(&mut self, q: usize) {
+        self.run = 0;
+        self.i = q;
+    }
+
+    /// One operator character at `p`.
+    #[inline]
+    fn op(&mut self, p: usize) -> Result<(), Fail> {
+        if NEST_CLASS[self.b[p] as usize] == N_OP {
+            self.run += 1;
+            if self.run > self.max * 4 {
+                return Self::too_deep(p);
+            }
+        } else {
+            self.run = 0;
+        }
+        self.i = p + 1;
+        Ok(())
+    }
+
+    /// An opening bracket at `p`.
+    #[inline]
+    fn open(&mut self, p: usize) -> Result<(), Fail> {
+        self.depth += 1;
+        if self.depth > self.max {
+            return Self::too_deep(p);
+        }
+        self.run = 0;
+        self.i = p + 1;
+        Ok(())
+    }
+
+    /// A closing bracket at `p`, when no template is open (else the scan reads it itself).
+    #[inline]
+    fn close(&mut self, p: usize) -> bool {
+        if !self.templates.is_empty() {
+            return false;
+        }
+        self.depth = self.depth.saturating_sub(1);
+        self.run = 0;
+        self.i = p + 1;
+        true
+    }
+}
+
+/// The pre-parse scan: [`recursion_bound`] of `src`, or the error of [`check_nesting`] with
+/// `max` when it refuses the source, in one pass over the bytes (the nesting scan is run by
+/// itself only over the parts the bound's lexer may read differently: regex literals, lines
+/// of uncertain tokens, template literals, odd strings and comments).
+pub(crate) fn prescan(src: &str, max: usize) -> Result<usize, Fail> {
+    let mut nest = Nest::new(src.as_bytes(), max);
+    let bound = bound(src, Some(&mut nest))?;
+    nest.scan(src.len())?;
+    Ok(bound)
 }
 
 /// Stack units a bracket level counts for in [`recursion_bound`]: the parser spends about three
@@ -530,7 +639,13 @@ fn word_end(b: &[u8], mut i: usize) -> (usize, bool) {
 /// counting; where the tokens are uncertain (a `/` after `)` or `}` may divide or start a
 /// regex) the count only grows. Strings, comments, templates and regexes are skipped the way the
 /// lexer skips them.
+#[cfg(test)]
 pub(crate) fn recursion_bound(src: &str) -> usize {
+    bound(src, None).unwrap_or(0)
+}
+
+/// [`recursion_bound`]; with `nest`, also drives that nesting scan (see [`prescan`]).
+fn bound(src: &str, mut nest: Option<&mut Nest>) -> Result<usize, Fail> {
     let b = src.as_bytes();
     let mut f = Frames {
         open: Vec::new(),
@@ -543,25 +658,52 @@ pub(crate) fn recursion_bound(src: &str) -> usize {
     if b.starts_with(b"#!") {
         match f.uncertain(b, 0, true) {
             Some(next) => i = next,
-            None => return poisoned(&mut f, b, 0),
+            None => return Ok(poisoned(&mut f, b, 0)),
         }
     }
     while i < b.len() {
         let c = b[i];
+        let p = i;
+        // the nesting scan, when it is exactly here: the token's effect is applied directly
+        let ns = match nest.as_deref_mut() {
+            Some(ns) => {
+                if ns.at(p)? {
+                    Some(ns)
+                } else {
+                    None
+                }
+            }
+            None => None,
+        };
         match c {
-            b' ' | b'\t' | b'\n' | b'\r' | 0x0B | 0x0C => {
+            b' ' | b'\t' | b'\n' | b'\r' => {
                 i += 1;
-                while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r' | 0x0B | 0x0C) {
+                while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r') {
                     i += 1;
+                }
+                if let Some(ns) = ns {
+                    ns.i = i;
+                }
+            }
+            0x0B | 0x0C => {
+                i += 1;
+                if let Some(ns) = ns {
+                    ns.other(i);
                 }
             }
             b'(' | b'[' | b'{' => {
                 f.open(false);
                 prev = Prev::Expr;
                 i += 1;
+                if let Some(ns) = ns {
+                    ns.open(p)?;
+                }
             }
             b')' | b']' | b'}' => {
                 i += 1;
+                if let Some(ns) = ns {
+                    ns.close(p);
+                }
                 prev = if c == b']' {
                     Prev::Value
                 } else {
@@ -580,6 +722,8 @@ pub(crate) fn recursion_bound(src: &str) -> usize {
             }
             b'\'' | b'"' => {
                 i += 1;
+                // no line terminator escaped (the nesting scan ends a string at any '\n')
+                let mut clean = true;
                 loop {
                     match b.get(i) {
                         None => break,
@@ -588,8 +732,11 @@ pub(crate) fn recursion_bound(src: &str) -> usize {
                             break;
                         }
                         // an unterminated string: the parser's recovery is not followed
-                        Some(b'\n' | b'\r') => return poisoned(&mut f, b, i),
+                        Some(b'\n' | b'\r') => return Ok(poisoned(&mut f, b, i)),
                         Some(b'\\') => {
+                            if matches!(b.get(i + 1), Some(b'\n' | b'\r')) {
+                                clean = false;
+                            }
                             i += if b.get(i + 1) == Some(&b'\r') && b.get(i + 2) == Some(&b'\n') {
                                 3
                             } else {
@@ -600,10 +747,16 @@ pub(crate) fn recursion_bound(src: &str) -> usize {
                     }
                 }
                 prev = Prev::Value;
+                if let (Some(ns), true) = (ns, clean) {
+                    ns.other(i);
+                }
             }
             b'/' if b.get(i + 1) == Some(&b'/') => {
                 while i < b.len() && b[i] != b'\n' && b[i] != b'\r' {
                     i += 1;
+                }
+                if let (Some(ns), true) = (ns, b.get(i).is_none_or(|&e| e == b'\n')) {
+                    ns.i = i;
                 }
             }
             b'/' if b.get(i + 1) == Some(&b'*') => {
@@ -612,12 +765,18 @@ pub(crate) fn recursion_bound(src: &str) -> usize {
                     i += 1;
                 }
                 i += 2;
+                if let Some(ns) = ns {
+                    ns.i = i;
+                }
             }
             b'/' => match prev {
                 Prev::Value => {
                     f.unit(1);
                     prev = Prev::Expr;
                     i += 1;
+                    if let Some(ns) = ns {
+                        ns.other(i);
+                    }
                 }
                 Prev::Expr => {
                     // a regex literal: up to the `/` that is not escaped or in a class
@@ -625,7 +784,7 @@ pub(crate) fn recursion_bound(src: &str) -> usize {
                     i += 1;
                     loop {
                         match b.get(i) {
-                            None | Some(b'\n' | b'\r') => return poisoned(&mut f, b, i),
+                            None | Some(b'\n' | b'\r') => return Ok(poisoned(&mut f, b, i)),
                             Some(b'\\') => i += 2,
                             Some(b'[') => {
                                 class = true;
@@ -647,35 +806,45 @@ pub(crate) fn recursion_bound(src: &str) -> usize {
                 Prev::Unknown => {
                     // closing a substitution frame by mistake would misread template text
                     if f.open.iter().any(|o| o.1) {
-                        return poisoned(&mut f, b, i);
+                        return Ok(poisoned(&mut f, b, i));
                     }
                     match f.uncertain(b, i, true) {
                         Some(next) => i = next,
-                        None => return poisoned(&mut f, b, i),
+                        None => return Ok(poisoned(&mut f, b, i)),
                     }
                 }
             },
             b'<' if b[i..].starts_with(b"<!--") => match f.uncertain(b, i, true) {
                 Some(next) => i = next,
-                None => return poisoned(&mut f, b, i),
+                None => return Ok(poisoned(&mut f, b, i)),
             },
             b'-' if b[i..].starts_with(b"-->") => match f.uncertain(b, i, true) {
                 Some(next) => i = next,
-                None => return poisoned(&mut f, b, i),
+                None => return Ok(poisoned(&mut f, b, i)),
             },
             b'+' | b'-' if b.get(i + 1) == Some(&c) => {
                 f.unit(2);
                 prev = Prev::Unknown;
                 i += 2;
+                if let Some(ns) = ns {
+                    ns.op(p)?;
+                    ns.op(p + 1)?;
+                }
             }
             _ if is_operator(c) => {
                 f.unit(1);
                 prev = Prev::Expr;
                 i += 1;
+                if let Some(ns) = ns {
+                    ns.op(p)?;
+                }
             }
             b'.' if b.get(i + 1).is_some_and(u8::is_ascii_digit) => {
                 i = word_end(b, i + 1).0;
                 prev = Prev::Value;
+                if let Some(ns) = ns {
+                    ns.other(i);
+                }
             }
             b'.' => {
                 if b[i..].starts_with(b"...") {
@@ -685,10 +854,16 @@ pub(crate) fn recursion_bound(src: &str) -> usize {
                     i += 1;
                 }
                 prev = Prev::Expr;
+                if let Some(ns) = ns {
+                    ns.other(i);
+                }
             }
             b',' | b';' => {
                 prev = Prev::Expr;
                 i += 1;
+                if let Some(ns) = ns {
+                    ns.other(i);
+                }
             }
             _ if c.is_ascii_digit() => {
                 // a number (an exponent's sign counts as an operator, which only adds)
@@ -696,6 +871,9 @@ pub(crate) fn recursion_bound(src: &str) -> usize {
                     i += 1;
                 }
                 prev = Prev::Value;
+                if let Some(ns) = ns {
+                    ns.other(i);
+                }
             }
             _ if is_word_start(c) => {
                 let (j, plain) = word_end(b, i + 1);
@@ -709,12 +887,15 @@ pub(crate) fn recursion_bound(src: &str) -> usize {
                 }
                 prev = next;
                 i = j;
+                if let Some(ns) = ns {
+                    ns.other(i);
+                }
             }
             // anything else is a syntax error the parser may recover from: stop trusting
-            _ => return poisoned(&mut f, b, i),
+            _ => return Ok(poisoned(&mut f, b, i)),
         }
     }
-    f.max
+    Ok(f.max)
 }
 
 /// The bound when the rest of the source from `i` cannot be lexed with confidence.
@@ -889,6 +1070,37 @@ mod tests {
         for k in [250, 256, 257, 300] {
             for (o, c) in [("(", ")"), ("[", "]"), ("{", "}"), ("`${", "}`")] {
                 same(&format!("{}a{}", o.repeat(k), c.repeat(k)), 256);
+            }
+            same(&"!".repeat(k * 4), 256);
+            same(&"- ".repeat(k * 4), 256);
+        }
+    }
+
+    #[test]
+    fn prescan_is_both_scans() {
+        let same = |s: &str, max: usize| {
+            let merged = prescan(s, max).map_err(|f| (f.offset, f.message));
+            let want = check_nesting_reference(s, max)
+                .map(|()| recursion_bound(s))
+                .map_err(|f| (f.offset, f.message));
+            assert_eq!(merged, want, "{s:?} max {max}");
+        };
+        random_sources(300_000, 60, |s| {
+            same(s, 2);
+            same(s, 6);
+            same(s, 256);
+        });
+        random_sources(3_000, 2000, |s| {
+            same(s, 40);
+            same(s, 256);
+        });
+        let agent = include_str!("../../../benches/programs/agent_8k.js");
+        same(agent, 256);
+        same(agent, 5);
+        for k in [250, 256, 257, 300] {
+            for (o, c) in [("(", ")"), ("[", "]"), ("{", "}"), ("`${", "}`")] {
+                same(&format!("{}a{}", o.repeat(k), c.repeat(k)), 256);
+                same(&format!("x = (a) / {}a{}", o.repeat(k), c.repeat(k)), 256);
             }
             same(&"!".repeat(k * 4), 256);
             same(&"- ".repeat(k * 4), 256);
