@@ -193,6 +193,7 @@ macro_rules! define_ops {
                 match self { $( Op::$name { .. } => stringify!($name), )* }
             }
             /// Static fuel cost in milli-fuel (size-proportional work is charged at run time).
+            #[inline]
             pub fn cost(&self) -> u32 {
                 match self { $( Op::$name { .. } => $cost, )* }
             }
@@ -228,6 +229,7 @@ macro_rules! define_ops {
                 }
             }
             /// Rewrites every register operand (reads, writes, run bases) through `f`.
+            #[inline]
             pub fn map_registers<F: Fn(u16) -> u16>(&mut self, f: &F) {
                 match self {
                     $( Op::$name { $($field),* } => { $( OperandKind::map_register($field, f); )* } )*

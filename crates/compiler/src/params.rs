@@ -234,9 +234,10 @@ pub(crate) fn rewrite(source: &str) -> (Cow<'_, str>, Vec<RawFunction>) {
         if depth > 0 && !BODY_BYTES[c as usize] {
             // inside a function body only strings, comments and brackets matter
             i += 1;
-            while i < b.len() && !BODY_BYTES[b[i] as usize] {
-                i += 1;
-            }
+            i += b[i.min(b.len())..]
+                .iter()
+                .position(|&c| BODY_BYTES[c as usize])
+                .unwrap_or(b.len().saturating_sub(i));
             continue;
         }
         match c {

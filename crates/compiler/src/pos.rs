@@ -619,17 +619,17 @@ const ODD: u8 = 2;
 
 /// The end of the word going on at `i`, and whether it is made of ASCII letters, digits, `_` and
 /// `$` only.
-fn word_end(b: &[u8], mut i: usize) -> (usize, bool) {
-    let mut plain = true;
-    while let Some(&c) = b.get(i) {
-        match WORD_BYTES[c as usize] {
-            WORD => {}
-            ODD => plain = false,
-            _ => break,
+fn word_end(b: &[u8], i: usize) -> (usize, bool) {
+    let rest = b.get(i..).unwrap_or(&[]);
+    let mut kinds = 0u8;
+    for (k, &c) in rest.iter().enumerate() {
+        let t = WORD_BYTES[c as usize];
+        if t == 0 {
+            return (i + k, kinds & ODD == 0);
         }
-        i += 1;
+        kinds |= t;
     }
-    (i, plain)
+    (i + rest.len(), kinds & ODD == 0)
 }
 
 /// An upper bound on how deeply the parser can recurse on `src`, in units of roughly half a
