@@ -162,7 +162,25 @@ fn native_named(parts: &[&str]) -> Option<NativeId> {
     for p in parts {
         name.extend_from_slice(p.as_bytes());
     }
-    std::str::from_utf8(&name).ok().and_then(NativeId::lookup)
+    std::str::from_utf8(&name).ok().and_then(native)
+}
+
+/// [`NativeId::lookup`] through a hash table built once (the first native of each name, as
+/// `lookup` finds it): a name is hashed once instead of compared at every step of a search.
+/// The table's keys are the fixed native names, not guest text.
+fn native(name: &str) -> Option<NativeId> {
+    static BY_NAME: std::sync::OnceLock<HashMap<&'static str, NativeId>> =
+        std::sync::OnceLock::new();
+    let table = BY_NAME.get_or_init(|| {
+        let mut t = HashMap::with_capacity(NativeId::all().len());
+        for &n in NativeId::all() {
+            t.entry(n.js_name()).or_insert(n);
+        }
+        t
+    });
+    let found = table.get(name).copied();
+    debug_assert_eq!(found, NativeId::lookup(name));
+    found
 }
 
 fn new_suggestion(name: Option<&str>) -> String {
@@ -288,6 +306,10 @@ pub(crate) struct Pool {
     /// Emptied instruction and span buffers of the previous function, reused by the next.
     code: Vec<Op>,
     spans: Vec<u32>,
+    /// Emptied buffers of the previous function's specials, names and scopes.
+    specials: Vec<(Special, u32)>,
+    names: Names,
+    spare_scopes: Vec<Scope>,
 }
 
 /// The string constants of a program by content. Each string is hashed once, with std's keyed
@@ -383,6 +405,8 @@ pub(crate) struct Lowerer<'o> {
     helpers: std::rc::Rc<HashMap<String, (u16, usize)>>,
     /// The text of every variable name of `scopes`.
     names: Names,
+    /// Emptied scopes, whose vectors the next scopes reuse.
+    spare_scopes: Vec<Scope>,
     /// Scratch buffer for the UTF-16 units of a string constant being looked up.
     units: Vec<u16>,
     /// A register holding the array a callback method iterates, when it was built already
@@ -457,6 +481,7 @@ impl<'o> Lowerer<'o> {
             helpers: Default::default(),
             units: Vec::new(),
             names: Names::default(),
+            spare_scopes: Vec::new(),
             callback_source: None,
             parallel_map: false,
         }
@@ -648,6 +673,9 @@ impl<'o> Lowerer<'o> {
         self.atoms = pool.atoms;
         self.code = pool.code;
         self.spans = pool.spans;
+        self.specials = pool.specials;
+        self.names = pool.names;
+        self.spare_scopes = pool.spare_scopes;
     }
 
     /// Lays the frame out, inserts the fuel charges, and returns the function, its source
@@ -804,6 +832,16 @@ impl<'o> Lowerer<'o> {
         };
         self.code.clear();
         self.spans.clear();
+        self.specials.clear();
+        self.names.0.clear();
+        while let Some(sc) = self.scopes.pop() {
+            self.spare_scopes.push(sc);
+        }
+        for sc in &mut self.spare_scopes {
+            sc.vars.clear();
+            sc.pending.clear();
+            sc.is_top = false;
+        }
         let pool = Pool {
             constants: self.constants,
             num_map: self.num_map,
@@ -811,6 +849,9 @@ impl<'o> Lowerer<'o> {
             atoms: self.atoms,
             code: self.code,
             spans: self.spans,
+            specials: self.specials,
+            names: self.names,
+            spare_scopes: self.spare_scopes,
         };
         Ok((function, pos, pool))
     }
@@ -946,8 +987,24 @@ impl<'o> Lowerer<'o> {
 
     // ---------------------------------------------------------------- statements
 
+    /// An empty scope (one used before, when there is one: its vectors are reused).
+    fn new_scope(&mut self) -> Scope {
+        self.spare_scopes.pop().unwrap_or_default()
+    }
+
+    /// Closes the innermost scope, keeping its vectors for the next.
+    fn pop_scope(&mut self) {
+        if let Some(mut sc) = self.scopes.pop() {
+            sc.vars.clear();
+            sc.pending.clear();
+            sc.is_top = false;
+            self.spare_scopes.push(sc);
+        }
+    }
+
     fn block(&mut self, stmts: &[Statement], top: bool, _span: Span) -> R<()> {
-        let mut pending = Vec::new();
+        let mut scope = self.new_scope();
+        let pending = &mut scope.pending;
         for s in stmts {
             if let Statement::VariableDeclaration(d) = s {
                 for decl in &d.declarations {
@@ -958,13 +1015,10 @@ impl<'o> Lowerer<'o> {
             }
         }
         let mark = self.top;
-        self.scopes.push(Scope {
-            vars: Vec::new(),
-            pending,
-            is_top: top,
-        });
+        scope.is_top = top;
+        self.scopes.push(scope);
         let r = stmts.iter().try_for_each(|s| self.stmt(s));
-        self.scopes.pop();
+        self.pop_scope();
         self.top = mark;
         r
     }
@@ -1117,9 +1171,10 @@ impl<'o> Lowerer<'o> {
     /// A statement in a position that is not a block of its own (if/while bodies).
     fn sub_stmt(&mut self, s: &Statement) -> R<()> {
         let mark = self.top;
-        self.scopes.push(Scope::default());
+        let scope = self.new_scope();
+        self.scopes.push(scope);
         let r = self.stmt(s);
-        self.scopes.pop();
+        self.pop_scope();
         self.top = mark;
         r
     }
@@ -2081,7 +2136,7 @@ impl<'o> Lowerer<'o> {
             return self.call_native(native, None, args, dst, span);
         }
         if is_builtin_name(name) {
-            if let Some(native) = NativeId::lookup(name) {
+            if let Some(native) = native(name) {
                 return self.call_native(native, None, args, dst, span);
             }
             return fail(

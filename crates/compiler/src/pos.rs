@@ -22,21 +22,22 @@ impl<'s> LineIndex<'s> {
             let mut starts = Vec::with_capacity(b.len() / 32 + 1);
             starts.push(0);
             // eight bytes at a time: a word without a '\n' is skipped at once
-            let mut i = 0;
-            while i + 8 <= b.len() {
-                let mut w = [0u8; 8];
-                w.copy_from_slice(&b[i..i + 8]);
-                let x = u64::from_le_bytes(w) ^ 0x0a0a_0a0a_0a0a_0a0a;
+            let chunks = b.chunks_exact(8);
+            let tail = chunks.remainder();
+            for (n, w) in chunks.enumerate() {
+                let mut word = [0u8; 8];
+                word.copy_from_slice(w);
+                let x = u64::from_le_bytes(word) ^ 0x0a0a_0a0a_0a0a_0a0a;
                 if (x.wrapping_sub(0x0101_0101_0101_0101) & !x & 0x8080_8080_8080_8080) != 0 {
                     for (k, &c) in w.iter().enumerate() {
                         if c == b'\n' {
-                            starts.push(i + k + 1);
+                            starts.push(n * 8 + k + 1);
                         }
                     }
                 }
-                i += 8;
             }
-            for (k, &c) in b[i..].iter().enumerate() {
+            let i = b.len() - tail.len();
+            for (k, &c) in tail.iter().enumerate() {
                 if c == b'\n' {
                     starts.push(i + k + 1);
                 }

@@ -104,7 +104,7 @@ impl Lowerer<'_> {
                 }
             }
             Expression::Identifier(id) if self.is_global(id.name.as_str()) && !self.helpers.contains_key(id.name.as_str()) => {
-                match NativeId::lookup(id.name.as_str()) {
+                match native(id.name.as_str()) {
                     Some(n) if !n.is_method() => (n, None),
                     _ => {
                         return fail(
