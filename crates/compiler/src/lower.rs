@@ -312,6 +312,51 @@ pub(crate) struct Pool {
     spare_scopes: Vec<Scope>,
 }
 
+/// The laid-out code of a function being finished: every basic block opened by a `Charge` of
+/// the static cost of its instructions, each instruction with its source position.
+struct Layout<'i, 's> {
+    code: Vec<Op>,
+    pos: Vec<SourcePos>,
+    cursor: crate::pos::Cursor<'i, 's>,
+    /// The index of the open block's `Charge`, and the cost of its instructions so far.
+    charge: Option<usize>,
+    amount: u32,
+}
+
+impl Layout<'_, '_> {
+    /// Appends `op` (from source offset `off`), after a new `Charge` when it leads a block.
+    #[inline]
+    fn push(&mut self, op: Op, off: u32, lead: bool) {
+        let p = self.cursor.pos(off);
+        if lead || self.charge.is_none() {
+            self.close();
+            self.charge = Some(self.code.len());
+            self.code.push(Op::Charge { amount: Imm(0) });
+            self.pos.push(p);
+        }
+        self.amount += op.cost();
+        self.code.push(op);
+        self.pos.push(p);
+    }
+
+    /// Writes the open block's cost into its `Charge`.
+    fn close(&mut self) {
+        if let Some(c) = self.charge.take() {
+            if let Some(slot) = self.code.get_mut(c) {
+                *slot = Op::Charge {
+                    amount: Imm(self.amount),
+                };
+            }
+        }
+        self.amount = 0;
+    }
+
+    fn finish(mut self) -> (Vec<Op>, Vec<SourcePos>) {
+        self.close();
+        (self.code, self.pos)
+    }
+}
+
 /// The string constants of a program by content. Each string is hashed once, with std's keyed
 /// SipHash (a guest cannot choose strings that collide), and the map from that hash to the
 /// constant's index hashes no further; the rare strings whose hash another string has already
@@ -712,7 +757,7 @@ impl<'o> Lowerer<'o> {
                 next += 1;
             }
         }
-        let mut prologue = self
+        let prologue = self
             .specials
             .iter()
             .enumerate()
@@ -735,6 +780,7 @@ impl<'o> Lowerer<'o> {
         if total > ajs_bytecode::program::MAX_CODE_LEN / 2 {
             return Err(Fail::new(0, "program too long"));
         }
+        let final_of: &[u16] = &final_of;
         let boundary = 65536 - nspecial as u32; // virtual ids at or above are specials
         let map = |v: u16| -> u16 {
             if v as u32 >= boundary {
@@ -772,58 +818,39 @@ impl<'o> Lowerer<'o> {
             n += lead + 1;
         }
         let is_lead = |v: u32| v & 1 == 1;
-        let len = n as usize;
-        let mut code = Vec::with_capacity(len);
-        let mut pos = Vec::with_capacity(len);
-        let mut cursor = idx.cursor();
-        let body_spans = &self.spans;
-        let mut j = 0;
-        while j < total {
-            // block [j, end): a Charge of its static cost, then its instructions
-            let mut end = j + 1;
-            while end < total && !is_lead(at[end]) {
-                end += 1;
-            }
-            let charge = code.len();
-            code.push(Op::Charge { amount: Imm(0) });
-            let mut amount = 0u32;
-            for k in j..end {
-                let (op, off) = if k < shift {
-                    prologue.next().unwrap_or((Op::TryExit {}, 0))
-                } else {
-                    let mut op = self.code[k - shift];
-                    op.map_registers(&map);
-                    let new_target = |t: &mut Target| {
-                        let old = (t.0 as usize).saturating_add(shift);
-                        t.0 = match at.get(old) {
-                            Some(&new) => new >> 1,
-                            None => t.0.wrapping_add(shift as u32),
-                        };
-                    };
-                    match &mut op {
-                        Op::Jump { target }
-                        | Op::JumpIfTrue { target, .. }
-                        | Op::JumpIfFalse { target, .. }
-                        | Op::JumpIfNullish { target, .. }
-                        | Op::JumpIfNotNullish { target, .. } => new_target(target),
-                        Op::TryEnter { handler } => new_target(handler),
-                        _ => {}
-                    }
-                    (op, body_spans[k - shift])
-                };
-                amount += op.cost();
-                let p = cursor.pos(off);
-                if k == j {
-                    pos.push(p);
-                }
-                code.push(op);
-                pos.push(p);
-            }
-            code[charge] = Op::Charge {
-                amount: Imm(amount),
-            };
-            j = end;
+        let at: &[u32] = &at;
+        let mut out = Layout {
+            code: Vec::with_capacity(n as usize),
+            pos: Vec::with_capacity(n as usize),
+            cursor: idx.cursor(),
+            charge: None,
+            amount: 0,
+        };
+        for (k, (op, off)) in prologue.enumerate() {
+            out.push(op, off, at.get(k).is_some_and(|&v| is_lead(v)));
         }
+        let new_target = |t: &mut Target| {
+            let old = (t.0 as usize).saturating_add(shift);
+            t.0 = match at.get(old) {
+                Some(&new) => new >> 1,
+                None => t.0.wrapping_add(shift as u32),
+            };
+        };
+        for (i, (op, &off)) in self.code.iter().zip(&self.spans).enumerate() {
+            let mut op = *op;
+            op.map_registers(&map);
+            match &mut op {
+                Op::Jump { target }
+                | Op::JumpIfTrue { target, .. }
+                | Op::JumpIfFalse { target, .. }
+                | Op::JumpIfNullish { target, .. }
+                | Op::JumpIfNotNullish { target, .. } => new_target(target),
+                Op::TryEnter { handler } => new_target(handler),
+                _ => {}
+            }
+            out.push(op, off, at.get(shift + i).is_some_and(|&v| is_lead(v)));
+        }
+        let (code, pos) = out.finish();
         let function = Function {
             name: name.to_string(),
             params,
