@@ -236,6 +236,7 @@ macro_rules! define_ops {
                 }
             }
             /// Calls `f` with every operand, in declaration order (the verifier's view).
+            #[inline]
             pub fn operands(&self, mut f: impl FnMut(Operand)) {
                 match *self {
                     $( Op::$name { $($field),* } => { $( f(OperandKind::operand($field)); )* } )*

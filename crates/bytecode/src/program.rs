@@ -602,7 +602,9 @@ impl Program {
                 if fault.is_some() {
                     return;
                 }
-                fault = match o {
+                let f = match o {
+                    // the common case first: a register in range
+                    Operand::Read(r) | Operand::Write(r) if r < nregs => return,
                     Operand::Base(b) => {
                         base = b as u32;
                         (base > nregs as u32).then_some(CodeFault::Register { reg: base, nregs })
@@ -616,6 +618,9 @@ impl Program {
                     }),
                     o => self.check_operand(o, nregs, code.len()),
                 };
+                if f.is_some() {
+                    fault = f;
+                }
             });
             if let Some(fl) = fault {
                 return Err((pc, fl));

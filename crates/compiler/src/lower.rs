@@ -325,7 +325,7 @@ struct Layout<'i, 's> {
 
 impl Layout<'_, '_> {
     /// Appends `op` (from source offset `off`), after a new `Charge` when it leads a block.
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, op: Op, off: u32, lead: bool) {
         let p = self.cursor.pos(off);
         if lead || self.charge.is_none() {
@@ -960,12 +960,12 @@ impl<'o> Lowerer<'o> {
     /// The register holding identifier `id`'s value.
     fn read_ident(&mut self, id: &IdentifierReference) -> R<u16> {
         let name = id.name.as_str();
-        if self.is_global(name) {
+        // (the name first: the scope search only for these three)
+        if matches!(name, "undefined" | "NaN" | "Infinity") && self.is_global(name) {
             match name {
                 "undefined" => return self.special(SpecialKey::Undef, id.span),
                 "NaN" => return self.num_reg(f64::NAN, id.span),
-                "Infinity" => return self.num_reg(f64::INFINITY, id.span),
-                _ => {}
+                _ => return self.num_reg(f64::INFINITY, id.span),
             }
         }
         match self.resolve(name, id.span)? {
