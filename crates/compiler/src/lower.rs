@@ -10,9 +10,7 @@ use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
 
-use ajs_bytecode::isa::{
-    Atom, Base, Const, Count, Dst, Imm, Key, Native, Src, Target,
-};
+use ajs_bytecode::isa::{Atom, Base, Const, Count, Dst, Imm, Key, Native, Src, Target};
 use ajs_bytecode::natives::{NativeId, MATH_CONSTANTS, NUMBER_CONSTANTS};
 use ajs_bytecode::program::{Constant, DebugInfo, Function, SourcePos, MAX_CONSTANTS};
 use ajs_bytecode::{Op, Program};
@@ -167,12 +165,13 @@ fn native_named(parts: &[&str]) -> Option<NativeId> {
 
 /// [`NativeId::lookup`] through a hash table built once (the first native of each name, as
 /// `lookup` finds it): a name is hashed once instead of compared at every step of a search.
-/// The table's keys are the fixed native names, not guest text.
+/// The table's keys are the fixed native names, never guest text, so a plain FNV-1a hash
+/// serves (a guest's name is only looked up).
 fn native(name: &str) -> Option<NativeId> {
-    static BY_NAME: std::sync::OnceLock<HashMap<&'static str, NativeId>> =
-        std::sync::OnceLock::new();
+    type Table = HashMap<&'static str, NativeId, BuildHasherDefault<Fnv>>;
+    static BY_NAME: std::sync::OnceLock<Table> = std::sync::OnceLock::new();
     let table = BY_NAME.get_or_init(|| {
-        let mut t = HashMap::with_capacity(NativeId::all().len());
+        let mut t = Table::with_capacity_and_hasher(NativeId::all().len(), Default::default());
         for &n in NativeId::all() {
             t.entry(n.js_name()).or_insert(n);
         }
@@ -394,6 +393,28 @@ impl StrMap {
             self.collided.insert(units.to_vec(), k);
         } else {
             self.by_hash.insert(hash, k);
+        }
+    }
+}
+
+/// FNV-1a, for the table of native names (fixed keys).
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= u64::from(b);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
         }
     }
 }

@@ -1037,10 +1037,10 @@ mod tests {
     /// Random sources over the bytes the scanners care about.
     fn random_sources(count: usize, max_len: usize, mut f: impl FnMut(&str)) {
         let alphabet: Vec<&str> = vec![
-            "(", ")", "[", "]", "{", "}", "`", "'", "\"", "/", "\\", "*", "$", "${", "#", "@",
-            "!", "+", "-", "=", "<", ">", "?", ":", ".", ",", ";", "\n", "\r", " ", "\t", "a",
-            "x1", "1", "é", "\u{2028}", "\u{1}", "\u{b}", "if ", "else ", "return ", "typeof ",
-            "let ", "//", "/*", "*/", "<!--", "-->", "++", "x => ", "~", "\r\n",
+            "(", ")", "[", "]", "{", "}", "`", "'", "\"", "/", "\\", "*", "$", "${", "#", "@", "!",
+            "+", "-", "=", "<", ">", "?", ":", ".", ",", ";", "\n", "\r", " ", "\t", "a", "x1",
+            "1", "é", "\u{2028}", "\u{1}", "\u{b}", "if ", "else ", "return ", "typeof ", "let ",
+            "//", "/*", "*/", "<!--", "-->", "++", "x => ", "~", "\r\n",
         ];
         let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
         let mut next = move || {
@@ -1051,7 +1051,9 @@ mod tests {
         };
         for _ in 0..count {
             let len = next() % max_len;
-            let s: String = (0..len).map(|_| alphabet[next() % alphabet.len()]).collect();
+            let s: String = (0..len)
+                .map(|_| alphabet[next() % alphabet.len()])
+                .collect();
             f(&s);
         }
     }
