@@ -2463,6 +2463,26 @@ pub(crate) fn js_number_to_string(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::js_number_to_string as s;
+    use super::{BuildHasher, Constant, StrMap};
+
+    #[test]
+    fn a_string_whose_hash_is_taken_is_kept_apart() {
+        let units = |t: &str| t.encode_utf16().collect::<Vec<u16>>();
+        let (a, b) = (units("a"), units("b"));
+        let mut m = StrMap::with_capacity(4);
+        let mut constants = vec![Constant::String(a.clone())];
+        let ha = m.keys.hash_one(a.as_slice());
+        m.insert(ha, false, &a, 0);
+        // as if "b" hashed like "a": its hash leads to the constant "a"
+        let hb = m.keys.hash_one(b.as_slice());
+        m.by_hash.insert(hb, 0);
+        assert_eq!(m.find(&b, &constants), Err((hb, true)));
+        constants.push(Constant::String(b.clone()));
+        m.insert(hb, true, &b, 1);
+        assert_eq!(m.find(&b, &constants), Ok(1));
+        assert_eq!(m.find(&a, &constants), Ok(0));
+        assert_eq!(m.find(&units("c"), &constants).map_err(|e| e.1), Err(false));
+    }
 
     #[test]
     fn numbers_print_like_javascript() {
