@@ -120,7 +120,8 @@ pub fn compile(source: &str, opts: &CompileOptions) -> Result<Program, CompileEr
     };
     // One pass over the source: how deeply the parser could recurse on it, or why its nesting is
     // refused before parsing.
-    let scan = pos::prescan(source, MAX_BRACKET_DEPTH);
+    let scan = std::panic::catch_unwind(|| pos::prescan(source, MAX_BRACKET_DEPTH))
+        .unwrap_or_else(|_| Err(Fail::new(0, "internal compiler error")));
     let inline = scan.as_ref().map_or(true, |&units| units <= INLINE_UNITS);
     let run = || {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
