@@ -81,13 +81,13 @@ pub trait OperandKind: Copy + fmt::Debug {
     /// The verifier's view.
     fn operand(self) -> Operand;
     /// Rewrites the register this operand names, if it names one.
-    fn map_register<F: Fn(u16) -> u16>(&mut self, _f: &F) {}
+    fn map_register<F: Fn(u16) -> u16 + ?Sized>(&mut self, _f: &F) {}
 }
 
 macro_rules! u16_kind {
     ($t:ident, $v:ident, reg) => {
         u16_kind!($t, $v, {
-            fn map_register<F: Fn(u16) -> u16>(&mut self, f: &F) {
+            fn map_register<F: Fn(u16) -> u16 + ?Sized>(&mut self, f: &F) {
                 self.0 = f(self.0);
             }
         });
@@ -230,7 +230,7 @@ macro_rules! define_ops {
             }
             /// Rewrites every register operand (reads, writes, run bases) through `f`.
             #[inline]
-            pub fn map_registers<F: Fn(u16) -> u16>(&mut self, f: &F) {
+            pub fn map_registers<F: Fn(u16) -> u16 + ?Sized>(&mut self, f: &F) {
                 match self {
                     $( Op::$name { $($field),* } => { $( OperandKind::map_register($field, f); )* } )*
                 }
