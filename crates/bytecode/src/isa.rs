@@ -81,13 +81,13 @@ pub trait OperandKind: Copy + fmt::Debug {
     /// The verifier's view.
     fn operand(self) -> Operand;
     /// Rewrites the register this operand names, if it names one.
-    fn map_register(&mut self, _f: &dyn Fn(u16) -> u16) {}
+    fn map_register<F: Fn(u16) -> u16 + ?Sized>(&mut self, _f: &F) {}
 }
 
 macro_rules! u16_kind {
     ($t:ident, $v:ident, reg) => {
         u16_kind!($t, $v, {
-            fn map_register(&mut self, f: &dyn Fn(u16) -> u16) {
+            fn map_register<F: Fn(u16) -> u16 + ?Sized>(&mut self, f: &F) {
                 self.0 = f(self.0);
             }
         });
@@ -193,6 +193,7 @@ macro_rules! define_ops {
                 match self { $( Op::$name { .. } => stringify!($name), )* }
             }
             /// Static fuel cost in milli-fuel (size-proportional work is charged at run time).
+            #[inline]
             pub fn cost(&self) -> u32 {
                 match self { $( Op::$name { .. } => $cost, )* }
             }
@@ -228,12 +229,14 @@ macro_rules! define_ops {
                 }
             }
             /// Rewrites every register operand (reads, writes, run bases) through `f`.
-            pub fn map_registers(&mut self, f: &dyn Fn(u16) -> u16) {
+            #[inline]
+            pub fn map_registers<F: Fn(u16) -> u16 + ?Sized>(&mut self, f: &F) {
                 match self {
                     $( Op::$name { $($field),* } => { $( OperandKind::map_register($field, f); )* } )*
                 }
             }
             /// Calls `f` with every operand, in declaration order (the verifier's view).
+            #[inline]
             pub fn operands(&self, mut f: impl FnMut(Operand)) {
                 match *self {
                     $( Op::$name { $($field),* } => { $( f(OperandKind::operand($field)); )* } )*

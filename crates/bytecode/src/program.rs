@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::isa::{leaders, DecodeFault, Op, Operand, ISA_HASH};
+use crate::isa::{DecodeFault, Op, Operand, ISA_HASH};
 use crate::natives::NativeId;
 
 /// First bytes of every artifact.
@@ -589,7 +589,12 @@ impl Program {
             _ => {}
         }
         let nregs = f.nregs;
-        let mut handler_heads = vec![false; code.len()];
+        // per instruction: LEADER (opens a basic block), HANDLER (the `Catch` slot of a handler)
+        const LEADER: u8 = 1;
+        const HANDLER: u8 = 2;
+        let mut marks = vec![0u8; code.len()];
+        marks[0] = LEADER;
+        let mut any_catch = false;
         for (pc, op) in code.iter().enumerate() {
             let mut fault = None;
             let mut base = 0u32;
@@ -597,7 +602,9 @@ impl Program {
                 if fault.is_some() {
                     return;
                 }
-                fault = match o {
+                let f = match o {
+                    // the common case first: a register in range
+                    Operand::Read(r) | Operand::Write(r) if r < nregs => return,
                     Operand::Base(b) => {
                         base = b as u32;
                         (base > nregs as u32).then_some(CodeFault::Register { reg: base, nregs })
@@ -611,6 +618,9 @@ impl Program {
                     }),
                     o => self.check_operand(o, nregs, code.len()),
                 };
+                if f.is_some() {
+                    fault = f;
+                }
             });
             if let Some(fl) = fault {
                 return Err((pc, fl));
@@ -647,44 +657,73 @@ impl Program {
                 }
                 Op::TryEnter { handler } => {
                     // The handler block is `Charge; Catch` — remember the Catch position.
-                    if let Some(slot) = handler_heads.get_mut(handler.0 as usize + 1) {
-                        *slot = true;
+                    if let Some(slot) = marks.get_mut(handler.0 as usize + 1) {
+                        *slot |= HANDLER;
                     }
                 }
+                Op::Catch { .. } => any_catch = true,
                 _ => {}
             }
+            // the block leaders (what `leaders` computes): jump targets (in range: checked
+            // above) and every instruction after one that ends a block
+            if let Some(t) = op.jump_target() {
+                if let Some(slot) = marks.get_mut(t as usize) {
+                    *slot |= LEADER;
+                }
+            }
+            if op.ends_block() {
+                if let Some(slot) = marks.get_mut(pc + 1) {
+                    *slot |= LEADER;
+                }
+            }
         }
-        for (pc, op) in code.iter().enumerate() {
-            if matches!(op, Op::Catch { .. }) && !handler_heads[pc] {
-                return Err((pc, CodeFault::StrayCatch));
+        if any_catch {
+            for (pc, op) in code.iter().enumerate() {
+                if matches!(op, Op::Catch { .. }) && marks[pc] & HANDLER == 0 {
+                    return Err((pc, CodeFault::StrayCatch));
+                }
             }
         }
         // Every basic block opens with Charge{sum of the costs of the instructions up to the
         // next Charge}: jump targets and fall-through successors of branches are block heads.
-        let lead = leaders(code);
-        for (pc, &is_leader) in lead.iter().enumerate() {
-            if is_leader && !matches!(code[pc], Op::Charge { .. }) {
+        // A leader without its Charge is reported before a wrong amount.
+        let mut wrong_amount = None;
+        // the Charge opening the current run of instructions: its pc, amount and the sum so far
+        let mut open: Option<(usize, u32, u32)> = None;
+        for (pc, op) in code.iter().enumerate() {
+            if let Op::Charge { amount } = *op {
+                if let Some((at, amount, sum)) = open {
+                    if amount != sum && wrong_amount.is_none() {
+                        wrong_amount = Some((at, CodeFault::Charge { expected: sum }));
+                    }
+                }
+                open = Some((pc, amount.0, 0));
+                continue;
+            }
+            if marks[pc] & LEADER != 0 {
                 return Err((pc, CodeFault::Charge { expected: 0 }));
             }
-        }
-        let mut pc = 0;
-        while pc < code.len() {
-            let Op::Charge { amount } = code[pc] else {
-                return Err((pc, CodeFault::StrayCharge));
-            };
-            let mut end = pc + 1;
-            while end < code.len() && !matches!(code[end], Op::Charge { .. }) {
-                end += 1;
+            match &mut open {
+                Some((_, _, sum)) => *sum += op.cost(),
+                None => {
+                    if wrong_amount.is_none() {
+                        wrong_amount = Some((pc, CodeFault::StrayCharge));
+                    }
+                }
             }
-            let expected: u32 = code[pc + 1..end].iter().map(|o| o.cost()).sum();
-            if amount.0 != expected {
-                return Err((pc, CodeFault::Charge { expected }));
-            }
-            pc = end;
         }
-        Ok(())
+        if let Some((at, amount, sum)) = open {
+            if amount != sum && wrong_amount.is_none() {
+                wrong_amount = Some((at, CodeFault::Charge { expected: sum }));
+            }
+        }
+        match wrong_amount {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
+    #[inline]
     fn check_operand(&self, o: Operand, nregs: u16, len: usize) -> Option<CodeFault> {
         let reg = |r: u32| {
             if r < nregs as u32 {

@@ -118,15 +118,23 @@ pub fn compile(source: &str, opts: &CompileOptions) -> Result<Program, CompileEr
     } else {
         opts.source_name
     };
+    // One pass over the source: how deeply the parser could recurse on it, or why its nesting is
+    // refused before parsing.
+    let scan = std::panic::catch_unwind(|| pos::prescan(source, MAX_BRACKET_DEPTH))
+        .unwrap_or_else(|_| Err(Fail::new(0, "internal compiler error")));
+    let inline = scan.as_ref().map_or(true, |&units| units <= INLINE_UNITS);
     let run = || {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| compile_inner(source, opts)))
-            .unwrap_or_else(|_| Err(Fail::new(0, "internal compiler error")))
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            compile_inner(source, opts, scan.clone())
+        }))
+        .unwrap_or_else(|_| Err(Fail::new(0, "internal compiler error")))
     };
     // Parse and compile on a thread with a large stack, so that deep (but bounded) nesting never
     // overflows; fall back to the current thread if one cannot be started. A source that cannot
-    // make the parser recurse deeply (every ordinary program) compiles on the current thread,
-    // which saves starting a thread (and mapping its stack) per compile.
-    if pos::recursion_bound(source) <= INLINE_UNITS {
+    // make the parser recurse deeply (every ordinary program), or that is refused before parsing,
+    // compiles on the current thread, which saves starting a thread (and mapping its stack) per
+    // compile.
+    if inline {
         return run().map_err(|f| to_error(source, name, f));
     }
     let result = std::thread::scope(|s| {
@@ -160,11 +168,16 @@ fn to_error(source: &str, name: &str, f: Fail) -> CompileError {
     }
 }
 
-fn compile_inner(source: &str, opts: &CompileOptions) -> Result<Program, Fail> {
+/// Compiles `source`; `nesting` is [`pos::prescan`]'s verdict on it.
+fn compile_inner(
+    source: &str,
+    opts: &CompileOptions,
+    nesting: Result<usize, Fail>,
+) -> Result<Program, Fail> {
     if source.len() > u32::MAX as usize / 2 {
         return Err(Fail::new(0, "source is too large"));
     }
-    pos::check_nesting(source, MAX_BRACKET_DEPTH)?;
+    nesting?;
     let script_opts = ParseOptions {
         allow_return_outside_function: true,
         ..ParseOptions::default()

@@ -6,16 +6,17 @@
 //! temporaries]`, prepends the constant prologue, remaps every register and jump target, and inserts
 //! the fuel charges.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
 
-use ajs_bytecode::isa::{
-    insert_charges, Atom, Base, Const, Count, Dst, Imm, Key, Native, Operand, Src, Target,
-};
+use ajs_bytecode::isa::{Atom, Base, Const, Count, Dst, Imm, Key, Native, Operand, Src, Target};
 use ajs_bytecode::natives::{NativeId, MATH_CONSTANTS, NUMBER_CONSTANTS};
 use ajs_bytecode::program::{Constant, DebugInfo, Function, SourcePos, MAX_CONSTANTS};
 use ajs_bytecode::{Op, Program};
 use oxc_ast::ast::*;
 use oxc_span::{GetSpan, Span};
+use smallvec::SmallVec;
 
 use crate::pos::LineIndex;
 use crate::{CompileOptions, Fail, Mode, MAX_NESTING};
@@ -74,6 +75,39 @@ const BUILTIN_NAMES: &[&str] = &[
     "Infinity",
 ];
 
+/// Whether `name` is one of [`BUILTIN_NAMES`] (a `match`: no scan of the list).
+fn is_builtin_name(name: &str) -> bool {
+    let found = matches!(
+        name,
+        "Math"
+            | "JSON"
+            | "Array"
+            | "Object"
+            | "String"
+            | "Number"
+            | "Boolean"
+            | "console"
+            | "Schema"
+            | "Date"
+            | "Set"
+            | "Error"
+            | "parseInt"
+            | "parseFloat"
+            | "isNaN"
+            | "isFinite"
+            | "encodeURI"
+            | "decodeURI"
+            | "encodeURIComponent"
+            | "decodeURIComponent"
+            | "filter"
+            | "undefined"
+            | "NaN"
+            | "Infinity"
+    );
+    debug_assert_eq!(found, BUILTIN_NAMES.contains(&name));
+    found
+}
+
 /// Names that do not exist in AJS, with what to use instead (reference §3.4).
 fn unsupported_builtin(name: &str) -> Option<String> {
     Some(match name {
@@ -114,10 +148,38 @@ fn namespace_member_msg(ns: &str, m: &str) -> String {
     if let Some(alt) = alt {
         return format!("{ns}.{m} is not available. {alt}");
     }
-    if NativeId::lookup(&format!("{ns}.{m}")).is_some() {
+    if native_named(&[ns, ".", m]).is_some() {
         return format!("{ns}.{m} is a function: call it, e.g. {ns}.{m}(x)");
     }
     format!("{ns}.{m} is not supported in AsyncJS. Check docs for available {ns} methods.")
+}
+
+/// The native named by the concatenation of `parts` (e.g. `["Math.", m]`), without allocating.
+fn native_named(parts: &[&str]) -> Option<NativeId> {
+    let mut name = smallvec::SmallVec::<[u8; 64]>::new();
+    for p in parts {
+        name.extend_from_slice(p.as_bytes());
+    }
+    std::str::from_utf8(&name).ok().and_then(native)
+}
+
+/// [`NativeId::lookup`] through a hash table built once (the first native of each name, as
+/// `lookup` finds it): a name is hashed once instead of compared at every step of a search.
+/// The table's keys are the fixed native names, never guest text, so a plain FNV-1a hash
+/// serves (a guest's name is only looked up).
+fn native(name: &str) -> Option<NativeId> {
+    type Table = HashMap<&'static str, NativeId, BuildHasherDefault<Fnv>>;
+    static BY_NAME: std::sync::OnceLock<Table> = std::sync::OnceLock::new();
+    let table = BY_NAME.get_or_init(|| {
+        let mut t = Table::with_capacity_and_hasher(NativeId::all().len(), Default::default());
+        for &n in NativeId::all() {
+            t.entry(n.js_name()).or_insert(n);
+        }
+        t
+    });
+    let found = table.get(name).copied();
+    debug_assert_eq!(found, NativeId::lookup(name));
+    found
 }
 
 fn new_suggestion(name: Option<&str>) -> String {
@@ -163,7 +225,7 @@ enum SpecialKey {
 /// Registers by a small dense index (of an external, or of a special value): a vector rather
 /// than a hash map.
 #[derive(Default)]
-struct Regs(Vec<Option<u16>>);
+struct Regs(SmallVec<[Option<u16>; 8]>);
 
 impl Regs {
     fn get(&self, i: usize) -> Option<u16> {
@@ -242,11 +304,143 @@ const MAX_COPIED_TEST: usize = 24;
 pub(crate) struct Pool {
     constants: Vec<Constant>,
     num_map: HashMap<u64, u16>,
-    str_map: HashMap<Vec<u16>, u16>,
+    str_map: StrMap,
     atoms: Vec<String>,
     /// Emptied instruction and span buffers of the previous function, reused by the next.
     code: Vec<Op>,
     spans: Vec<u32>,
+    /// Emptied buffers of the previous function's specials, names and scopes.
+    specials: Vec<(Special, u32)>,
+    names: Names,
+    spare_scopes: Vec<Scope>,
+}
+
+/// The laid-out code of a function being finished: every basic block opened by a `Charge` of
+/// the static cost of its instructions, each instruction with its source position.
+struct Layout<'i, 's> {
+    code: Vec<Op>,
+    pos: Vec<SourcePos>,
+    cursor: crate::pos::Cursor<'i, 's>,
+    /// The index of the open block's `Charge`, and the cost of its instructions so far.
+    charge: Option<usize>,
+    amount: u32,
+}
+
+impl Layout<'_, '_> {
+    /// Appends `op` (from source offset `off`), after a new `Charge` when it leads a block.
+    #[inline(always)]
+    fn push(&mut self, op: Op, off: u32, lead: bool) {
+        let p = self.cursor.pos(off);
+        if lead || self.charge.is_none() {
+            self.close();
+            self.charge = Some(self.code.len());
+            self.code.push(Op::Charge { amount: Imm(0) });
+            self.pos.push(p);
+        }
+        self.amount += op.cost();
+        self.code.push(op);
+        self.pos.push(p);
+    }
+
+    /// Writes the open block's cost into its `Charge`.
+    fn close(&mut self) {
+        if let Some(c) = self.charge.take() {
+            if let Some(slot) = self.code.get_mut(c) {
+                *slot = Op::Charge {
+                    amount: Imm(self.amount),
+                };
+            }
+        }
+        self.amount = 0;
+    }
+
+    fn finish(mut self) -> (Vec<Op>, Vec<SourcePos>) {
+        self.close();
+        (self.code, self.pos)
+    }
+}
+
+/// The string constants of a program by content. Each string is hashed once, with std's keyed
+/// SipHash (a guest cannot choose strings that collide), and the map from that hash to the
+/// constant's index hashes no further; the rare strings whose hash another string has already
+/// are kept in a second, ordinary map.
+#[derive(Default)]
+pub(crate) struct StrMap {
+    keys: RandomState,
+    by_hash: HashMap<u64, u16, BuildHasherDefault<Prehashed>>,
+    collided: HashMap<Vec<u16>, u16>,
+}
+
+impl StrMap {
+    fn with_capacity(n: usize) -> StrMap {
+        StrMap {
+            keys: RandomState::new(),
+            by_hash: HashMap::with_capacity_and_hasher(n, BuildHasherDefault::default()),
+            collided: HashMap::new(),
+        }
+    }
+
+    /// The index of the string constant `units`, or its hash and whether that hash is taken.
+    fn find(&self, units: &[u16], constants: &[Constant]) -> Result<u16, (u64, bool)> {
+        let hash = self.keys.hash_one(units);
+        match self.by_hash.get(&hash) {
+            None => Err((hash, false)),
+            Some(&k) => match constants.get(k as usize) {
+                Some(Constant::String(s)) if s.as_slice() == units => Ok(k),
+                _ => self.collided.get(units).copied().ok_or((hash, true)),
+            },
+        }
+    }
+
+    fn insert(&mut self, hash: u64, collided: bool, units: &[u16], k: u16) {
+        if collided {
+            self.collided.insert(units.to_vec(), k);
+        } else {
+            self.by_hash.insert(hash, k);
+        }
+    }
+}
+
+/// FNV-1a, for the table of native names (fixed keys).
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= u64::from(b);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
+/// The hasher of a map keyed by a hash already computed: the key is the hash.
+#[derive(Default)]
+struct Prehashed(u64);
+
+impl Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
 }
 
 enum Resolved {
@@ -260,7 +454,7 @@ pub(crate) struct Lowerer<'o> {
     spans: Vec<u32>,
     constants: Vec<Constant>,
     num_map: HashMap<u64, u16>,
-    str_map: HashMap<Vec<u16>, u16>,
+    str_map: StrMap,
     atoms: Vec<String>,
     specials: Vec<(Special, u32)>,
     /// The register of each special value loaded so far, by [`SpecialKey::index`].
@@ -281,6 +475,8 @@ pub(crate) struct Lowerer<'o> {
     helpers: std::rc::Rc<HashMap<String, (u16, usize)>>,
     /// The text of every variable name of `scopes`.
     names: Names,
+    /// Emptied scopes, whose vectors the next scopes reuse.
+    spare_scopes: Vec<Scope>,
     /// Scratch buffer for the UTF-16 units of a string constant being looked up.
     units: Vec<u16>,
     /// A register holding the array a callback method iterates, when it was built already
@@ -339,7 +535,7 @@ impl<'o> Lowerer<'o> {
             spans: Vec::new(),
             constants: Vec::new(),
             num_map: HashMap::new(),
-            str_map: HashMap::new(),
+            str_map: StrMap::default(),
             atoms: Vec::new(),
             specials: Vec::new(),
             special_regs: Regs::default(),
@@ -355,6 +551,7 @@ impl<'o> Lowerer<'o> {
             helpers: Default::default(),
             units: Vec::new(),
             names: Names::default(),
+            spare_scopes: Vec::new(),
             callback_source: None,
             parallel_map: false,
         }
@@ -485,20 +682,43 @@ impl<'o> Lowerer<'o> {
         } else {
             v.to_bits()
         };
-        if let Some(&k) = self.num_map.get(&bits) {
-            return Ok(k);
+        match self.num_map.entry(bits) {
+            Entry::Occupied(e) => Ok(*e.get()),
+            Entry::Vacant(e) => {
+                if self.constants.len() >= MAX_CONSTANTS {
+                    return fail(span, "too many constants (more than 65535)");
+                }
+                self.constants.push(Constant::Number(v));
+                let k = (self.constants.len() - 1) as u16;
+                e.insert(k);
+                Ok(k)
+            }
         }
-        let k = self.add_constant(Constant::Number(v), span)?;
-        self.num_map.insert(bits, k);
+    }
+
+    /// The constant of the string of UTF-16 `units` (added when new).
+    fn str_const_slice(&mut self, units: &[u16], span: Span) -> R<u16> {
+        let (hash, collided) = match self.str_map.find(units, &self.constants) {
+            Ok(k) => return Ok(k),
+            Err(miss) => miss,
+        };
+        let k = self.add_constant(Constant::String(units.to_vec()), span)?;
+        self.str_map.insert(hash, collided, units, k);
         Ok(k)
     }
 
     fn str_const_units(&mut self, units: Vec<u16>, span: Span) -> R<u16> {
-        if let Some(&k) = self.str_map.get(&units) {
+        let (hash, collided) = match self.str_map.find(&units, &self.constants) {
+            Ok(k) => return Ok(k),
+            Err(miss) => miss,
+        };
+        if collided {
+            let k = self.add_constant(Constant::String(units.clone()), span)?;
+            self.str_map.insert(hash, true, &units, k);
             return Ok(k);
         }
-        let k = self.add_constant(Constant::String(units.clone()), span)?;
-        self.str_map.insert(units, k);
+        let k = self.add_constant(Constant::String(units), span)?;
+        self.str_map.insert(hash, false, &[], k);
         Ok(k)
     }
 
@@ -506,11 +726,15 @@ impl<'o> Lowerer<'o> {
         // encode into the scratch buffer: a constant seen before costs no allocation
         let mut units = std::mem::take(&mut self.units);
         units.clear();
-        units.extend(s.encode_utf16());
-        let r = match self.str_map.get(units.as_slice()) {
-            Some(&k) => Ok(k),
-            None => self.str_const_units(units.clone(), span),
-        };
+        if s.is_ascii() {
+            units.extend(s.bytes().map(u16::from));
+        } else {
+            units.reserve(s.len());
+            for u in s.encode_utf16() {
+                units.push(u);
+            }
+        }
+        let r = self.str_const_slice(&units, span);
         self.units = units;
         r
     }
@@ -553,6 +777,9 @@ impl<'o> Lowerer<'o> {
         self.atoms = pool.atoms;
         self.code = pool.code;
         self.spans = pool.spans;
+        self.specials = pool.specials;
+        self.names = pool.names;
+        self.spare_scopes = pool.spare_scopes;
     }
 
     /// Lays the frame out, inserts the fuel charges, and returns the function, its source
@@ -562,9 +789,9 @@ impl<'o> Lowerer<'o> {
         idx: &LineIndex,
         name: &str,
     ) -> R<(Function, Vec<SourcePos>, Pool)> {
-        let nspecial = self.specials.len();
+        let nspecial_all = self.specials.len();
         // virtual ids at or above `boundary` are specials
-        let boundary = 65536 - nspecial as u32;
+        let boundary = 65536 - nspecial_all as u32;
         // An operator whose right operand is a constant names the constant itself (`n - 1`
         // becomes `SubK`); a constant no instruction reads any more is not loaded at entry.
         let const_of = |v: u16| -> Option<u16> {
@@ -578,7 +805,7 @@ impl<'o> Lowerer<'o> {
                 *op = k;
             }
         }
-        let mut used = vec![false; nspecial];
+        let mut used: SmallVec<[bool; 32]> = smallvec::smallvec![false; nspecial_all];
         for op in &self.code {
             op.operands(|o| match o {
                 Operand::Read(v) | Operand::Write(v) if v as u32 >= boundary => {
@@ -595,8 +822,8 @@ impl<'o> Lowerer<'o> {
             .zip(&used)
             .filter(|((s, _), u)| **u || matches!(s, Special::Ext(_)))
             .count();
-        // final register of every special
-        let mut final_of = vec![0u16; self.specials.len()];
+        // final register of every special (an unused one has none: nothing names it)
+        let mut final_of: SmallVec<[u16; 32]> = smallvec::smallvec![0u16; nspecial_all];
         let mut params = Vec::new();
         let mut next = 0u16;
         for (k, (s, _)) in self.specials.iter().enumerate() {
@@ -612,31 +839,41 @@ impl<'o> Lowerer<'o> {
                 "too many parameters or context keys used (more than 255)",
             ));
         }
-        let total = nspecial - params.len() + self.code.len();
-        let mut prologue = Vec::with_capacity(total);
-        let mut prologue_spans = Vec::with_capacity(total);
-        for (k, (s, off)) in self.specials.iter().enumerate() {
-            let dst = Dst(next);
-            if !used[k] {
-                continue;
+        let shift = nspecial - params.len();
+        let total = shift + self.code.len();
+        // the prologue loads every used special that is not a parameter, in order
+        for (k, (s, _)) in self.specials.iter().enumerate() {
+            if used[k] && !matches!(s, Special::Ext(_)) {
+                final_of[k] = next;
+                next += 1;
             }
-            let op = match *s {
-                Special::Ext(_) => continue,
-                Special::Const(c) => Op::LoadConst { dst, k: Const(c) },
-                Special::Undef => Op::LoadUndef { dst },
-                Special::Null => Op::LoadNull { dst },
-                Special::True => Op::LoadTrue { dst },
-                Special::False => Op::LoadFalse { dst },
-            };
-            final_of[k] = next;
-            next += 1;
-            prologue.push(op);
-            prologue_spans.push(*off);
         }
+        let used: &[bool] = &used;
+        let prologue = self
+            .specials
+            .iter()
+            .enumerate()
+            .filter_map(|(k, &(s, off))| {
+                let dst = Dst(final_of[k]);
+                let op = match s {
+                    Special::Ext(_) => return None,
+                    _ if !used[k] => return None,
+                    Special::Const(c) => Op::LoadConst { dst, k: Const(c) },
+                    Special::Undef => Op::LoadUndef { dst },
+                    Special::Null => Op::LoadNull { dst },
+                    Special::True => Op::LoadTrue { dst },
+                    Special::False => Op::LoadFalse { dst },
+                };
+                Some((op, off))
+            });
         let nregs = nspecial + self.max_top as usize;
         if nregs > u16::MAX as usize {
             return Err(Fail::new(0, "too many registers (more than 65535)"));
         }
+        if total > ajs_bytecode::program::MAX_CODE_LEN / 2 {
+            return Err(Fail::new(0, "program too long"));
+        }
+        let final_of: &[u16] = &final_of;
         let map = |v: u16| -> u16 {
             if v as u32 >= boundary {
                 final_of[(u16::MAX - v) as usize]
@@ -644,10 +881,54 @@ impl<'o> Lowerer<'o> {
                 v + nspecial as u16
             }
         };
-        let shift = prologue.len() as u32;
-        let mut code = prologue;
-        let mut spans = prologue_spans;
-        for (op, sp) in self.code.iter().zip(&self.spans) {
+        // The code is laid out as [prologue][body] and every basic block opened by a `Charge`
+        // (what `insert_charges` does), in one pass. Block leaders, by index in the laid-out
+        // code: the first instruction, every jump target, every instruction after a block end
+        // (the prologue has no jumps).
+        // `at[j]`: 1 when instruction j leads a block, then (below) its new index, or the index
+        // of the `Charge` before it when it leads a block, times two, plus that 1
+        let mut at: SmallVec<[u32; 64]> = smallvec::smallvec![0u32; total];
+        if let Some(first) = at.first_mut() {
+            *first = 1;
+        }
+        for (i, op) in self.code.iter().enumerate() {
+            if let Some(t) = op.jump_target() {
+                if let Some(slot) = at.get_mut((t as usize).saturating_add(shift)) {
+                    *slot = 1;
+                }
+            }
+            if op.ends_block() {
+                if let Some(slot) = at.get_mut(shift + i + 1) {
+                    *slot = 1;
+                }
+            }
+        }
+        let mut n = 0u32;
+        for slot in at.iter_mut() {
+            let lead = *slot;
+            *slot = n << 1 | lead;
+            n += lead + 1;
+        }
+        let is_lead = |v: u32| v & 1 == 1;
+        let at: &[u32] = &at;
+        let mut out = Layout {
+            code: Vec::with_capacity(n as usize),
+            pos: Vec::with_capacity(n as usize),
+            cursor: idx.cursor(),
+            charge: None,
+            amount: 0,
+        };
+        for (k, (op, off)) in prologue.enumerate() {
+            out.push(op, off, at.get(k).is_some_and(|&v| is_lead(v)));
+        }
+        let new_target = |t: &mut Target| {
+            let old = (t.0 as usize).saturating_add(shift);
+            t.0 = match at.get(old) {
+                Some(&new) => new >> 1,
+                None => t.0.wrapping_add(shift as u32),
+            };
+        };
+        for (i, (op, &off)) in self.code.iter().zip(&self.spans).enumerate() {
             let mut op = *op;
             op.map_registers(&map);
             match &mut op {
@@ -655,18 +936,13 @@ impl<'o> Lowerer<'o> {
                 | Op::JumpIfTrue { target, .. }
                 | Op::JumpIfFalse { target, .. }
                 | Op::JumpIfNullish { target, .. }
-                | Op::JumpIfNotNullish { target, .. } => target.0 += shift,
-                Op::TryEnter { handler } => handler.0 += shift,
+                | Op::JumpIfNotNullish { target, .. } => new_target(target),
+                Op::TryEnter { handler } => new_target(handler),
                 _ => {}
             }
-            code.push(op);
-            spans.push(*sp);
+            out.push(op, off, at.get(shift + i).is_some_and(|&v| is_lead(v)));
         }
-        if code.len() > ajs_bytecode::program::MAX_CODE_LEN / 2 {
-            return Err(Fail::new(0, "program too long"));
-        }
-        let pos = idx.positions(&spans);
-        let (code, pos) = insert_charges(&code, &pos);
+        let (code, pos) = out.finish();
         let function = Function {
             name: name.to_string(),
             params,
@@ -675,6 +951,16 @@ impl<'o> Lowerer<'o> {
         };
         self.code.clear();
         self.spans.clear();
+        self.specials.clear();
+        self.names.0.clear();
+        while let Some(sc) = self.scopes.pop() {
+            self.spare_scopes.push(sc);
+        }
+        for sc in &mut self.spare_scopes {
+            sc.vars.clear();
+            sc.pending.clear();
+            sc.is_top = false;
+        }
         let pool = Pool {
             constants: self.constants,
             num_map: self.num_map,
@@ -682,6 +968,9 @@ impl<'o> Lowerer<'o> {
             atoms: self.atoms,
             code: self.code,
             spans: self.spans,
+            specials: self.specials,
+            names: self.names,
+            spare_scopes: self.spare_scopes,
         };
         Ok((function, pos, pool))
     }
@@ -732,7 +1021,7 @@ impl<'o> Lowerer<'o> {
                 return Ok(Resolved::Ext(r));
             }
         }
-        if BUILTIN_NAMES.contains(&name) {
+        if is_builtin_name(name) {
             return fail(
                 span,
                 format!("'{name}' is a builtin and cannot be used as a value here"),
@@ -763,12 +1052,12 @@ impl<'o> Lowerer<'o> {
     /// The register holding identifier `id`'s value.
     fn read_ident(&mut self, id: &IdentifierReference) -> R<u16> {
         let name = id.name.as_str();
-        if self.is_global(name) {
+        // (the name first: the scope search only for these three)
+        if matches!(name, "undefined" | "NaN" | "Infinity") && self.is_global(name) {
             match name {
                 "undefined" => return self.special(SpecialKey::Undef, id.span),
                 "NaN" => return self.num_reg(f64::NAN, id.span),
-                "Infinity" => return self.num_reg(f64::INFINITY, id.span),
-                _ => {}
+                _ => return self.num_reg(f64::INFINITY, id.span),
             }
         }
         match self.resolve(name, id.span)? {
@@ -817,8 +1106,24 @@ impl<'o> Lowerer<'o> {
 
     // ---------------------------------------------------------------- statements
 
+    /// An empty scope (one used before, when there is one: its vectors are reused).
+    fn new_scope(&mut self) -> Scope {
+        self.spare_scopes.pop().unwrap_or_default()
+    }
+
+    /// Closes the innermost scope, keeping its vectors for the next.
+    fn pop_scope(&mut self) {
+        if let Some(mut sc) = self.scopes.pop() {
+            sc.vars.clear();
+            sc.pending.clear();
+            sc.is_top = false;
+            self.spare_scopes.push(sc);
+        }
+    }
+
     fn block(&mut self, stmts: &[Statement], top: bool, _span: Span) -> R<()> {
-        let mut pending = Vec::new();
+        let mut scope = self.new_scope();
+        let pending = &mut scope.pending;
         for s in stmts {
             if let Statement::VariableDeclaration(d) = s {
                 for decl in &d.declarations {
@@ -829,13 +1134,10 @@ impl<'o> Lowerer<'o> {
             }
         }
         let mark = self.top;
-        self.scopes.push(Scope {
-            vars: Vec::new(),
-            pending,
-            is_top: top,
-        });
+        scope.is_top = top;
+        self.scopes.push(scope);
         let r = stmts.iter().try_for_each(|s| self.stmt(s));
-        self.scopes.pop();
+        self.pop_scope();
         self.top = mark;
         r
     }
@@ -1007,9 +1309,10 @@ impl<'o> Lowerer<'o> {
     /// A statement in a position that is not a block of its own (if/while bodies).
     fn sub_stmt(&mut self, s: &Statement) -> R<()> {
         let mark = self.top;
-        self.scopes.push(Scope::default());
+        let scope = self.new_scope();
+        self.scopes.push(scope);
         let r = self.stmt(s);
-        self.scopes.pop();
+        self.pop_scope();
         self.top = mark;
         r
     }
@@ -1145,7 +1448,7 @@ impl<'o> Lowerer<'o> {
                     fail(id.span, format!("Assignment to constant variable '{name}'"))
                 }
                 Ok(Resolved::Local { reg, .. } | Resolved::Ext(reg)) => Ok(reg),
-                Err(e) if BUILTIN_NAMES.contains(&name) => Err(Fail::new(
+                Err(e) if is_builtin_name(name) => Err(Fail::new(
                     e.offset,
                     format!("Cannot assign to builtin '{name}'"),
                 )),
@@ -1612,7 +1915,7 @@ impl<'o> Lowerer<'o> {
             None => Ok(None),
             Some("Math") => match MATH_CONSTANTS.iter().find(|(n, _)| *n == name) {
                 Some((_, v)) => Ok(Some(*v)),
-                None if NativeId::lookup(&format!("Math.{name}")).is_some() => {
+                None if native_named(&["Math.", name]).is_some() => {
                     fail(span, format!("Math.{name} is a function: call it, e.g. Math.{name}(x)"))
                 }
                 None => fail(span, format!("Math.{name} is not supported in AsyncJS. Check docs for available Math methods.")),
@@ -1970,8 +2273,8 @@ impl<'o> Lowerer<'o> {
             }
             return self.call_native(native, None, args, dst, span);
         }
-        if BUILTIN_NAMES.contains(&name) {
-            if let Some(native) = NativeId::lookup(name) {
+        if is_builtin_name(name) {
+            if let Some(native) = native(name) {
                 return self.call_native(native, None, args, dst, span);
             }
             return fail(
@@ -2011,11 +2314,11 @@ impl<'o> Lowerer<'o> {
                 return r.map(|_| ());
             }
             let native = match ns {
-                "Math" => match NativeId::lookup(&format!("Math.{m}")) {
+                "Math" => match native_named(&["Math.", m]) {
                     Some(n) => n,
                     None => return fail(span, format!("Math.{m} is not supported in AsyncJS. Check docs for available Math methods.")),
                 },
-                "console" => match NativeId::lookup(&format!("console.{m}")) {
+                "console" => match native_named(&["console.", m]) {
                     Some(n) => n,
                     None => {
                         let alt = match m {
@@ -2028,7 +2331,7 @@ impl<'o> Lowerer<'o> {
                     }
                 },
                 "JSON" | "Object" | "Array" | "Number" | "String" | "Date" | "Schema" => {
-                    match NativeId::lookup(&format!("{ns}.{m}")) {
+                    match native_named(&[ns, ".", m]) {
                         Some(n) => n,
                         None => return fail(span, namespace_member_msg(ns, m)),
                     }
@@ -2051,7 +2354,7 @@ impl<'o> Lowerer<'o> {
         if self.callback_method(obj, m, optional, args, dst, span)? {
             return Ok(());
         }
-        let Some(native) = NativeId::lookup(&format!(".{m}")) else {
+        let Some(native) = native_named(&[".", m]) else {
             return fail(
                 span,
                 format!("Security Error: method '{m}' is not callable in AsyncJS"),
@@ -2284,6 +2587,26 @@ fn with_const_operand(op: Op, const_of: &dyn Fn(u16) -> Option<u16>) -> Option<O
 #[cfg(test)]
 mod tests {
     use super::js_number_to_string as s;
+    use super::{BuildHasher, Constant, StrMap};
+
+    #[test]
+    fn a_string_whose_hash_is_taken_is_kept_apart() {
+        let units = |t: &str| t.encode_utf16().collect::<Vec<u16>>();
+        let (a, b) = (units("a"), units("b"));
+        let mut m = StrMap::with_capacity(4);
+        let mut constants = vec![Constant::String(a.clone())];
+        let ha = m.keys.hash_one(a.as_slice());
+        m.insert(ha, false, &a, 0);
+        // as if "b" hashed like "a": its hash leads to the constant "a"
+        let hb = m.keys.hash_one(b.as_slice());
+        m.by_hash.insert(hb, 0);
+        assert_eq!(m.find(&b, &constants), Err((hb, true)));
+        constants.push(Constant::String(b.clone()));
+        m.insert(hb, true, &b, 1);
+        assert_eq!(m.find(&b, &constants), Ok(1));
+        assert_eq!(m.find(&a, &constants), Ok(0));
+        assert_eq!(m.find(&units("c"), &constants).map_err(|e| e.1), Err(false));
+    }
 
     #[test]
     fn numbers_print_like_javascript() {

@@ -3,6 +3,8 @@
 //! `=` (one byte for one byte, so every position stays where the user wrote it) and whether the
 //! parameter was written `name: example` at the top level (required) is remembered.
 
+use std::borrow::Cow;
+
 /// One parameter as written.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct RawParam {
@@ -19,7 +21,8 @@ pub(crate) struct RawFunction {
 
 struct Scanner<'a> {
     b: &'a [u8],
-    out: Vec<u8>,
+    /// The rewritten bytes, copied from `b` at the first rewrite (`None`: nothing rewritten).
+    out: Option<Vec<u8>>,
 }
 
 fn is_ident_start(c: u8) -> bool {
@@ -142,7 +145,8 @@ impl Scanner<'_> {
         let k = self.ws(j);
         let (required, end) = match self.b.get(k) {
             Some(b':') => {
-                self.out[k] = b'=';
+                let b = self.b;
+                self.out.get_or_insert_with(|| b.to_vec())[k] = b'=';
                 (top, self.skip_expr(k + 1, close))
             }
             Some(b'=') if self.b.get(k + 1) != Some(&b'>') => (false, self.skip_expr(k + 1, close)),
@@ -201,12 +205,25 @@ impl Scanner<'_> {
     }
 }
 
+/// The bytes that matter inside a function body: quotes, `/` and brackets.
+static BODY_BYTES: [bool; 256] = {
+    let mut t = [false; 256];
+    let bytes = *b"'\"`/([{)]}";
+    let mut k = 0;
+    while k < bytes.len() {
+        t[bytes[k] as usize] = true;
+        k += 1;
+    }
+    t
+};
+
 /// Rewrites the parameter lists of top-level `function` declarations; returns the rewritten
-/// source (same length, same positions) and each function's parameters in source order.
-pub(crate) fn rewrite(source: &str) -> (String, Vec<RawFunction>) {
+/// source (same length, same positions; borrowed when nothing is rewritten) and each function's
+/// parameters in source order.
+pub(crate) fn rewrite(source: &str) -> (Cow<'_, str>, Vec<RawFunction>) {
     let mut s = Scanner {
         b: source.as_bytes(),
-        out: source.as_bytes().to_vec(),
+        out: None,
     };
     let mut fns = Vec::new();
     let b = s.b;
@@ -214,14 +231,13 @@ pub(crate) fn rewrite(source: &str) -> (String, Vec<RawFunction>) {
     let mut i = 0;
     while i < b.len() {
         let c = b[i];
-        if depth > 0
-            && !matches!(
-                c,
-                b'\'' | b'"' | b'`' | b'/' | b'(' | b'[' | b'{' | b')' | b']' | b'}'
-            )
-        {
+        if depth > 0 && !BODY_BYTES[c as usize] {
             // inside a function body only strings, comments and brackets matter
             i += 1;
+            i += b[i.min(b.len())..]
+                .iter()
+                .position(|&c| BODY_BYTES[c as usize])
+                .unwrap_or(b.len().saturating_sub(i));
             continue;
         }
         match c {
@@ -263,7 +279,10 @@ pub(crate) fn rewrite(source: &str) -> (String, Vec<RawFunction>) {
         i += 1;
     }
     // Only ASCII `:` bytes were replaced by `=`, so the text stays valid UTF-8.
-    let out = String::from_utf8(s.out).unwrap_or_else(|_| source.to_string());
+    let out = match s.out {
+        None => Cow::Borrowed(source),
+        Some(out) => Cow::Owned(String::from_utf8(out).unwrap_or_else(|_| source.to_string())),
+    };
     (out, fns)
 }
 

@@ -21,7 +21,27 @@ impl<'s> LineIndex<'s> {
             // the usual case: only LF ends a line (found with the library's fast byte search)
             let mut starts = Vec::with_capacity(b.len() / 32 + 1);
             starts.push(0);
-            starts.extend(src.match_indices('\n').map(|(i, _)| i + 1));
+            // eight bytes at a time: a word without a '\n' is skipped at once
+            let chunks = b.chunks_exact(8);
+            let tail = chunks.remainder();
+            for (n, w) in chunks.enumerate() {
+                let mut word = [0u8; 8];
+                word.copy_from_slice(w);
+                let x = u64::from_le_bytes(word) ^ 0x0a0a_0a0a_0a0a_0a0a;
+                if (x.wrapping_sub(0x0101_0101_0101_0101) & !x & 0x8080_8080_8080_8080) != 0 {
+                    for (k, &c) in w.iter().enumerate() {
+                        if c == b'\n' {
+                            starts.push(n * 8 + k + 1);
+                        }
+                    }
+                }
+            }
+            let i = b.len() - tail.len();
+            for (k, &c) in tail.iter().enumerate() {
+                if c == b'\n' {
+                    starts.push(i + k + 1);
+                }
+            }
             return LineIndex {
                 src,
                 starts,
@@ -54,29 +74,24 @@ impl<'s> LineIndex<'s> {
         LineIndex { src, starts, ascii }
     }
 
-    /// The positions of many offsets, [`Self::pos`] of each: consecutive offsets on one line
-    /// (the usual order of an instruction stream) skip the line search.
+    /// The positions of many offsets, [`Self::pos`] of each.
+    #[cfg(test)]
     pub(crate) fn positions(&self, offsets: &[u32]) -> Vec<SourcePos> {
-        let mut out = Vec::with_capacity(offsets.len());
-        // the line last found: its index and byte range
-        let mut line = (0usize, 0usize, 0usize);
-        for &o in offsets {
-            let off = o as usize;
-            if self.ascii && off >= line.1 && off < line.2 {
-                out.push(SourcePos {
-                    line: line.0 as u32 + 1,
-                    col: (off - line.1) as u32,
-                });
-                continue;
-            }
-            let p = self.pos(o);
-            let i = p.line as usize - 1;
-            let start = self.starts.get(i).copied().unwrap_or(0);
-            let end = self.starts.get(i + 1).copied().unwrap_or(self.src.len());
-            line = (i, start, end);
-            out.push(p);
+        let mut c = self.cursor();
+        offsets.iter().map(|&o| c.pos(o)).collect()
+    }
+
+    /// A cursor for resolving many offsets one after the other, [`Self::pos`] of each: an offset
+    /// on the line of the previous one or on one of the next lines (the usual order of an
+    /// instruction stream) skips the line search.
+    pub(crate) fn cursor(&self) -> Cursor<'_, 's> {
+        Cursor {
+            idx: self,
+            line: 0,
+            start: 0,
+            end: self.starts.get(1).copied().unwrap_or(self.src.len()),
+            last: None,
         }
-        out
     }
 
     /// The position of byte `offset` (clamped into the source).
@@ -104,108 +119,333 @@ impl<'s> LineIndex<'s> {
     }
 }
 
-/// Refuses sources whose brackets nest deeper than `max` (strings, comments and template text are
-/// skipped roughly; a regex literal may be miscounted, which can only over-estimate the depth).
-pub(crate) fn check_nesting(src: &str, max: usize) -> Result<(), Fail> {
-    enum Frame {
-        Bracket,
-        TemplateExpr,
-    }
-    let b = src.as_bytes();
-    let mut stack: Vec<Frame> = Vec::new();
-    let mut in_template = 0usize; // number of template frames whose text we are inside
-    let mut template_stack: Vec<usize> = Vec::new(); // stack depth at which each template opened
-    let mut i = 0;
-    let mut run = 0usize; // consecutive prefix-operator run
-    while i < b.len() {
-        let c = b[i];
-        if in_template > 0 && template_stack.last() == Some(&stack.len()) {
-            // inside template text
-            match c {
-                b'\\' => i += 2,
-                b'`' => {
-                    template_stack.pop();
-                    in_template -= 1;
-                    i += 1;
-                }
-                b'$' if b.get(i + 1) == Some(&b'{') => {
-                    stack.push(Frame::TemplateExpr);
-                    if stack.len() > max {
-                        return Err(Fail::new(i as u32, "nesting too deep"));
-                    }
-                    i += 2;
-                }
-                _ => i += 1,
+/// See [`LineIndex::cursor`].
+pub(crate) struct Cursor<'i, 's> {
+    idx: &'i LineIndex<'s>,
+    /// The line last found (0-based) and its byte range (ASCII sources only).
+    line: usize,
+    start: usize,
+    end: usize,
+    /// The last offset asked and its position.
+    last: Option<(u32, SourcePos)>,
+}
+
+impl Cursor<'_, '_> {
+    /// [`LineIndex::pos`] of `o`.
+    #[inline]
+    pub(crate) fn pos(&mut self, o: u32) -> SourcePos {
+        if let Some((lo, lp)) = self.last {
+            if lo == o {
+                return lp;
             }
-            continue;
         }
-        match c {
-            b'\'' | b'"' => {
-                i += 1;
-                while i < b.len() && b[i] != c && b[i] != b'\n' {
-                    if b[i] == b'\\' {
+        let idx = self.idx;
+        let off = o as usize;
+        let p = if !idx.ascii {
+            idx.pos(o)
+        } else {
+            // the line of the previous offset, or one of the next few
+            let mut found = None;
+            let mut line = self.line;
+            let (mut start, mut end) = (self.start, self.end);
+            for _ in 0..4 {
+                if off >= start && off < end {
+                    found = Some(line);
+                    break;
+                }
+                if off < end || line + 1 >= idx.starts.len() {
+                    break;
+                }
+                line += 1;
+                start = end;
+                end = idx.starts.get(line + 1).copied().unwrap_or(idx.src.len());
+            }
+            match found {
+                Some(line) => {
+                    self.line = line;
+                    self.start = start;
+                    self.end = end;
+                    SourcePos {
+                        line: line as u32 + 1,
+                        col: (off - start) as u32,
+                    }
+                }
+                None => {
+                    let p = idx.pos(o);
+                    let i = p.line as usize - 1;
+                    self.line = i;
+                    self.start = idx.starts.get(i).copied().unwrap_or(0);
+                    self.end = idx.starts.get(i + 1).copied().unwrap_or(idx.src.len());
+                    p
+                }
+            }
+        };
+        self.last = Some((o, p));
+        p
+    }
+}
+
+/// Byte classes of [`check_nesting`]'s code state.
+const N_OTHER: u8 = 0;
+const N_SPACE: u8 = 1;
+const N_QUOTE: u8 = 2;
+const N_SLASH: u8 = 3;
+const N_TICK: u8 = 4;
+const N_OPEN: u8 = 5;
+const N_CLOSE: u8 = 6;
+const N_OP: u8 = 7;
+
+static NEST_CLASS: [u8; 256] = {
+    let mut t = [N_OTHER; 256];
+    t[b' ' as usize] = N_SPACE;
+    t[b'\t' as usize] = N_SPACE;
+    t[b'\n' as usize] = N_SPACE;
+    t[b'\r' as usize] = N_SPACE;
+    t[b'\'' as usize] = N_QUOTE;
+    t[b'"' as usize] = N_QUOTE;
+    t[b'/' as usize] = N_SLASH;
+    t[b'`' as usize] = N_TICK;
+    t[b'(' as usize] = N_OPEN;
+    t[b'[' as usize] = N_OPEN;
+    t[b'{' as usize] = N_OPEN;
+    t[b')' as usize] = N_CLOSE;
+    t[b']' as usize] = N_CLOSE;
+    t[b'}' as usize] = N_CLOSE;
+    let ops = *b"!-+~?=";
+    let mut k = 0;
+    while k < ops.len() {
+        t[ops[k] as usize] = N_OP;
+        k += 1;
+    }
+    t
+};
+
+/// Refuses sources whose brackets nest deeper than `max` (strings, comments and template text are
+/// skipped roughly; a regex literal may be miscounted, which can only over-estimate the depth),
+/// or with a run of more than `4 * max` prefix or right-associative operator characters.
+#[cfg(test)]
+pub(crate) fn check_nesting(src: &str, max: usize) -> Result<(), Fail> {
+    Nest::new(src.as_bytes(), max).scan(src.len())
+}
+
+/// The state of [`check_nesting`]'s scan, which can stop at any byte and go on later: the
+/// merged pre-parse scan ([`prescan`]) runs it only over what its own lexer cannot vouch for.
+pub(crate) struct Nest<'b> {
+    b: &'b [u8],
+    max: usize,
+    /// Where the scan is: every byte before `i` is counted.
+    i: usize,
+    depth: usize,
+    /// The depth at which each open template literal started (its text is read at that depth).
+    templates: Vec<usize>,
+    /// Consecutive prefix-operator characters.
+    run: usize,
+    /// Inside the text of the innermost template.
+    in_text: bool,
+}
+
+impl<'b> Nest<'b> {
+    pub(crate) fn new(b: &'b [u8], max: usize) -> Nest<'b> {
+        Nest {
+            b,
+            max,
+            i: 0,
+            depth: 0,
+            templates: Vec::new(),
+            run: 0,
+            in_text: false,
+        }
+    }
+
+    fn too_deep(i: usize) -> Result<(), Fail> {
+        Err(Fail::new(i as u32, "nesting too deep"))
+    }
+
+    /// Scans on until at least `stop` (a string or comment may end past it).
+    pub(crate) fn scan(&mut self, stop: usize) -> Result<(), Fail> {
+        let b = self.b;
+        let n = b.len();
+        let stop = stop.min(n);
+        let max = self.max;
+        let mut i = self.i;
+        let mut run = self.run;
+        let mut depth = self.depth;
+        let r = 'scan: {
+            while i < stop {
+                if self.in_text {
+                    // template text, at the depth its template started
+                    match b[i] {
+                        b'\\' => i += 2,
+                        b'`' => {
+                            self.templates.pop();
+                            self.in_text = false;
+                            i += 1;
+                        }
+                        b'$' if b.get(i + 1) == Some(&b'{') => {
+                            depth += 1;
+                            if depth > max {
+                                break 'scan Self::too_deep(i);
+                            }
+                            self.in_text = false;
+                            i += 2;
+                        }
+                        _ => i += 1,
+                    }
+                    continue;
+                }
+                let class = NEST_CLASS[b[i] as usize];
+                if class <= N_SPACE {
+                    // words, numbers and other bytes end an operator run; white space does not
+                    let mut k = class;
+                    loop {
+                        run &= (k as usize).wrapping_neg();
+                        i += 1;
+                        if i >= stop {
+                            break;
+                        }
+                        k = NEST_CLASS[b[i] as usize];
+                        if k > N_SPACE {
+                            break;
+                        }
+                    }
+                    continue;
+                }
+                let c = b[i];
+                match class {
+                    N_QUOTE => {
+                        i += 1;
+                        while i < n && b[i] != c && b[i] != b'\n' {
+                            if b[i] == b'\\' {
+                                i += 1;
+                            }
+                            i += 1;
+                        }
+                        i += 1;
+                        run = 0;
+                    }
+                    N_SLASH if b.get(i + 1) == Some(&b'/') => {
+                        while i < n && b[i] != b'\n' {
+                            i += 1;
+                        }
+                    }
+                    N_SLASH if b.get(i + 1) == Some(&b'*') => {
+                        i += 2;
+                        while i + 1 < n && !(b[i] == b'*' && b[i + 1] == b'/') {
+                            i += 1;
+                        }
+                        i += 2;
+                    }
+                    N_SLASH => {
+                        run = 0;
                         i += 1;
                     }
-                    i += 1;
-                }
-                i += 1;
-                run = 0;
-                continue;
-            }
-            b'/' if b.get(i + 1) == Some(&b'/') => {
-                while i < b.len() && b[i] != b'\n' {
-                    i += 1;
-                }
-                continue;
-            }
-            b'/' if b.get(i + 1) == Some(&b'*') => {
-                i += 2;
-                while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
-                    i += 1;
-                }
-                i += 2;
-                continue;
-            }
-            b'`' => {
-                template_stack.push(stack.len());
-                in_template += 1;
-                i += 1;
-                run = 0;
-                continue;
-            }
-            b'(' | b'[' | b'{' => {
-                stack.push(Frame::Bracket);
-                if stack.len() > max {
-                    return Err(Fail::new(i as u32, "nesting too deep"));
-                }
-                run = 0;
-            }
-            b')' | b']' | b'}' => {
-                stack.pop();
-                run = 0;
-            }
-            // prefix operators and right-associative chains recurse in the parser too
-            b'!' | b'-' | b'+' | b'~' | b'?' | b'=' => {
-                run += 1;
-                if run > max * 4 {
-                    return Err(Fail::new(i as u32, "nesting too deep"));
+                    N_TICK => {
+                        self.templates.push(depth);
+                        self.in_text = true;
+                        i += 1;
+                        run = 0;
+                    }
+                    N_OPEN => {
+                        depth += 1;
+                        if depth > max {
+                            break 'scan Self::too_deep(i);
+                        }
+                        run = 0;
+                        i += 1;
+                    }
+                    N_CLOSE => {
+                        depth = depth.saturating_sub(1);
+                        run = 0;
+                        i += 1;
+                        if self.templates.last() == Some(&depth) {
+                            self.in_text = true;
+                        }
+                    }
+                    _ => {
+                        // N_OP: prefix operators and right-associative chains recurse in the
+                        // parser too
+                        run += 1;
+                        if run > max * 4 {
+                            break 'scan Self::too_deep(i);
+                        }
+                        i += 1;
+                    }
                 }
             }
-            b' ' | b'\t' | b'\n' | b'\r' => {}
-            _ => {
-                run = 0;
-                // the rest of a word at once
-                while b
-                    .get(i + 1)
-                    .is_some_and(|&n| WORD_BYTES[n as usize] == WORD)
-                {
-                    i += 1;
-                }
-            }
-        }
-        i += 1;
+            Ok(())
+        };
+        self.i = i;
+        self.run = run;
+        self.depth = depth;
+        r
     }
-    Ok(())
+
+    /// Whether the scan is exactly at `p` in code (scanning up to it first): then the caller,
+    /// which has lexed a token starting at `p` the same way, may apply its effect directly.
+    #[inline]
+    fn at(&mut self, p: usize) -> Result<bool, Fail> {
+        if self.i < p {
+            self.scan(p)?;
+        }
+        Ok(self.i == p && !self.in_text)
+    }
+
+    /// A token `[.., q)` that ends an operator run.
+    #[inline]
+    fn other(&mut self, q: usize) {
+        self.run = 0;
+        self.i = q;
+    }
+
+    /// One operator character at `p`.
+    #[inline]
+    fn op(&mut self, p: usize) -> Result<(), Fail> {
+        if NEST_CLASS[self.b[p] as usize] == N_OP {
+            self.run += 1;
+            if self.run > self.max * 4 {
+                return Self::too_deep(p);
+            }
+        } else {
+            self.run = 0;
+        }
+        self.i = p + 1;
+        Ok(())
+    }
+
+    /// An opening bracket at `p`.
+    #[inline]
+    fn open(&mut self, p: usize) -> Result<(), Fail> {
+        self.depth += 1;
+        if self.depth > self.max {
+            return Self::too_deep(p);
+        }
+        self.run = 0;
+        self.i = p + 1;
+        Ok(())
+    }
+
+    /// A closing bracket at `p`, when no template is open (else the scan reads it itself).
+    #[inline]
+    fn close(&mut self, p: usize) -> bool {
+        if !self.templates.is_empty() {
+            return false;
+        }
+        self.depth = self.depth.saturating_sub(1);
+        self.run = 0;
+        self.i = p + 1;
+        true
+    }
+}
+
+/// The pre-parse scan: [`recursion_bound`] of `src`, or the error of [`check_nesting`] with
+/// `max` when it refuses the source, in one pass over the bytes (the nesting scan is run by
+/// itself only over the parts the bound's lexer may read differently: regex literals, lines
+/// of uncertain tokens, template literals, odd strings and comments).
+pub(crate) fn prescan(src: &str, max: usize) -> Result<usize, Fail> {
+    let mut nest = Nest::new(src.as_bytes(), max);
+    let bound = bound(src, Some(&mut nest))?;
+    nest.scan(src.len())?;
+    Ok(bound)
 }
 
 /// Stack units a bracket level counts for in [`recursion_bound`]: the parser spends about three
@@ -380,17 +620,17 @@ const ODD: u8 = 2;
 
 /// The end of the word going on at `i`, and whether it is made of ASCII letters, digits, `_` and
 /// `$` only.
-fn word_end(b: &[u8], mut i: usize) -> (usize, bool) {
-    let mut plain = true;
-    while let Some(&c) = b.get(i) {
-        match WORD_BYTES[c as usize] {
-            WORD => {}
-            ODD => plain = false,
-            _ => break,
+fn word_end(b: &[u8], i: usize) -> (usize, bool) {
+    let rest = b.get(i..).unwrap_or(&[]);
+    let mut kinds = 0u8;
+    for (k, &c) in rest.iter().enumerate() {
+        let t = WORD_BYTES[c as usize];
+        if t == 0 {
+            return (i + k, kinds & ODD == 0);
         }
-        i += 1;
+        kinds |= t;
     }
-    (i, plain)
+    (i + rest.len(), kinds & ODD == 0)
 }
 
 /// An upper bound on how deeply the parser can recurse on `src`, in units of roughly half a
@@ -400,7 +640,13 @@ fn word_end(b: &[u8], mut i: usize) -> (usize, bool) {
 /// counting; where the tokens are uncertain (a `/` after `)` or `}` may divide or start a
 /// regex) the count only grows. Strings, comments, templates and regexes are skipped the way the
 /// lexer skips them.
+#[cfg(test)]
 pub(crate) fn recursion_bound(src: &str) -> usize {
+    bound(src, None).unwrap_or(0)
+}
+
+/// [`recursion_bound`]; with `nest`, also drives that nesting scan (see [`prescan`]).
+fn bound(src: &str, mut nest: Option<&mut Nest>) -> Result<usize, Fail> {
     let b = src.as_bytes();
     let mut f = Frames {
         open: Vec::new(),
@@ -413,20 +659,52 @@ pub(crate) fn recursion_bound(src: &str) -> usize {
     if b.starts_with(b"#!") {
         match f.uncertain(b, 0, true) {
             Some(next) => i = next,
-            None => return poisoned(&mut f, b, 0),
+            None => return Ok(poisoned(&mut f, b, 0)),
         }
     }
     while i < b.len() {
         let c = b[i];
+        let p = i;
+        // the nesting scan, when it is exactly here: the token's effect is applied directly
+        let ns = match nest.as_deref_mut() {
+            Some(ns) => {
+                if ns.at(p)? {
+                    Some(ns)
+                } else {
+                    None
+                }
+            }
+            None => None,
+        };
         match c {
-            b' ' | b'\t' | b'\n' | b'\r' | 0x0B | 0x0C => i += 1,
+            b' ' | b'\t' | b'\n' | b'\r' => {
+                i += 1;
+                while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r') {
+                    i += 1;
+                }
+                if let Some(ns) = ns {
+                    ns.i = i;
+                }
+            }
+            0x0B | 0x0C => {
+                i += 1;
+                if let Some(ns) = ns {
+                    ns.other(i);
+                }
+            }
             b'(' | b'[' | b'{' => {
                 f.open(false);
                 prev = Prev::Expr;
                 i += 1;
+                if let Some(ns) = ns {
+                    ns.open(p)?;
+                }
             }
             b')' | b']' | b'}' => {
                 i += 1;
+                if let Some(ns) = ns {
+                    ns.close(p);
+                }
                 prev = if c == b']' {
                     Prev::Value
                 } else {
@@ -445,6 +723,8 @@ pub(crate) fn recursion_bound(src: &str) -> usize {
             }
             b'\'' | b'"' => {
                 i += 1;
+                // no line terminator escaped (the nesting scan ends a string at any '\n')
+                let mut clean = true;
                 loop {
                     match b.get(i) {
                         None => break,
@@ -453,8 +733,11 @@ pub(crate) fn recursion_bound(src: &str) -> usize {
                             break;
                         }
                         // an unterminated string: the parser's recovery is not followed
-                        Some(b'\n' | b'\r') => return poisoned(&mut f, b, i),
+                        Some(b'\n' | b'\r') => return Ok(poisoned(&mut f, b, i)),
                         Some(b'\\') => {
+                            if matches!(b.get(i + 1), Some(b'\n' | b'\r')) {
+                                clean = false;
+                            }
                             i += if b.get(i + 1) == Some(&b'\r') && b.get(i + 2) == Some(&b'\n') {
                                 3
                             } else {
@@ -465,10 +748,16 @@ pub(crate) fn recursion_bound(src: &str) -> usize {
                     }
                 }
                 prev = Prev::Value;
+                if let (Some(ns), true) = (ns, clean) {
+                    ns.other(i);
+                }
             }
             b'/' if b.get(i + 1) == Some(&b'/') => {
                 while i < b.len() && b[i] != b'\n' && b[i] != b'\r' {
                     i += 1;
+                }
+                if let (Some(ns), true) = (ns, b.get(i).is_none_or(|&e| e == b'\n')) {
+                    ns.i = i;
                 }
             }
             b'/' if b.get(i + 1) == Some(&b'*') => {
@@ -477,12 +766,18 @@ pub(crate) fn recursion_bound(src: &str) -> usize {
                     i += 1;
                 }
                 i += 2;
+                if let Some(ns) = ns {
+                    ns.i = i;
+                }
             }
             b'/' => match prev {
                 Prev::Value => {
                     f.unit(1);
                     prev = Prev::Expr;
                     i += 1;
+                    if let Some(ns) = ns {
+                        ns.other(i);
+                    }
                 }
                 Prev::Expr => {
                     // a regex literal: up to the `/` that is not escaped or in a class
@@ -490,7 +785,7 @@ pub(crate) fn recursion_bound(src: &str) -> usize {
                     i += 1;
                     loop {
                         match b.get(i) {
-                            None | Some(b'\n' | b'\r') => return poisoned(&mut f, b, i),
+                            None | Some(b'\n' | b'\r') => return Ok(poisoned(&mut f, b, i)),
                             Some(b'\\') => i += 2,
                             Some(b'[') => {
                                 class = true;
@@ -512,35 +807,45 @@ pub(crate) fn recursion_bound(src: &str) -> usize {
                 Prev::Unknown => {
                     // closing a substitution frame by mistake would misread template text
                     if f.open.iter().any(|o| o.1) {
-                        return poisoned(&mut f, b, i);
+                        return Ok(poisoned(&mut f, b, i));
                     }
                     match f.uncertain(b, i, true) {
                         Some(next) => i = next,
-                        None => return poisoned(&mut f, b, i),
+                        None => return Ok(poisoned(&mut f, b, i)),
                     }
                 }
             },
             b'<' if b[i..].starts_with(b"<!--") => match f.uncertain(b, i, true) {
                 Some(next) => i = next,
-                None => return poisoned(&mut f, b, i),
+                None => return Ok(poisoned(&mut f, b, i)),
             },
             b'-' if b[i..].starts_with(b"-->") => match f.uncertain(b, i, true) {
                 Some(next) => i = next,
-                None => return poisoned(&mut f, b, i),
+                None => return Ok(poisoned(&mut f, b, i)),
             },
             b'+' | b'-' if b.get(i + 1) == Some(&c) => {
                 f.unit(2);
                 prev = Prev::Unknown;
                 i += 2;
+                if let Some(ns) = ns {
+                    ns.op(p)?;
+                    ns.op(p + 1)?;
+                }
             }
             _ if is_operator(c) => {
                 f.unit(1);
                 prev = Prev::Expr;
                 i += 1;
+                if let Some(ns) = ns {
+                    ns.op(p)?;
+                }
             }
             b'.' if b.get(i + 1).is_some_and(u8::is_ascii_digit) => {
                 i = word_end(b, i + 1).0;
                 prev = Prev::Value;
+                if let Some(ns) = ns {
+                    ns.other(i);
+                }
             }
             b'.' => {
                 if b[i..].starts_with(b"...") {
@@ -550,10 +855,16 @@ pub(crate) fn recursion_bound(src: &str) -> usize {
                     i += 1;
                 }
                 prev = Prev::Expr;
+                if let Some(ns) = ns {
+                    ns.other(i);
+                }
             }
             b',' | b';' => {
                 prev = Prev::Expr;
                 i += 1;
+                if let Some(ns) = ns {
+                    ns.other(i);
+                }
             }
             _ if c.is_ascii_digit() => {
                 // a number (an exponent's sign counts as an operator, which only adds)
@@ -561,6 +872,9 @@ pub(crate) fn recursion_bound(src: &str) -> usize {
                     i += 1;
                 }
                 prev = Prev::Value;
+                if let Some(ns) = ns {
+                    ns.other(i);
+                }
             }
             _ if is_word_start(c) => {
                 let (j, plain) = word_end(b, i + 1);
@@ -574,12 +888,15 @@ pub(crate) fn recursion_bound(src: &str) -> usize {
                 }
                 prev = next;
                 i = j;
+                if let Some(ns) = ns {
+                    ns.other(i);
+                }
             }
             // anything else is a syntax error the parser may recover from: stop trusting
-            _ => return poisoned(&mut f, b, i),
+            _ => return Ok(poisoned(&mut f, b, i)),
         }
     }
-    f.max
+    Ok(f.max)
 }
 
 /// The bound when the rest of the source from `i` cannot be lexed with confidence.
@@ -591,6 +908,111 @@ fn poisoned(f: &mut Frames, b: &[u8], i: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The first, plain version of [`check_nesting`], kept to check the fast one against.
+    /// Refuses sources whose brackets nest deeper than `max` (strings, comments and template text are
+    /// skipped roughly; a regex literal may be miscounted, which can only over-estimate the depth).
+    fn check_nesting_reference(src: &str, max: usize) -> Result<(), Fail> {
+        enum Frame {
+            Bracket,
+            TemplateExpr,
+        }
+        let b = src.as_bytes();
+        let mut stack: Vec<Frame> = Vec::new();
+        let mut in_template = 0usize; // number of template frames whose text we are inside
+        let mut template_stack: Vec<usize> = Vec::new(); // stack depth at which each template opened
+        let mut i = 0;
+        let mut run = 0usize; // consecutive prefix-operator run
+        while i < b.len() {
+            let c = b[i];
+            if in_template > 0 && template_stack.last() == Some(&stack.len()) {
+                // inside template text
+                match c {
+                    b'\\' => i += 2,
+                    b'`' => {
+                        template_stack.pop();
+                        in_template -= 1;
+                        i += 1;
+                    }
+                    b'$' if b.get(i + 1) == Some(&b'{') => {
+                        stack.push(Frame::TemplateExpr);
+                        if stack.len() > max {
+                            return Err(Fail::new(i as u32, "nesting too deep"));
+                        }
+                        i += 2;
+                    }
+                    _ => i += 1,
+                }
+                continue;
+            }
+            match c {
+                b'\'' | b'"' => {
+                    i += 1;
+                    while i < b.len() && b[i] != c && b[i] != b'\n' {
+                        if b[i] == b'\\' {
+                            i += 1;
+                        }
+                        i += 1;
+                    }
+                    i += 1;
+                    run = 0;
+                    continue;
+                }
+                b'/' if b.get(i + 1) == Some(&b'/') => {
+                    while i < b.len() && b[i] != b'\n' {
+                        i += 1;
+                    }
+                    continue;
+                }
+                b'/' if b.get(i + 1) == Some(&b'*') => {
+                    i += 2;
+                    while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
+                        i += 1;
+                    }
+                    i += 2;
+                    continue;
+                }
+                b'`' => {
+                    template_stack.push(stack.len());
+                    in_template += 1;
+                    i += 1;
+                    run = 0;
+                    continue;
+                }
+                b'(' | b'[' | b'{' => {
+                    stack.push(Frame::Bracket);
+                    if stack.len() > max {
+                        return Err(Fail::new(i as u32, "nesting too deep"));
+                    }
+                    run = 0;
+                }
+                b')' | b']' | b'}' => {
+                    stack.pop();
+                    run = 0;
+                }
+                // prefix operators and right-associative chains recurse in the parser too
+                b'!' | b'-' | b'+' | b'~' | b'?' | b'=' => {
+                    run += 1;
+                    if run > max * 4 {
+                        return Err(Fail::new(i as u32, "nesting too deep"));
+                    }
+                }
+                b' ' | b'\t' | b'\n' | b'\r' => {}
+                _ => {
+                    run = 0;
+                    // the rest of a word at once
+                    while b
+                        .get(i + 1)
+                        .is_some_and(|&n| WORD_BYTES[n as usize] == WORD)
+                    {
+                        i += 1;
+                    }
+                }
+            }
+            i += 1;
+        }
+        Ok(())
+    }
 
     /// Line and column the slow way: walk the characters up to `offset`.
     fn reference(src: &str, offset: usize) -> (u32, u32) {
@@ -610,6 +1032,82 @@ mod tests {
             }
         }
         (line, col)
+    }
+
+    /// Random sources over the bytes the scanners care about.
+    fn random_sources(count: usize, max_len: usize, mut f: impl FnMut(&str)) {
+        let alphabet: Vec<&str> = vec![
+            "(", ")", "[", "]", "{", "}", "`", "'", "\"", "/", "\\", "*", "$", "${", "#", "@", "!",
+            "+", "-", "=", "<", ">", "?", ":", ".", ",", ";", "\n", "\r", " ", "\t", "a", "x1",
+            "1", "é", "\u{2028}", "\u{1}", "\u{b}", "if ", "else ", "return ", "typeof ", "let ",
+            "//", "/*", "*/", "<!--", "-->", "++", "x => ", "~", "\r\n",
+        ];
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) as usize
+        };
+        for _ in 0..count {
+            let len = next() % max_len;
+            let s: String = (0..len)
+                .map(|_| alphabet[next() % alphabet.len()])
+                .collect();
+            f(&s);
+        }
+    }
+
+    #[test]
+    fn check_nesting_matches_its_reference() {
+        let same = |s: &str, max: usize| {
+            let a = check_nesting(s, max).map_err(|f| (f.offset, f.message));
+            let b = check_nesting_reference(s, max).map_err(|f| (f.offset, f.message));
+            assert_eq!(a, b, "{s:?} max {max}");
+        };
+        random_sources(200_000, 60, |s| {
+            same(s, 2);
+            same(s, 5);
+            same(s, 256);
+        });
+        for k in [250, 256, 257, 300] {
+            for (o, c) in [("(", ")"), ("[", "]"), ("{", "}"), ("`${", "}`")] {
+                same(&format!("{}a{}", o.repeat(k), c.repeat(k)), 256);
+            }
+            same(&"!".repeat(k * 4), 256);
+            same(&"- ".repeat(k * 4), 256);
+        }
+    }
+
+    #[test]
+    fn prescan_is_both_scans() {
+        let same = |s: &str, max: usize| {
+            let merged = prescan(s, max).map_err(|f| (f.offset, f.message));
+            let want = check_nesting_reference(s, max)
+                .map(|()| recursion_bound(s))
+                .map_err(|f| (f.offset, f.message));
+            assert_eq!(merged, want, "{s:?} max {max}");
+        };
+        random_sources(300_000, 60, |s| {
+            same(s, 2);
+            same(s, 6);
+            same(s, 256);
+        });
+        random_sources(3_000, 2000, |s| {
+            same(s, 40);
+            same(s, 256);
+        });
+        let agent = include_str!("../../../benches/programs/agent_8k.js");
+        same(agent, 256);
+        same(agent, 5);
+        for k in [250, 256, 257, 300] {
+            for (o, c) in [("(", ")"), ("[", "]"), ("{", "}"), ("`${", "}`")] {
+                same(&format!("{}a{}", o.repeat(k), c.repeat(k)), 256);
+                same(&format!("x = (a) / {}a{}", o.repeat(k), c.repeat(k)), 256);
+            }
+            same(&"!".repeat(k * 4), 256);
+            same(&"- ".repeat(k * 4), 256);
+        }
     }
 
     #[test]

@@ -86,7 +86,7 @@ pub(crate) fn lower_agent(
     let mut pool = Pool {
         constants: Vec::with_capacity(guess),
         num_map: HashMap::with_capacity(guess / 4),
-        str_map: HashMap::with_capacity(guess),
+        str_map: StrMap::with_capacity(guess),
         ..Pool::default()
     };
     let mut functions = Vec::with_capacity(fns.len());

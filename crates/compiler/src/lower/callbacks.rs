@@ -270,7 +270,7 @@ impl Lowerer<'_> {
             "map" => self.push(acc, value, span),
             "flatMap" => {
                 // an array result is flattened one level; anything else is pushed as is
-                match NativeId::lookup("Array.isArray") {
+                match native("Array.isArray") {
                     Some(n) => {
                         self.emit(
                             Op::CallNative {
@@ -603,7 +603,7 @@ impl Lowerer<'_> {
                 "the comparator must be a plain arrow function (a, b) => …",
             );
         }
-        let Some(splice) = NativeId::lookup(".splice") else {
+        let Some(splice) = native(".splice") else {
             return fail(span, "sorting with a comparator needs .splice");
         };
         let mark = self.top;

@@ -249,7 +249,7 @@ impl Lowerer<'_> {
                     self.destructure(el, t, regs)?;
                 }
                 if let Some(rest) = &a.rest {
-                    let Some(slice) = NativeId::lookup(".slice") else {
+                    let Some(slice) = native(".slice") else {
                         return fail(rest.span, "...rest in array patterns needs .slice");
                     };
                     let base = self.alloc(rest.span)?;

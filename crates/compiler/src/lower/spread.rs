@@ -84,7 +84,7 @@ impl Lowerer<'_> {
             Expression::StaticMemberExpression(m) => {
                 let name = m.property.name.as_str();
                 if let Some(ns) = self.namespace(&m.object) {
-                    match NativeId::lookup(&format!("{ns}.{name}")) {
+                    match native_named(&[ns, ".", name]) {
                         Some(n) => (n, None),
                         None => return fail(span, format!("{ns}.{name} cannot be called with spread arguments")),
                     }
@@ -92,7 +92,7 @@ impl Lowerer<'_> {
                     if forbidden(name) {
                         return fail(m.property.span, forbidden_msg(name));
                     }
-                    match NativeId::lookup(&format!(".{name}")) {
+                    match native_named(&[".", name]) {
                         Some(n) => (n, Some(&m.object)),
                         None => {
                             return fail(
@@ -104,7 +104,7 @@ impl Lowerer<'_> {
                 }
             }
             Expression::Identifier(id) if self.is_global(id.name.as_str()) && !self.helpers.contains_key(id.name.as_str()) => {
-                match NativeId::lookup(id.name.as_str()) {
+                match native(id.name.as_str()) {
                     Some(n) if !n.is_method() => (n, None),
                     _ => {
                         return fail(
