@@ -740,6 +740,19 @@ fn atom_table(
     Ok((atom_cost, atom_quota))
 }
 
+/// Refuses a value nested deeper than [`MAX_BOUNDARY_DEPTH`] at the boundary.
+fn boundary_depth(depth: usize) -> OpResult<()> {
+    if depth > MAX_BOUNDARY_DEPTH {
+        return Err(Fault::Fatal(RunError::new(
+            ErrorKind::Boundary,
+            format!(
+                "value nested deeper than {MAX_BOUNDARY_DEPTH} levels cannot cross the boundary"
+            ),
+        )));
+    }
+    Ok(())
+}
+
 fn fault_to_error(f: Fault) -> RunError {
     match f {
         Fault::Guest(m) => RunError::new(ErrorKind::Guest, m),
@@ -1641,12 +1654,7 @@ impl Vm {
 
     /// Copies a host value into the guest heap.
     pub(crate) fn import(&mut self, v: &JsValue, depth: usize) -> OpResult<Value> {
-        if depth > MAX_BOUNDARY_DEPTH {
-            return Err(Fault::Fatal(RunError::new(
-                ErrorKind::Boundary,
-                format!("value nested deeper than {MAX_BOUNDARY_DEPTH} levels cannot cross the boundary"),
-            )));
-        }
+        boundary_depth(depth)?;
         Ok(match v {
             JsValue::Undefined => Value::Undefined,
             JsValue::Null => Value::Null,
@@ -1656,29 +1664,18 @@ impl Vm {
             JsValue::Array(items) => {
                 let mut vals = Vec::with_capacity(items.len().min(1 << 16));
                 for it in items {
-                    let x = self.import_rooted(it, depth, &vals)?;
-                    vals.push(x);
+                    self.make_room(&vals);
+                    vals.push(self.import(it, depth + 1)?);
                 }
-                self.reserve(arr_bytes(vals.len()), &vals)?;
-                Value::Arr(self.heap.insert(Cell::Arr(vals)))
+                self.import_array(vals)?
             }
             JsValue::Object(map) => {
                 let mut vals: Vec<Value> = Vec::with_capacity(map.len().min(1 << 16));
-                for (_, it) in map {
-                    let x = self.import_rooted(it, depth, &vals)?;
-                    vals.push(x);
+                for it in map.values() {
+                    self.make_room(&vals);
+                    vals.push(self.import(it, depth + 1)?);
                 }
-                let bytes = 16
-                    + map
-                        .keys()
-                        .map(|k| prop_bytes(k.encode_utf16().count()))
-                        .sum::<usize>();
-                self.reserve(bytes, &vals)?;
-                let mut m = PropMap::with_capacity_and_hasher(map.len(), Default::default());
-                for ((k, _), v) in map.iter().zip(vals) {
-                    m.insert(k.encode_utf16().collect::<Vec<u16>>().into_boxed_slice(), v);
-                }
-                Value::Obj(self.heap.insert(Cell::Obj(m)))
+                self.import_object(map.keys().map(String::as_str), vals)?
             }
         })
     }
@@ -1686,12 +1683,7 @@ impl Vm {
     /// Copies JSON data into the guest heap: the same value, heap and errors as
     /// `import(&JsValue::from_json(v), depth)`, without building the `JsValue`.
     pub(crate) fn import_json(&mut self, v: &serde_json::Value, depth: usize) -> OpResult<Value> {
-        if depth > MAX_BOUNDARY_DEPTH {
-            return Err(Fault::Fatal(RunError::new(
-                ErrorKind::Boundary,
-                format!("value nested deeper than {MAX_BOUNDARY_DEPTH} levels cannot cross the boundary"),
-            )));
-        }
+        boundary_depth(depth)?;
         Ok(match v {
             serde_json::Value::Null => Value::Null,
             serde_json::Value::Bool(b) => Value::Bool(*b),
@@ -1700,46 +1692,53 @@ impl Vm {
             serde_json::Value::Array(items) => {
                 let mut vals = Vec::with_capacity(items.len().min(1 << 16));
                 for it in items {
-                    if !self.heap.fits_without_gc(64) {
-                        self.collect_garbage(&vals);
-                    }
-                    let x = self.import_json(it, depth + 1)?;
-                    vals.push(x);
+                    self.make_room(&vals);
+                    vals.push(self.import_json(it, depth + 1)?);
                 }
-                self.reserve(arr_bytes(vals.len()), &vals)?;
-                Value::Arr(self.heap.insert(Cell::Arr(vals)))
+                self.import_array(vals)?
             }
             serde_json::Value::Object(map) => {
                 let mut vals: Vec<Value> = Vec::with_capacity(map.len().min(1 << 16));
                 for it in map.values() {
-                    if !self.heap.fits_without_gc(64) {
-                        self.collect_garbage(&vals);
-                    }
-                    let x = self.import_json(it, depth + 1)?;
-                    vals.push(x);
+                    self.make_room(&vals);
+                    vals.push(self.import_json(it, depth + 1)?);
                 }
-                let bytes = 16
-                    + map
-                        .keys()
-                        .map(|k| prop_bytes(k.encode_utf16().count()))
-                        .sum::<usize>();
-                self.reserve(bytes, &vals)?;
-                let mut m = PropMap::with_capacity_and_hasher(map.len(), Default::default());
-                for (k, v) in map.keys().zip(vals) {
-                    m.insert(k.encode_utf16().collect::<Vec<u16>>().into_boxed_slice(), v);
-                }
-                Value::Obj(self.heap.insert(Cell::Obj(m)))
+                self.import_object(map.keys().map(String::as_str), vals)?
             }
         })
     }
 
-    fn import_rooted(&mut self, v: &JsValue, depth: usize, siblings: &[Value]) -> OpResult<Value> {
-        // Children already built are only held in `siblings`: keep them alive across a collection
-        // by making them roots while the next child is allocated.
+    /// Before an imported child is allocated: children already built are only held in
+    /// `siblings`, so a collection keeps them alive as roots.
+    fn make_room(&mut self, siblings: &[Value]) {
         if !self.heap.fits_without_gc(64) {
             self.collect_garbage(siblings);
         }
-        self.import(v, depth + 1)
+    }
+
+    /// The array of imported `vals`, its bytes reserved first.
+    fn import_array(&mut self, vals: Vec<Value>) -> OpResult<Value> {
+        self.reserve(arr_bytes(vals.len()), &vals)?;
+        Ok(Value::Arr(self.heap.insert(Cell::Arr(vals))))
+    }
+
+    /// The object of `keys` (in order) and imported `vals`, its bytes reserved first.
+    fn import_object<'k>(
+        &mut self,
+        keys: impl Iterator<Item = &'k str> + Clone,
+        vals: Vec<Value>,
+    ) -> OpResult<Value> {
+        let bytes = 16
+            + keys
+                .clone()
+                .map(|k| prop_bytes(k.encode_utf16().count()))
+                .sum::<usize>();
+        self.reserve(bytes, &vals)?;
+        let mut m = PropMap::with_capacity_and_hasher(vals.len(), Default::default());
+        for (k, v) in keys.zip(vals) {
+            m.insert(k.encode_utf16().collect::<Vec<u16>>().into_boxed_slice(), v);
+        }
+        Ok(Value::Obj(self.heap.insert(Cell::Obj(m))))
     }
 
     /// Copies a guest value out as plain data. Cycles and excessive depth are refused.
