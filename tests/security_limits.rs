@@ -479,3 +479,39 @@ fn comparator_sort_and_flat_map_are_metered() {
         out_of_fuel(&eval(code, ctx.clone(), fuel(20.0)), code, 20.0);
     }
 }
+
+/// A slice is a budget of fuel, whoever spends it: the work builtins charge (here `join` over a
+/// 200,000-character string's parts, ~200 fuel per iteration against 0.x fuel of instructions)
+/// ends a slice as the instructions' own charges do, so the host regains control after about a
+/// slice's worth of work (at most one block or one builtin more), never after a thousand times
+/// that.
+#[test]
+fn builtin_work_counts_towards_the_slice() {
+    let mut vm = vm_for(
+        "let parts = big.split('')\nlet n = 0\nwhile (n < 50) { parts.join(''); n = n + 1 }\nreturn n",
+        usize::MAX,
+    );
+    let slice = 1_000_000; // milli-fuel: 1,000 fuel
+    let mut yields = 0;
+    let mut last = vm.fuel_used_milli();
+    loop {
+        let step = vm.run(slice);
+        let used = vm.fuel_used_milli();
+        // one iteration charges ~200,000 milli per join, the split before the loop ~200,000
+        assert!(
+            used - last <= slice + 2_000_000,
+            "a slice of {slice} milli-fuel spent {}",
+            used - last
+        );
+        last = used;
+        match step {
+            Step::Yield => yields += 1,
+            Step::Done(v) => {
+                assert_eq!(v, JsValue::Number(50.0));
+                break;
+            }
+            other => panic!("unexpected step {other:?}"),
+        }
+    }
+    assert!(yields >= 5, "only {yields} yields");
+}

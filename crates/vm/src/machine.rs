@@ -187,8 +187,12 @@ enum Status {
     Finished,
 }
 
-/// Fresh registers for a call's window (a frame with more takes `Vec::resize`).
-static UNDEFINED: [Value; 32] = [Value::Undefined; 32];
+/// Registers a call always fills with `undefined` (a fixed-size copy; a bigger window is filled
+/// to its size).
+const WINDOW_FILL: usize = 8;
+
+/// Fresh registers for a call's window.
+static UNDEFINED: [Value; WINDOW_FILL] = [Value::Undefined; WINDOW_FILL];
 
 pub(crate) const FORBIDDEN: [&str; 3] = ["constructor", "__proto__", "prototype"];
 
@@ -616,6 +620,10 @@ impl Vm {
     }
 
     /// Runs until the program finishes, fails, needs the host, or has spent `slice` milli-fuel.
+    ///
+    /// Every charge counts towards the slice: the instructions' own and the work of builtins.
+    /// The slice ends at the first block entered after it is spent, so a slice spends at most
+    /// one block's or one builtin call's charge more than `slice`.
     pub fn run(&mut self, slice: u64) -> Step {
         match self.status {
             Status::Finished => {
@@ -763,12 +771,30 @@ fn fault_to_error(f: Fault) -> RunError {
 impl Vm {
     #[inline(never)]
     fn exec<const SLOW: bool>(&mut self, slice_left: &mut u64) -> OpResult<Exit> {
+        // The slice ends when the fuel falls to `floor`: a block entered inline pays its
+        // `Charge` with one subtraction and one comparison (fuel and slice checked at once);
+        // the work builtins charge counts towards the slice too.
+        let start_fuel = self.fuel_left;
+        let floor = start_fuel.saturating_sub(*slice_left);
+        let result = self.exec_slice::<SLOW>(start_fuel, *slice_left, floor);
+        *slice_left = slice_left.saturating_sub(start_fuel - self.fuel_left);
+        result
+    }
+
+    #[inline(always)]
+    fn exec_slice<const SLOW: bool>(
+        &mut self,
+        start_fuel: u64,
+        slice: u64,
+        floor: u64,
+    ) -> OpResult<Exit> {
         let prog = self.program.clone();
         let Some(&Frame { func, pc, base, .. }) = self.frames.last() else {
             return Ok(Exit::Done(Value::Undefined));
         };
         // the running frame, kept in locals (`Call` and `Return` switch them)
         let mut code = &prog.functions[func as usize].code[..];
+        let mut nregs_cur = prog.functions[func as usize].nregs as usize;
         let mut base = base as usize;
         let mut pc = pc as usize;
         macro_rules! save_pc {
@@ -797,11 +823,11 @@ impl Vm {
                 #[cfg(not(feature = "unmetered"))]
                 if !SLOW {
                     if let Some(&Op::Charge { amount }) = code.get(pc) {
-                        let amount = amount.0 as u64;
-                        if *slice_left != 0 && amount <= self.fuel_left {
-                            self.fuel_left -= amount;
-                            *slice_left = slice_left.saturating_sub(amount.max(1));
-                            pc += 1;
+                        if let Some(f) = self.fuel_left.checked_sub(amount.0 as u64) {
+                            if f >= floor {
+                                self.fuel_left = f;
+                                pc += 1;
+                            }
                         }
                     }
                 }
@@ -898,17 +924,23 @@ impl Vm {
                 #[cfg(not(feature = "unmetered"))]
                 Op::Charge { amount } => {
                     let amount = amount.0 as u64;
-                    if *slice_left == 0 {
-                        save_pc!();
-                        break 'run Ok(Exit::Yield);
+                    match self.fuel_left.checked_sub(amount) {
+                        Some(f) if f >= floor => self.fuel_left = f,
+                        _ => {
+                            // the slice is spent, or the fuel is short, or this block's charge
+                            // crosses the slice's end (paid: the next block yields)
+                            if start_fuel - self.fuel_left >= slice {
+                                save_pc!();
+                                break 'run Ok(Exit::Yield);
+                            }
+                            if amount > self.fuel_left {
+                                self.fuel_left = 0;
+                                save_pc!();
+                                break 'run Err(Fault::Fatal(RunError::out_of_fuel()));
+                            }
+                            self.fuel_left -= amount;
+                        }
                     }
-                    if amount > self.fuel_left {
-                        self.fuel_left = 0;
-                        save_pc!();
-                        break 'run Err(Fault::Fatal(RunError::out_of_fuel()));
-                    }
-                    self.fuel_left -= amount;
-                    *slice_left = slice_left.saturating_sub(amount.max(1));
                 }
                 Op::Move { dst, src } => r!(dst) = r!(src),
                 Op::LoadConst { dst, k } => r!(dst) = k!(k),
@@ -982,9 +1014,10 @@ impl Vm {
                     if n >= 2 && self.tries.is_empty() && self.batches.is_empty() {
                         let (done, caller) = (self.frames[n - 1], self.frames[n - 2]);
                         self.frames.truncate(n - 1);
-                        self.regs.truncate(done.base as usize);
                         self.regs[done.ret as usize] = v;
-                        code = &prog.functions[caller.func as usize].code[..];
+                        let f = &prog.functions[caller.func as usize];
+                        code = &f.code[..];
+                        nregs_cur = f.nregs as usize;
                         base = caller.base as usize;
                         pc = caller.pc as usize;
                         continue;
@@ -1007,10 +1040,11 @@ impl Vm {
                     let Some(done) = self.frames.pop() else {
                         break 'run Ok(Exit::Done(v));
                     };
-                    self.regs.truncate(done.base as usize);
                     self.regs[done.ret as usize] = v;
                     if let Some(&caller) = self.frames.last() {
-                        code = &prog.functions[caller.func as usize].code[..];
+                        let f = &prog.functions[caller.func as usize];
+                        code = &f.code[..];
+                        nregs_cur = f.nregs as usize;
                         base = caller.base as usize;
                         pc = caller.pc as usize;
                     }
@@ -1079,20 +1113,22 @@ impl Vm {
                         )));
                     }
                     let f = &prog.functions[callee.0 as usize];
-                    let new_base = self.regs.len();
+                    // the callee's window starts above the caller's; the register file only
+                    // grows (its high-water mark), so a call seldom resizes it
+                    let new_base = base + nregs_cur;
                     let start = base + b.0 as usize;
                     // the callee's window: its arguments, then `undefined` (the verifier
                     // checked argc == params <= nregs)
                     let (argc, nregs) = (argc.0 as usize, f.nregs as usize);
-                    if nregs <= 8 {
-                        // a fixed-size copy (no call), then the window's own length
-                        self.regs.extend_from_slice(&UNDEFINED[..8]);
-                        self.regs.truncate(new_base + nregs);
+                    let need = new_base + nregs.max(WINDOW_FILL);
+                    if self.regs.len() < need {
+                        self.regs.resize(need, Value::Undefined);
+                    }
+                    if nregs <= WINDOW_FILL {
+                        // a fixed-size copy (no call); what it writes above the window is dead
+                        self.regs[new_base..new_base + WINDOW_FILL].copy_from_slice(&UNDEFINED);
                     } else {
-                        match UNDEFINED.get(..nregs) {
-                            Some(fill) => self.regs.extend_from_slice(fill),
-                            None => self.regs.resize(new_base + nregs, Value::Undefined),
-                        }
+                        self.regs[new_base..new_base + nregs].fill(Value::Undefined);
                     }
                     if argc == 1 {
                         self.regs[new_base] = self.regs[start];
@@ -1110,6 +1146,7 @@ impl Vm {
                         ret: (base + dst.0 as usize) as u32,
                     });
                     code = &f.code[..];
+                    nregs_cur = nregs;
                     base = new_base;
                     pc = 0;
                     enter_block!();
@@ -1165,7 +1202,7 @@ impl Vm {
             pc += 1;
         };
         #[cfg(feature = "unmetered")]
-        let _ = slice_left;
+        let _ = (start_fuel, slice, floor);
         result
     }
 
@@ -1478,8 +1515,8 @@ impl Vm {
             Status::AwaitingHost { input, .. } => Some(input),
             _ => None,
         };
-        let roots = self
-            .regs
+        let top = self.live_top();
+        let roots = self.regs[..top]
             .iter()
             .chain(self.consts.iter())
             .chain(extra.iter())
@@ -1487,6 +1524,21 @@ impl Vm {
             .chain(awaiting.iter())
             .chain(parallel::roots(&self.batches));
         self.heap.collect(roots);
+    }
+
+    /// The registers of the frames on the stack: the register file above them holds the windows
+    /// of returned calls (dead; overwritten by the next call), which are neither roots nor
+    /// saved.
+    pub(crate) fn live_regs(&self) -> &[Value] {
+        &self.regs[..self.live_top()]
+    }
+
+    /// The end of [`Vm::live_regs`].
+    pub(crate) fn live_top(&self) -> usize {
+        let top = self.frames.last().map_or(0, |f| {
+            f.base as usize + self.program.functions[f.func as usize].nregs as usize
+        });
+        top.min(self.regs.len())
     }
 
     /// Makes room for `bytes` more live bytes (collecting first if needed) or raises the heap

@@ -346,7 +346,7 @@ impl Vm {
                 .iter()
                 .map(|f| (f.func, f.pc, f.base, f.ret))
                 .collect(),
-            regs: self.regs.iter().copied().map(sv).collect(),
+            regs: self.live_regs().iter().copied().map(sv).collect(),
             tries: self.tries.iter().map(|t| (t.frame, t.handler)).collect(),
             consts: self.consts.iter().copied().map(sv).collect(),
             cells,
@@ -856,7 +856,8 @@ impl Vm {
             }
         };
         self.deferred.remove(i);
-        for r in self.regs.iter_mut() {
+        let top = self.live_top();
+        for r in self.regs[..top].iter_mut() {
             if *r == Value::Pending(id) {
                 *r = v;
             }
