@@ -254,10 +254,11 @@ impl Parser<'_> {
                     }
                     Some(Open::Obj(m, key)) => {
                         let k = std::mem::take(key);
-                        if !m.contains_key(&k) {
-                            self.bytes += prop_bytes(k.len());
+                        let len = k.len();
+                        // one lookup: a repeated key keeps its place and takes the new value
+                        if m.insert(k, v).is_none() {
+                            self.bytes += prop_bytes(len);
                         }
-                        m.insert(k, v);
                         self.ws();
                         match self.peek() {
                             Some(0x2C) => {

@@ -196,6 +196,15 @@ static UNDEFINED: [Value; WINDOW_FILL] = [Value::Undefined; WINDOW_FILL];
 
 pub(crate) const FORBIDDEN: [&str; 3] = ["constructor", "__proto__", "prototype"];
 
+// `get_member` tests a key's length before comparing it with the forbidden names
+const _: () = {
+    let mut i = 0;
+    while i < FORBIDDEN.len() {
+        assert!(FORBIDDEN[i].len() == 9 || FORBIDDEN[i].len() == 11);
+        i += 1;
+    }
+};
+
 /// A virtual machine holding one run's whole state: frames, registers, heap, fuel, log.
 #[derive(Debug)]
 pub struct Vm {
@@ -1579,7 +1588,13 @@ impl Vm {
 
     /// Allocates a string from Rust text.
     pub(crate) fn str_value(&mut self, s: &str) -> OpResult<Value> {
-        self.alloc_str(s.encode_utf16().collect())
+        let units: Box<[u16]> = if s.is_ascii() {
+            // one allocation of the exact size (UTF-16's count is not known up front)
+            s.bytes().map(u16::from).collect()
+        } else {
+            s.encode_utf16().collect()
+        };
+        Ok(Value::Str(self.alloc_str_raw(units)?))
     }
 
     /// The code units of a string value.
@@ -1600,14 +1615,27 @@ impl Vm {
         let Value::Obj(og) = o else {
             return guest("property definition on a non-object");
         };
-        let k: Box<[u16]> = self.units(key).into();
-        let exists = matches!(self.heap.get(og), Cell::Obj(m) if m.contains_key(&k));
-        if !exists {
-            self.reserve(prop_bytes(k.len()), &[])?;
-            self.heap.grow(prop_bytes(k.len()));
-        }
-        if let Some(Cell::Obj(m)) = self.heap.get_mut(og) {
-            m.insert(k, v);
+        let at = match self.heap.get(og) {
+            Cell::Obj(m) => prop_index(m, self.units(key)),
+            _ => None,
+        };
+        match at {
+            // an existing property: replaced in place, by position (no hashing, no new key)
+            Some(i) => {
+                if let Some(Cell::Obj(m)) = self.heap.get_mut(og) {
+                    if let Some((_, slot)) = m.get_index_mut(i) {
+                        *slot = v;
+                    }
+                }
+            }
+            None => {
+                let k: Box<[u16]> = self.units(key).into();
+                self.reserve(prop_bytes(k.len()), &[])?;
+                self.heap.grow(prop_bytes(k.len()));
+                if let Some(Cell::Obj(m)) = self.heap.get_mut(og) {
+                    m.insert(k, v);
+                }
+            }
         }
         Ok(())
     }
@@ -1617,7 +1645,8 @@ impl Vm {
         match k {
             Value::Str(kg) => {
                 let key = self.units(kg);
-                if key.len() <= 11 {
+                // the forbidden names are 9 and 11 units long
+                if matches!(key.len(), 9 | 11) {
                     for f in FORBIDDEN {
                         if key.iter().copied().eq(f.encode_utf16()) {
                             return guest(format!("Security Error: Access to '{f}' is forbidden"));
@@ -1626,7 +1655,9 @@ impl Vm {
                 }
                 match o {
                     Value::Obj(og) => match self.heap.get(og) {
-                        Cell::Obj(m) => Ok(m.get(key).copied().unwrap_or(Value::Undefined)),
+                        Cell::Obj(m) => Ok(prop_index(m, key)
+                            .and_then(|i| m.get_index(i))
+                            .map_or(Value::Undefined, |(_, v)| *v)),
                         Cell::Set(_) | Cell::Date(_) | Cell::Regex(_) => {
                             let key = String::from_utf16_lossy(key);
                             self.special_member(og, &key)
@@ -1861,6 +1892,21 @@ impl Vm {
 }
 
 /// Keys in JavaScript's order: array-index keys ascending, then the rest in insertion order.
+/// Objects with at most this many properties are searched by comparing keys, not hashed.
+const SMALL_OBJECT: usize = 8;
+
+/// The position of `key` among `m`'s properties: a small object's keys are compared in order
+/// (cheaper than hashing a key; bounded, so no input can make it slow), a larger object's map is
+/// hashed.
+#[inline]
+pub(crate) fn prop_index(m: &PropMap, key: &[u16]) -> Option<usize> {
+    if m.len() <= SMALL_OBJECT {
+        m.keys().position(|k| **k == *key)
+    } else {
+        m.get_index_of(key)
+    }
+}
+
 pub(crate) fn ordered_keys(m: &PropMap) -> Vec<&[u16]> {
     let mut idx: Vec<(u32, &[u16])> = Vec::new();
     let mut rest: Vec<&[u16]> = Vec::new();

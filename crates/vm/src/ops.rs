@@ -82,10 +82,11 @@ impl Vm {
     pub(crate) fn to_units(&self, v: Value, op: &str) -> OpResult<Vec<u16>> {
         Ok(match v {
             Value::Str(g) => self.units(g).to_vec(),
-            Value::Num(n) => number_to_string(n).encode_utf16().collect(),
-            Value::Bool(b) => b.to_string().encode_utf16().collect(),
-            Value::Null => "null".encode_utf16().collect(),
-            Value::Undefined => "undefined".encode_utf16().collect(),
+            // ASCII text: one allocation of the exact size
+            Value::Num(n) => number_to_string(n).bytes().map(u16::from).collect(),
+            Value::Bool(b) => ascii_units(if b { "true" } else { "false" }),
+            Value::Null => ascii_units("null"),
+            Value::Undefined => ascii_units("undefined"),
             other => {
                 self.refuse_container(other, op)?;
                 Vec::new()
@@ -441,4 +442,9 @@ mod tests {
         let bad = vm2.snapshot();
         assert!(Vm::restore(vm2.program.clone(), &bad, None).is_err());
     }
+}
+
+/// The UTF-16 code units of ASCII text.
+fn ascii_units(s: &str) -> Vec<u16> {
+    s.bytes().map(u16::from).collect()
 }
