@@ -236,6 +236,11 @@ impl Vm {
     }
 }
 
+/// The UTF-16 code units of ASCII text.
+fn ascii_units(s: &str) -> Vec<u16> {
+    s.bytes().map(u16::from).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use ajs_bytecode::isa::{insert_charges, Op, Src};
@@ -442,9 +447,4 @@ mod tests {
         let bad = vm2.snapshot();
         assert!(Vm::restore(vm2.program.clone(), &bad, None).is_err());
     }
-}
-
-/// The UTF-16 code units of ASCII text.
-fn ascii_units(s: &str) -> Vec<u16> {
-    s.bytes().map(u16::from).collect()
 }
