@@ -2,8 +2,8 @@
 //! benches are their own workspace). For each program it prints the median wall time of a run
 //! through the facade (source to result, the way `benches/benches/peers.rs` measures ajs), the
 //! median of the VM alone (`Vm::new` + `run` on a program compiled once), and the fuel used.
-//! The last program (`records`) is not a peers row: it reads properties and tests `typeof` over
-//! records, as agents do.
+//! The last two programs are not peers rows: `records` reads properties and tests `typeof` over
+//! records, as agents do; `template concat` is the string concat row with a template literal.
 //!
 //! Run: `cargo run --release -p ajs --example vmbench` (all programs), or with a program-name
 //! filter and an iteration count, `vmbench fib 20`. With `--vm-only` only the VM part runs (for
@@ -68,6 +68,13 @@ const PROGRAMS: &[Program] = &[
         src: "let xs = []\nlet i = 0\nwhile (i < 1000) { xs.push({ id: i, name: 'n' + i, price: i * 2, ok: i % 2 === 0 })\n i = i + 1 }\nlet total = 0\nlet j = 0\nwhile (j < 1000) { const x = xs[j]\n if (typeof x.price === 'number' && x.ok) { total = total + x.price + x.id }\n j = j + 1 }\nreturn total",
         agent: false,
         expect: 748500.0,
+    },
+    // not a peers row: the string concat row written with a template literal
+    Program {
+        name: "template concat 10k",
+        src: "let s = ''\nlet i = 0\nwhile (i < 10000) { s = `${s}abc`\n i = i + 1 }\nreturn s.length",
+        agent: false,
+        expect: 30000.0,
     },
 ];
 

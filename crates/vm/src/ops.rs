@@ -126,21 +126,28 @@ impl Vm {
             Value::Str(gb) => self.units(gb).into(),
             other => self.to_units(other, "+")?.into(),
         };
+        self.append_shared(ga, &tail, &[a, b])
+    }
+
+    /// `a` followed by `tail` as a slice of a string buffer (fuel is charged; `roots` are the
+    /// operands, kept alive if room must be made): appended in place when `a` is the newest
+    /// slice of its buffer, else both copied into a fresh buffer.
+    fn append_shared(&mut self, ga: Gc, tail: &[u16], roots: &[Value]) -> OpResult<Value> {
         let la = self.units(ga).len();
         // the caller checked the length bound (`tail` is never longer than `units_len` says)
         let Ok(len) = u32::try_from(la + tail.len()) else {
             return guest("Invalid string length");
         };
         if let Some(buf) = self.heap.appendable(ga) {
-            self.reserve(strbuf_bytes(tail.len()) + SLICE_BYTES, &[a, b])?;
-            self.heap.append_to_buf(buf, &tail);
+            self.reserve(strbuf_bytes(tail.len()) + SLICE_BYTES, roots)?;
+            self.heap.append_to_buf(buf, tail);
             return Ok(Value::Str(self.heap.insert(Cell::Slice { buf, len })));
         }
         let total = len as usize;
-        self.reserve(strbuf_bytes(total) + SLICE_BYTES, &[a, b])?;
+        self.reserve(strbuf_bytes(total) + SLICE_BYTES, roots)?;
         let mut units = Vec::with_capacity(total);
         units.extend_from_slice(self.units(ga));
-        units.extend_from_slice(&tail);
+        units.extend_from_slice(tail);
         let buf = self.heap.insert(Cell::StrBuf(units));
         Ok(Value::Str(self.heap.insert(Cell::Slice { buf, len })))
     }
@@ -170,12 +177,31 @@ impl Vm {
             }
         }
         self.charge_units(total)?;
+        // `${s}…` with a long `s` (a string built up in a loop): shares `s`'s buffer, as `+` does
+        if let [Value::Str(ga), rest @ ..] = parts {
+            if (SHARED_CONCAT_MIN..=u32::MAX as usize).contains(&total) {
+                let mut tail: smallvec::SmallVec<[u16; 32]> = smallvec::SmallVec::new();
+                for &p in rest {
+                    self.push_units(&mut tail, p)?;
+                }
+                return self.append_shared(*ga, &tail, parts);
+            }
+        }
         self.reserve(crate::heap::str_bytes(total), &[])?;
         let mut out = Vec::with_capacity(total);
         for &p in parts {
-            out.extend(self.to_units(p, "template")?);
+            self.push_units(&mut out, p)?;
         }
         self.alloc_str(out)
+    }
+
+    /// Appends `String(p)`'s code units (a string's without a copy in between).
+    fn push_units<E: Extend<u16>>(&self, out: &mut E, p: Value) -> OpResult<()> {
+        match p {
+            Value::Str(g) => out.extend(self.units(g).iter().copied()),
+            other => out.extend(self.to_units(other, "template")?),
+        }
+        Ok(())
     }
 
     /// AJS `==`: no coercion; `null == undefined`; `NaN == NaN`; containers by identity.
@@ -368,6 +394,45 @@ mod tests {
         let twice = vm.add_slow(s, s).unwrap();
         assert_eq!(text(&vm, twice), format!("{want}{want}"));
         assert_eq!(text(&vm, s), want);
+        ledger_ok(&vm);
+    }
+
+    #[test]
+    fn templates_extending_a_long_string_share_its_buffer() {
+        let mut vm = vm(1 << 30);
+        let mut s = vm.str_value(&"t".repeat(150)).unwrap();
+        let mut kept = vec![];
+        for i in 0..50 {
+            let x = vm.str_value("-").unwrap();
+            // `${s}-${i}`, then `${s}${true}`, alternating with `+`
+            s = vm.template(&[s, x, Value::Num(i as f64)]).unwrap();
+            kept.push(s);
+            s = vm.template(&[s, Value::Bool(i % 2 == 0)]).unwrap();
+            s = vm.add_slow(s, Value::Null).unwrap();
+            kept.push(s);
+            ledger_ok(&vm);
+        }
+        let mut want = "t".repeat(150);
+        for (i, pair) in kept.chunks(2).enumerate() {
+            want.push_str(&format!("-{i}"));
+            assert_eq!(text(&vm, pair[0]), want);
+            want.push_str(&format!("{}null", i % 2 == 0));
+            assert_eq!(text(&vm, pair[1]), want);
+        }
+        let bufs = vm
+            .heap
+            .cells()
+            .iter()
+            .filter(|c| matches!(c, Cell::StrBuf(_)))
+            .count();
+        assert_eq!(bufs, 1);
+        // a short template is a plain string; an older string extended by a template is copied
+        let a = vm.str_value("a").unwrap();
+        let short = vm.template(&[a, Value::Num(1.0)]).unwrap();
+        assert_eq!(text(&vm, short), "a1");
+        let branch = vm.template(&[kept[3], a]).unwrap();
+        assert!(text(&vm, branch).ends_with("falsenulla"));
+        assert!(text(&vm, kept[4]).ends_with("-2"));
         ledger_ok(&vm);
     }
 
