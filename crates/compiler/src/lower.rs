@@ -276,13 +276,76 @@ pub(crate) struct Pool {
     num_map: HashMap<u64, u16>,
     str_map: StrMap,
     atoms: Vec<String>,
-    /// Emptied instruction and span buffers of the previous function, reused by the next.
+    /// The emptied buffers of the previous function, reused by the next.
+    bufs: Buffers,
+}
+
+/// The working buffers of a lowering (instructions, spans, specials, names, scopes), emptied
+/// when a function is finished: the next function of the program reuses them, and a thread
+/// keeps one set between compiles (see [`Buffers::take`]), so that a small compile allocates
+/// none of them.
+#[derive(Default)]
+pub(crate) struct Buffers {
     code: Vec<Op>,
     spans: Vec<u32>,
-    /// Emptied buffers of the previous function's specials, names and scopes.
     specials: Vec<(Special, u32)>,
     names: Names,
+    scopes: Vec<Scope>,
     spare_scopes: Vec<Scope>,
+    units: Vec<u16>,
+    /// [`Lowerer::finish_function`]'s block-leader marks.
+    marks: Vec<u32>,
+}
+
+thread_local! {
+    /// The buffers of this thread's last finished compile (see [`Buffers`]).
+    static BUFFERS: std::cell::Cell<Option<Buffers>> = const { std::cell::Cell::new(None) };
+}
+
+/// Most elements a kept buffer may hold (a huge compile's buffers are freed, not kept).
+const KEEP_BUFFER_LEN: usize = 1 << 16;
+/// Most spare scopes kept between compiles.
+const KEEP_SCOPES: usize = 16;
+
+impl Buffers {
+    /// This thread's kept buffers (empty ones when there are none).
+    pub(crate) fn take() -> Buffers {
+        BUFFERS
+            .try_with(std::cell::Cell::take)
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+    }
+
+    /// Keeps these buffers, emptied by [`Lowerer::finish_function`], for the thread's next
+    /// compile, unless they grew large (a few spare scopes at most).
+    pub(crate) fn keep(mut self) {
+        self.spare_scopes.truncate(KEEP_SCOPES);
+        let too_big = self.code.capacity().max(self.spans.capacity()) > KEEP_BUFFER_LEN
+            || self.specials.capacity() > KEEP_BUFFER_LEN
+            || self.names.0.capacity() > KEEP_BUFFER_LEN
+            || self.units.capacity() > KEEP_BUFFER_LEN
+            || self.marks.capacity() > KEEP_BUFFER_LEN
+            || self.scopes.capacity() > KEEP_BUFFER_LEN
+            || self
+                .spare_scopes
+                .iter()
+                .any(|s| s.vars.capacity().max(s.pending.capacity()) > KEEP_BUFFER_LEN);
+        // (emptied already: what is left in a buffer would be read by the next compile)
+        let emptied = self.code.is_empty()
+            && self.spans.is_empty()
+            && self.specials.is_empty()
+            && self.names.0.is_empty()
+            && self.scopes.is_empty()
+            && self
+                .spare_scopes
+                .iter()
+                .all(|s| s.vars.is_empty() && s.pending.is_empty() && !s.is_top);
+        if too_big || !emptied {
+            return;
+        }
+        let _ = BUFFERS.try_with(|b| b.set(Some(self)));
+    }
 }
 
 /// The laid-out code of a function being finished: every basic block opened by a `Charge` of
@@ -442,11 +505,13 @@ pub(crate) struct Lowerer<'o> {
     callbacks: Vec<CallbackCtx>,
     /// Helper functions of an agent program: name -> (function index, arity); one table shared
     /// by every function of the program.
-    helpers: std::rc::Rc<HashMap<String, (u16, usize)>>,
+    helpers: Option<std::rc::Rc<HashMap<String, (u16, usize)>>>,
     /// The text of every variable name of `scopes`.
     names: Names,
     /// Emptied scopes, whose vectors the next scopes reuse.
     spare_scopes: Vec<Scope>,
+    /// Scratch buffer of [`Self::finish_function`].
+    marks: Vec<u32>,
     /// Scratch buffer for the UTF-16 units of a string constant being looked up.
     units: Vec<u16>,
     /// A register holding the array a callback method iterates, when it was built already
@@ -460,10 +525,9 @@ pub(crate) struct Lowerer<'o> {
 /// Compiles one expression (Eval expression mode).
 pub(crate) fn lower_expression(src: &str, e: &Expression, opts: &CompileOptions) -> R<Program> {
     let mut l = Lowerer::new(opts);
-    l.scopes.push(Scope {
-        is_top: true,
-        ..Scope::default()
-    });
+    let mut scope = l.new_scope();
+    scope.is_top = true;
+    l.scopes.push(scope);
     let mark = l.top;
     let r = l.expr(e)?;
     l.emit(Op::Return { src: Src(r) }, e.span());
@@ -498,33 +562,62 @@ pub(crate) fn lower_statements(
 }
 
 impl<'o> Lowerer<'o> {
+    /// A lowerer with this thread's kept buffers (see [`Buffers`]).
     fn new(opts: &'o CompileOptions<'o>) -> Self {
+        Self::with_pool(
+            opts,
+            Pool {
+                bufs: Buffers::take(),
+                ..Pool::default()
+            },
+        )
+    }
+
+    /// A lowerer continuing `pool`: the constants, atoms and buffers of the previous functions
+    /// of the program.
+    fn with_pool(opts: &'o CompileOptions<'o>, pool: Pool) -> Self {
+        let Buffers {
+            code,
+            spans,
+            specials,
+            names,
+            scopes,
+            spare_scopes,
+            units,
+            marks,
+        } = pool.bufs;
         Lowerer {
             opts,
-            code: Vec::new(),
-            spans: Vec::new(),
-            constants: Vec::new(),
-            num_map: HashMap::new(),
-            str_map: StrMap::default(),
-            atoms: Vec::new(),
-            specials: Vec::new(),
+            code,
+            spans,
+            constants: pool.constants,
+            num_map: pool.num_map,
+            str_map: pool.str_map,
+            atoms: pool.atoms,
+            specials,
             special_regs: Regs::default(),
             ext_regs: Regs::default(),
             top: 0,
             max_top: 0,
-            scopes: Vec::new(),
+            scopes,
             loops: Vec::new(),
             try_depth: 0,
             depth: 0,
             chain: None,
             callbacks: Vec::new(),
-            helpers: Default::default(),
-            units: Vec::new(),
-            names: Names::default(),
-            spare_scopes: Vec::new(),
+            helpers: None,
+            units,
+            names,
+            spare_scopes,
+            marks,
             callback_source: None,
             parallel_map: false,
         }
+    }
+
+    /// The function index and arity of the helper function `name`, if the program has one.
+    fn helper(&self, name: &str) -> Option<(u16, usize)> {
+        self.helpers.as_ref()?.get(name).copied()
     }
 
     // ---------------------------------------------------------------- emission and registers
@@ -727,8 +820,12 @@ impl<'o> Lowerer<'o> {
 
     // ---------------------------------------------------------------- finishing
 
-    fn finish(self, src: &str, name: &str) -> R<Program> {
-        let (function, pos, pool) = self.finish_function(&LineIndex::new(src), name)?;
+    /// Finishes the program of this one function (its buffers are kept for the thread's next
+    /// compile).
+    fn finish(&mut self, src: &str, name: &str) -> R<Program> {
+        let (function, pos) = self.finish_function(&LineIndex::new(src), name)?;
+        let pool = self.take_pool();
+        pool.bufs.keep();
         Ok(Program {
             functions: vec![function],
             constants: pool.constants,
@@ -739,26 +836,31 @@ impl<'o> Lowerer<'o> {
         })
     }
 
-    /// Moves the constant pool and the atoms table in (functions of one program share them).
-    fn set_pool(&mut self, pool: Pool) {
-        self.constants = pool.constants;
-        self.num_map = pool.num_map;
-        self.str_map = pool.str_map;
-        self.atoms = pool.atoms;
-        self.code = pool.code;
-        self.spans = pool.spans;
-        self.specials = pool.specials;
-        self.names = pool.names;
-        self.spare_scopes = pool.spare_scopes;
+    /// Moves out what the next function of the program continues from: the constant pool, the
+    /// atoms table and the (emptied) buffers.
+    fn take_pool(&mut self) -> Pool {
+        use std::mem::take;
+        Pool {
+            constants: take(&mut self.constants),
+            num_map: take(&mut self.num_map),
+            str_map: take(&mut self.str_map),
+            atoms: take(&mut self.atoms),
+            bufs: Buffers {
+                code: take(&mut self.code),
+                spans: take(&mut self.spans),
+                specials: take(&mut self.specials),
+                names: take(&mut self.names),
+                scopes: take(&mut self.scopes),
+                spare_scopes: take(&mut self.spare_scopes),
+                units: take(&mut self.units),
+                marks: take(&mut self.marks),
+            },
+        }
     }
 
     /// Lays the frame out, inserts the fuel charges, and returns the function, its source
     /// positions (resolved with `idx`, the line index of the whole source) and the shared pool.
-    fn finish_function(
-        mut self,
-        idx: &LineIndex,
-        name: &str,
-    ) -> R<(Function, Vec<SourcePos>, Pool)> {
+    fn finish_function(&mut self, idx: &LineIndex, name: &str) -> R<(Function, Vec<SourcePos>)> {
         let nspecial_all = self.specials.len();
         // virtual ids at or above `boundary` are specials
         let boundary = 65536 - nspecial_all as u32;
@@ -794,7 +896,7 @@ impl<'o> Lowerer<'o> {
             .count();
         // final register of every special (an unused one has none: nothing names it)
         let mut final_of: SmallVec<[u16; 32]> = smallvec::smallvec![0u16; nspecial_all];
-        let mut params = Vec::new();
+        let mut params = Vec::with_capacity(self.ext_regs.0.len());
         let mut next = 0u16;
         for (k, (s, _)) in self.specials.iter().enumerate() {
             if let Special::Ext(i) = s {
@@ -857,7 +959,10 @@ impl<'o> Lowerer<'o> {
         // (the prologue has no jumps).
         // `at[j]`: 1 when instruction j leads a block, then (below) its new index, or the index
         // of the `Charge` before it when it leads a block, times two, plus that 1
-        let mut at: SmallVec<[u32; 64]> = smallvec::smallvec![0u32; total];
+        let mut marks = std::mem::take(&mut self.marks);
+        marks.clear();
+        marks.resize(total, 0);
+        let mut at = marks;
         if let Some(first) = at.first_mut() {
             *first = 1;
         }
@@ -880,7 +985,8 @@ impl<'o> Lowerer<'o> {
             n += lead + 1;
         }
         let is_lead = |v: u32| v & 1 == 1;
-        let at: &[u32] = &at;
+        let marks = at;
+        let at: &[u32] = &marks;
         let mut out = Layout {
             code: Vec::with_capacity(n as usize),
             pos: Vec::with_capacity(n as usize),
@@ -913,6 +1019,7 @@ impl<'o> Lowerer<'o> {
             out.push(op, off, at.get(shift + i).is_some_and(|&v| is_lead(v)));
         }
         let (code, pos) = out.finish();
+        self.marks = marks;
         let function = Function {
             name: name.to_string(),
             params,
@@ -931,18 +1038,7 @@ impl<'o> Lowerer<'o> {
             sc.pending.clear();
             sc.is_top = false;
         }
-        let pool = Pool {
-            constants: self.constants,
-            num_map: self.num_map,
-            str_map: self.str_map,
-            atoms: self.atoms,
-            code: self.code,
-            spans: self.spans,
-            specials: self.specials,
-            names: self.names,
-            spare_scopes: self.spare_scopes,
-        };
-        Ok((function, pos, pool))
+        Ok((function, pos))
     }
 
     // ---------------------------------------------------------------- names

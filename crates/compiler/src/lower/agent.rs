@@ -78,7 +78,7 @@ pub(crate) fn lower_agent(
             return fail(id.span, format!("Duplicate helper function name: {name}"));
         }
     }
-    let helpers = std::rc::Rc::new(helpers);
+    let helpers = (!helpers.is_empty()).then(|| std::rc::Rc::new(helpers));
     // one line index for every function's span table
     let idx = LineIndex::new(src);
     // sized for the source (about one constant per 32 bytes), so the tables seldom grow
@@ -87,7 +87,8 @@ pub(crate) fn lower_agent(
         constants: Vec::with_capacity(guess),
         num_map: HashMap::with_capacity(guess / 4),
         str_map: StrMap::with_capacity(guess),
-        ..Pool::default()
+        atoms: Vec::new(),
+        bufs: Buffers::take(),
     };
     let mut functions = Vec::with_capacity(fns.len());
     let mut spans = Vec::with_capacity(fns.len());
@@ -123,9 +124,8 @@ pub(crate) fn lower_agent(
             atoms: opts.atoms,
             source_name: opts.source_name,
         };
-        let mut l = Lowerer::new(&fopts);
-        l.set_pool(std::mem::take(&mut pool));
-        l.helpers = std::rc::Rc::clone(&helpers);
+        let mut l = Lowerer::with_pool(&fopts, std::mem::take(&mut pool));
+        l.helpers.clone_from(&helpers);
         for (k, p) in params.iter().enumerate() {
             if forbidden(&p.name) {
                 return fail(p.span, forbidden_msg(&p.name));
@@ -158,11 +158,12 @@ pub(crate) fn lower_agent(
         let u = l.alloc(end)?;
         l.emit(Op::LoadUndef { dst: Dst(u) }, end);
         l.emit(Op::Return { src: Src(u) }, end);
-        let (function, pos, back) = l.finish_function(&idx, &name)?;
-        pool = back;
+        let (function, pos) = l.finish_function(&idx, &name)?;
+        pool = l.take_pool();
         functions.push(function);
         spans.push(pos);
     }
+    pool.bufs.keep();
     Ok(Program {
         entry: (functions.len() - 1) as u16,
         functions,
@@ -297,7 +298,7 @@ impl Lowerer<'_> {
         dst: u16,
         span: Span,
     ) -> R<bool> {
-        let Some(&(func, arity)) = self.helpers.get(name) else {
+        let Some((func, arity)) = self.helper(name) else {
             return Ok(false);
         };
         if !self.is_global(name) {
