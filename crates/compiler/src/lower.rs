@@ -295,6 +295,7 @@ pub(crate) struct Buffers {
     units: Vec<u16>,
     /// [`Lowerer::finish_function`]'s block-leader marks.
     marks: Vec<u32>,
+    recent: Recent,
 }
 
 thread_local! {
@@ -397,19 +398,27 @@ impl Layout<'_, '_> {
 /// SipHash (a guest cannot choose strings that collide), and the map from that hash to the
 /// constant's index hashes no further; the rare strings whose hash another string has already
 /// are kept in a second, ordinary map.
-#[derive(Default)]
 pub(crate) struct StrMap {
     keys: RandomState,
     by_hash: HashMap<u64, u16, BuildHasherDefault<Prehashed>>,
     collided: HashMap<Vec<u16>, u16>,
 }
 
+impl Default for StrMap {
+    fn default() -> Self {
+        StrMap {
+            keys: RandomState::new(),
+            by_hash: HashMap::default(),
+            collided: HashMap::new(),
+        }
+    }
+}
+
 impl StrMap {
     fn with_capacity(n: usize) -> StrMap {
         StrMap {
-            keys: RandomState::new(),
             by_hash: HashMap::with_capacity_and_hasher(n, BuildHasherDefault::default()),
-            collided: HashMap::new(),
+            ..StrMap::default()
         }
     }
 
@@ -431,6 +440,80 @@ impl StrMap {
         } else {
             self.by_hash.insert(hash, k);
         }
+    }
+}
+
+/// A small direct-mapped cache of recently looked-up constants in front of the keyed maps of
+/// the pool: repeated strings (property names read again and again) and numbers are found
+/// without the keyed hash. A slot holds the index of one constant and is indexed by a cheap
+/// hash; a hit is checked against the pool itself, so a stale slot (of another function or
+/// compile: the cache is kept with the [`Buffers`]) only misses, and so does a guest's set of
+/// colliding values: each takes the maps' path, no slow chain forms. (The pool holds every
+/// string, and every number by [`num_bits`], once: a matching constant is *the* constant.)
+#[derive(Default)]
+pub(crate) struct Recent(Vec<u16>);
+
+/// Slots of [`Recent`] for strings, then for numbers (powers of two).
+const RECENT_STRINGS: usize = 256;
+const RECENT_NUMBERS: usize = 64;
+
+impl Recent {
+    /// The slot of the string `units`: a multiplicative hash of its length and of at most its
+    /// first and last eight units.
+    fn string_slot(units: &[u16]) -> usize {
+        let mut h = (units.len() as u32).wrapping_mul(0x9E37_79B9);
+        let (head, tail) = if units.len() > 16 {
+            (&units[..8], &units[units.len() - 8..])
+        } else {
+            (units, &[][..])
+        };
+        for &u in head.iter().chain(tail) {
+            h = (h ^ u32::from(u)).wrapping_mul(0x9E37_79B9);
+        }
+        (h >> (32 - RECENT_STRINGS.trailing_zeros())) as usize
+    }
+
+    /// The slot of the number of bits `bits`.
+    fn number_slot(bits: u64) -> usize {
+        let h = (bits ^ (bits >> 32)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        RECENT_STRINGS + (h >> (64 - RECENT_NUMBERS.trailing_zeros())) as usize
+    }
+
+    /// The string constant `units` when slot `slot` holds it.
+    fn string(&self, slot: usize, units: &[u16], constants: &[Constant]) -> Option<u16> {
+        let k = *self.0.get(slot)?;
+        match constants.get(k as usize) {
+            Some(Constant::String(s)) if s.as_slice() == units => Some(k),
+            _ => None,
+        }
+    }
+
+    /// The number constant of bits `bits` when slot `slot` holds it.
+    fn number(&self, slot: usize, bits: u64, constants: &[Constant]) -> Option<u16> {
+        let k = *self.0.get(slot)?;
+        match constants.get(k as usize) {
+            Some(Constant::Number(v)) if num_bits(*v) == bits => Some(k),
+            _ => None,
+        }
+    }
+
+    /// Remembers constant `k` in slot `slot`.
+    fn remember(&mut self, slot: usize, k: u16) {
+        if self.0.is_empty() {
+            self.0.resize(RECENT_STRINGS + RECENT_NUMBERS, u16::MAX);
+        }
+        if let Some(r) = self.0.get_mut(slot) {
+            *r = k;
+        }
+    }
+}
+
+/// The key of a number in the pool: its bits, every NaN as the one NaN.
+fn num_bits(v: f64) -> u64 {
+    if v.is_nan() {
+        f64::NAN.to_bits()
+    } else {
+        v.to_bits()
     }
 }
 
@@ -512,6 +595,8 @@ pub(crate) struct Lowerer<'o> {
     spare_scopes: Vec<Scope>,
     /// Scratch buffer of [`Self::finish_function`].
     marks: Vec<u32>,
+    /// Constants looked up recently.
+    recent: Recent,
     /// Scratch buffer for the UTF-16 units of a string constant being looked up.
     units: Vec<u16>,
     /// A register holding the array a callback method iterates, when it was built already
@@ -585,6 +670,7 @@ impl<'o> Lowerer<'o> {
             spare_scopes,
             units,
             marks,
+            recent,
         } = pool.bufs;
         Lowerer {
             opts,
@@ -610,6 +696,7 @@ impl<'o> Lowerer<'o> {
             names,
             spare_scopes,
             marks,
+            recent,
             callback_source: None,
             parallel_map: false,
         }
@@ -740,13 +827,13 @@ impl<'o> Lowerer<'o> {
     }
 
     fn num_const(&mut self, v: f64, span: Span) -> R<u16> {
-        let bits = if v.is_nan() {
-            f64::NAN.to_bits()
-        } else {
-            v.to_bits()
-        };
-        match self.num_map.entry(bits) {
-            Entry::Occupied(e) => Ok(*e.get()),
+        let bits = num_bits(v);
+        let slot = Recent::number_slot(bits);
+        if let Some(k) = self.recent.number(slot, bits, &self.constants) {
+            return Ok(k);
+        }
+        let k = match self.num_map.entry(bits) {
+            Entry::Occupied(e) => *e.get(),
             Entry::Vacant(e) => {
                 if self.constants.len() >= MAX_CONSTANTS {
                     return fail(span, "too many constants (more than 65535)");
@@ -754,34 +841,53 @@ impl<'o> Lowerer<'o> {
                 self.constants.push(Constant::Number(v));
                 let k = (self.constants.len() - 1) as u16;
                 e.insert(k);
-                Ok(k)
+                k
             }
-        }
+        };
+        self.recent.remember(slot, k);
+        Ok(k)
     }
 
     /// The constant of the string of UTF-16 `units` (added when new).
     fn str_const_slice(&mut self, units: &[u16], span: Span) -> R<u16> {
+        let slot = Recent::string_slot(units);
+        if let Some(k) = self.recent.string(slot, units, &self.constants) {
+            return Ok(k);
+        }
         let (hash, collided) = match self.str_map.find(units, &self.constants) {
-            Ok(k) => return Ok(k),
+            Ok(k) => {
+                self.recent.remember(slot, k);
+                return Ok(k);
+            }
             Err(miss) => miss,
         };
         let k = self.add_constant(Constant::String(units.to_vec()), span)?;
         self.str_map.insert(hash, collided, units, k);
+        self.recent.remember(slot, k);
         Ok(k)
     }
 
     fn str_const_units(&mut self, units: Vec<u16>, span: Span) -> R<u16> {
+        let slot = Recent::string_slot(&units);
+        if let Some(k) = self.recent.string(slot, &units, &self.constants) {
+            return Ok(k);
+        }
         let (hash, collided) = match self.str_map.find(&units, &self.constants) {
-            Ok(k) => return Ok(k),
+            Ok(k) => {
+                self.recent.remember(slot, k);
+                return Ok(k);
+            }
             Err(miss) => miss,
         };
         if collided {
             let k = self.add_constant(Constant::String(units.clone()), span)?;
             self.str_map.insert(hash, true, &units, k);
+            self.recent.remember(slot, k);
             return Ok(k);
         }
         let k = self.add_constant(Constant::String(units), span)?;
         self.str_map.insert(hash, false, &[], k);
+        self.recent.remember(slot, k);
         Ok(k)
     }
 
@@ -854,6 +960,7 @@ impl<'o> Lowerer<'o> {
                 spare_scopes: take(&mut self.spare_scopes),
                 units: take(&mut self.units),
                 marks: take(&mut self.marks),
+                recent: take(&mut self.recent),
             },
         }
     }
