@@ -55,44 +55,18 @@ impl<'s> LineIndex<'s> {
     }
 
     /// The line starts of an ASCII source in which only LF ends a line (the usual case), or
-    /// `None` for any other source. Eight bytes at a time: a word is checked for non-ASCII
-    /// bytes and CRs and its LFs found with bit tricks, exact for ASCII bytes (a byte below
-    /// 0x80 plus 0x7F sets its top bit, with no carry into the next byte, unless it is zero).
+    /// `None` for any other source.
     fn plain_starts(src: &str) -> Option<Starts> {
-        const ONES: u64 = 0x0101_0101_0101_0101;
-        const HIGH: u64 = 0x8080_8080_8080_8080;
-        const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-        /// The top bit of every byte of `w` (ASCII bytes only) that is zero.
-        fn zero_bytes(w: u64) -> u64 {
-            !w.wrapping_add(LOW7) & HIGH
-        }
         let b = src.as_bytes();
-        let mut starts = Starts::with_capacity(b.len() / 32 + 1);
+        if b.len() < 256 {
+            let mut starts = Starts::new();
+            starts.push(0);
+            return plain_lines(b, |s| starts.push(s)).then_some(starts);
+        }
+        // (a plain vector, cheaper to push to, for the lines of a longer source)
+        let mut starts = Vec::with_capacity(b.len() / 32 + 1);
         starts.push(0);
-        let chunks = b.chunks_exact(8);
-        let tail = chunks.remainder();
-        for (n, w) in chunks.enumerate() {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(w);
-            let w = u64::from_le_bytes(word);
-            if w & HIGH != 0 || zero_bytes(w ^ (ONES * u64::from(b'\r'))) != 0 {
-                return None;
-            }
-            let mut lf = zero_bytes(w ^ (ONES * u64::from(b'\n')));
-            while lf != 0 {
-                starts.push(n * 8 + lf.trailing_zeros() as usize / 8 + 1);
-                lf &= lf - 1;
-            }
-        }
-        let i = b.len() - tail.len();
-        for (k, &c) in tail.iter().enumerate() {
-            match c {
-                b'\n' => starts.push(i + k + 1),
-                b'\r' | 0x80.. => return None,
-                _ => {}
-            }
-        }
-        Some(starts)
+        plain_lines(b, |s| starts.push(s)).then(|| Starts::from_vec(starts))
     }
 
     /// The positions of many offsets, [`Self::pos`] of each.
@@ -138,6 +112,49 @@ impl<'s> LineIndex<'s> {
             col: col as u32,
         }
     }
+}
+
+/// Gives the start of every line after the first of `b` to `line`, when `b` is ASCII and only
+/// LF ends its lines; false (having given some) otherwise. Eight bytes at a time, with bit
+/// tricks exact for ASCII bytes (a byte below 0x80 plus 0x7F sets its top bit, with no carry
+/// into the next byte, unless it is zero): whether any byte is non-ASCII or a CR is gathered
+/// over the whole source, and each word's LFs are read off its mask of zero bytes.
+#[inline(always)]
+fn plain_lines(b: &[u8], mut line: impl FnMut(usize)) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    /// The top bit of every byte of `w` that is zero (when `w` is ASCII).
+    fn zero_bytes(w: u64) -> u64 {
+        !w.wrapping_add(LOW7) & HIGH
+    }
+    // the top bit of any byte: non-ASCII or (in an ASCII word) a CR
+    let mut bad = 0u64;
+    let chunks = b.chunks_exact(8);
+    let tail = chunks.remainder();
+    for (n, w) in chunks.enumerate() {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(w);
+        let w = u64::from_le_bytes(word);
+        bad |= w | zero_bytes(w ^ (ONES * u64::from(b'\r')));
+        let mut lf = zero_bytes(w ^ (ONES * u64::from(b'\n')));
+        while lf != 0 {
+            line(n * 8 + lf.trailing_zeros() as usize / 8 + 1);
+            lf &= lf - 1;
+        }
+    }
+    if bad & HIGH != 0 {
+        return false;
+    }
+    let i = b.len() - tail.len();
+    for (k, &c) in tail.iter().enumerate() {
+        match c {
+            b'\n' => line(i + k + 1),
+            b'\r' | 0x80.. => return false,
+            _ => {}
+        }
+    }
+    true
 }
 
 /// See [`LineIndex::cursor`].
