@@ -979,13 +979,20 @@ impl<'o> Lowerer<'o> {
                 _ => None,
             }
         };
-        for op in self.code.iter_mut() {
+        let mut used: SmallVec<[bool; 32]> = smallvec::smallvec![false; nspecial_all];
+        // Block leaders of the body, by index in it: every jump target, every instruction after
+        // a block end (the laid-out code is [prologue][body]; the prologue has no jumps, and
+        // its first instruction, or the body's when there is none, leads too). `marks[j]`: 1
+        // when body instruction j leads a block, then (below) its new index, or the index of
+        // the `Charge` before it when it leads a block, times two, plus that 1.
+        let mut marks = std::mem::take(&mut self.marks);
+        marks.clear();
+        marks.resize(self.code.len(), 0);
+        // one pass: constant operands, the specials read, the leaders
+        for (i, op) in self.code.iter_mut().enumerate() {
             if let Some(k) = with_const_operand(*op, &const_of) {
                 *op = k;
             }
-        }
-        let mut used: SmallVec<[bool; 32]> = smallvec::smallvec![false; nspecial_all];
-        for op in &self.code {
             op.operands(|o| match o {
                 Operand::Read(v) | Operand::Write(v) if v as u32 >= boundary => {
                     used[(u16::MAX - v) as usize] = true;
@@ -994,6 +1001,16 @@ impl<'o> Lowerer<'o> {
                 Operand::Base(v) if v as u32 >= boundary => used.iter_mut().for_each(|u| *u = true),
                 _ => {}
             });
+            if let Some(t) = op.jump_target() {
+                if let Some(slot) = marks.get_mut(t as usize) {
+                    *slot = 1;
+                }
+            }
+            if op.ends_block() {
+                if let Some(slot) = marks.get_mut(i + 1) {
+                    *slot = 1;
+                }
+            }
         }
         let nspecial = self
             .specials
@@ -1061,38 +1078,17 @@ impl<'o> Lowerer<'o> {
             }
         };
         // The code is laid out as [prologue][body] and every basic block opened by a `Charge`
-        // (what `insert_charges` does), in one pass. Block leaders, by index in the laid-out
-        // code: the first instruction, every jump target, every instruction after a block end
-        // (the prologue has no jumps).
-        // `at[j]`: 1 when instruction j leads a block, then (below) its new index, or the index
-        // of the `Charge` before it when it leads a block, times two, plus that 1
-        let mut marks = std::mem::take(&mut self.marks);
-        marks.clear();
-        marks.resize(total, 0);
-        let mut at = marks;
-        if let Some(first) = at.first_mut() {
+        // (what `insert_charges` does), in one pass, with the new indices of the body's
+        // instructions (the prologue's first opens a block: it moves by one).
+        let mut n = if shift > 0 { shift as u32 + 1 } else { 0 };
+        if let (0, Some(first)) = (shift, marks.first_mut()) {
             *first = 1;
         }
-        for (i, op) in self.code.iter().enumerate() {
-            if let Some(t) = op.jump_target() {
-                if let Some(slot) = at.get_mut((t as usize).saturating_add(shift)) {
-                    *slot = 1;
-                }
-            }
-            if op.ends_block() {
-                if let Some(slot) = at.get_mut(shift + i + 1) {
-                    *slot = 1;
-                }
-            }
-        }
-        let mut n = 0u32;
-        for slot in at.iter_mut() {
+        for slot in marks.iter_mut() {
             let lead = *slot;
             *slot = n << 1 | lead;
             n += lead + 1;
         }
-        let is_lead = |v: u32| v & 1 == 1;
-        let marks = at;
         let at: &[u32] = &marks;
         let mut out = Layout {
             code: Vec::with_capacity(n as usize),
@@ -1102,16 +1098,15 @@ impl<'o> Lowerer<'o> {
             amount: 0,
         };
         for (k, (op, off)) in prologue.enumerate() {
-            out.push(op, off, at.get(k).is_some_and(|&v| is_lead(v)));
+            out.push(op, off, k == 0);
         }
         let new_target = |t: &mut Target| {
-            let old = (t.0 as usize).saturating_add(shift);
-            t.0 = match at.get(old) {
+            t.0 = match at.get(t.0 as usize) {
                 Some(&new) => new >> 1,
                 None => t.0.wrapping_add(shift as u32),
             };
         };
-        for (i, (op, &off)) in self.code.iter().zip(&self.spans).enumerate() {
+        for ((op, &off), &mark) in self.code.iter().zip(&self.spans).zip(at) {
             let mut op = *op;
             op.map_registers(&map);
             match &mut op {
@@ -1123,7 +1118,7 @@ impl<'o> Lowerer<'o> {
                 Op::TryEnter { handler } => new_target(handler),
                 _ => {}
             }
-            out.push(op, off, at.get(shift + i).is_some_and(|&v| is_lead(v)));
+            out.push(op, off, mark & 1 == 1);
         }
         let (code, pos) = out.finish();
         self.marks = marks;
