@@ -47,39 +47,47 @@ fn forbidden_msg(name: &str) -> String {
     format!("Security Error: Access to '{name}' is forbidden")
 }
 
+/// Shortest name of [`is_builtin_name`] and [`unsupported_builtin`]: a shorter name (most
+/// variable names) is neither, without comparing it with each.
+const SHORTEST_BUILTIN: usize = 3;
+
 /// Whether `name` is a builtin name of AJS (builtins win over context keys).
 fn is_builtin_name(name: &str) -> bool {
-    matches!(
-        name,
-        "Math"
-            | "JSON"
-            | "Array"
-            | "Object"
-            | "String"
-            | "Number"
-            | "Boolean"
-            | "console"
-            | "Schema"
-            | "Date"
-            | "Set"
-            | "Error"
-            | "parseInt"
-            | "parseFloat"
-            | "isNaN"
-            | "isFinite"
-            | "encodeURI"
-            | "decodeURI"
-            | "encodeURIComponent"
-            | "decodeURIComponent"
-            | "filter"
-            | "undefined"
-            | "NaN"
-            | "Infinity"
-    )
+    name.len() >= SHORTEST_BUILTIN
+        && matches!(
+            name,
+            "Math"
+                | "JSON"
+                | "Array"
+                | "Object"
+                | "String"
+                | "Number"
+                | "Boolean"
+                | "console"
+                | "Schema"
+                | "Date"
+                | "Set"
+                | "Error"
+                | "parseInt"
+                | "parseFloat"
+                | "isNaN"
+                | "isFinite"
+                | "encodeURI"
+                | "decodeURI"
+                | "encodeURIComponent"
+                | "decodeURIComponent"
+                | "filter"
+                | "undefined"
+                | "NaN"
+                | "Infinity"
+        )
 }
 
 /// Names that do not exist in AJS, with what to use instead (reference §3.4).
 fn unsupported_builtin(name: &str) -> Option<String> {
+    if name.len() < SHORTEST_BUILTIN {
+        return None;
+    }
     Some(match name {
         "RegExp" => "RegExp is not available. Use string methods or the regexMatch atom.".into(),
         "Promise" => "Promise is not needed. All operations are implicitly async. To make several atom calls at once, use parallel([...]).".into(),
@@ -203,10 +211,15 @@ impl Regs {
     }
 
     fn insert(&mut self, i: usize, reg: u16) {
-        if self.0.len() <= i {
+        // (one more, the usual case, is pushed: cheaper than resizing)
+        if self.0.len() == i {
+            self.0.push(None);
+        } else if self.0.len() < i {
             self.0.resize(i + 1, None);
         }
-        self.0[i] = Some(reg);
+        if let Some(slot) = self.0.get_mut(i) {
+            *slot = Some(reg);
+        }
     }
 }
 
