@@ -12,7 +12,7 @@ use crate::params::{RawFunction, RawParam};
 
 /// One parameter of a function as the lowering needs it.
 struct Param<'a, 'b> {
-    name: String,
+    name: &'a str,
     span: Span,
     default: Option<&'b Expression<'a>>,
     required: bool,
@@ -110,14 +110,14 @@ pub(crate) fn lower_agent(
                 params: params
                     .iter()
                     .map(|p| ParamSpec {
-                        name: p.name.clone(),
+                        name: p.name.to_string(),
                         required: p.required,
                         ty: p.default.map_or(TypeSpec::Any, infer_type),
                     })
                     .collect(),
             });
         }
-        let names: Vec<String> = params.iter().map(|p| p.name.clone()).collect();
+        let names: Vec<String> = params.iter().map(|p| p.name.to_string()).collect();
         let fopts = CompileOptions {
             mode: Mode::FunctionBody,
             externals: &names,
@@ -127,8 +127,8 @@ pub(crate) fn lower_agent(
         let mut l = Lowerer::with_pool(&fopts, std::mem::take(&mut pool));
         l.helpers.clone_from(&helpers);
         for (k, p) in params.iter().enumerate() {
-            if forbidden(&p.name) {
-                return fail(p.span, forbidden_msg(&p.name));
+            if forbidden(p.name) {
+                return fail(p.span, forbidden_msg(p.name));
             }
             let reg = l.new_special(Special::Ext(k), p.span.start)?;
             l.ext_regs.insert(k, reg);
@@ -197,8 +197,8 @@ fn params_of<'a, 'b>(
         match &p.pattern {
             BindingPattern::BindingIdentifier(b) => {
                 let default = p.initializer.as_deref();
-                let name = b.name.as_str().to_string();
-                let req = default.is_none() || required(&name);
+                let name = b.name.as_str();
+                let req = default.is_none() || required(name);
                 out.push(Param { name, span: b.span, default, required: req });
             }
             BindingPattern::ObjectPattern(o) if is_entry && fp.items.len() == 1 => {
@@ -220,7 +220,7 @@ fn params_of<'a, 'b>(
                     if prop.computed || prop.key.static_name().is_none_or(|k| k != id.name.as_str()) {
                         return fail(prop.span, "Only simple parameter names are supported (rename inside the body instead)");
                     }
-                    out.push(Param { name: id.name.as_str().to_string(), span: id.span, default, required: default.is_none() });
+                    out.push(Param { name: id.name.as_str(), span: id.span, default, required: default.is_none() });
                 }
             }
             BindingPattern::ObjectPattern(_) if is_entry => {
@@ -237,7 +237,7 @@ fn params_of<'a, 'b>(
     }
     let mut seen = std::collections::HashSet::new();
     for p in &out {
-        if !seen.insert(p.name.as_str()) {
+        if !seen.insert(p.name) {
             return fail(p.span, format!("Duplicate parameter name: {}", p.name));
         }
     }
