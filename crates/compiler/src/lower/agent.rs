@@ -235,11 +235,19 @@ fn params_of<'a, 'b>(
             _ => return fail(p.span, "Unsupported parameter pattern: ArrayPattern; use plain names or one destructured object"),
         }
     }
-    let mut seen = std::collections::HashSet::new();
-    for p in &out {
-        if !seen.insert(p.name) {
-            return fail(p.span, format!("Duplicate parameter name: {}", p.name));
-        }
+    // the first parameter whose name an earlier one has (a few are compared with each other,
+    // more are hashed)
+    let duplicate = if out.len() <= 8 {
+        out.iter()
+            .enumerate()
+            .find(|&(i, p)| out[..i].iter().any(|q| q.name == p.name))
+            .map(|(_, p)| p)
+    } else {
+        let mut seen = std::collections::HashSet::new();
+        out.iter().find(|p| !seen.insert(p.name))
+    };
+    if let Some(p) = duplicate {
+        return fail(p.span, format!("Duplicate parameter name: {}", p.name));
     }
     if out.len() > u8::MAX as usize {
         return fail(f.params.span, "too many parameters (more than 255)");
