@@ -130,23 +130,21 @@ fn plain_lines(b: &[u8], mut line: impl FnMut(usize)) -> bool {
     }
     // the top bit of any byte: non-ASCII or (in an ASCII word) a CR
     let mut bad = 0u64;
-    let chunks = b.chunks_exact(8);
-    let tail = chunks.remainder();
-    for (n, w) in chunks.enumerate() {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(w);
+    let mut i = 0;
+    while let Some(&word) = b.get(i..).and_then(|r| r.first_chunk::<8>()) {
         let w = u64::from_le_bytes(word);
         bad |= w | zero_bytes(w ^ (ONES * u64::from(b'\r')));
         let mut lf = zero_bytes(w ^ (ONES * u64::from(b'\n')));
         while lf != 0 {
-            line(n * 8 + lf.trailing_zeros() as usize / 8 + 1);
+            line(i + lf.trailing_zeros() as usize / 8 + 1);
             lf &= lf - 1;
         }
+        i += 8;
     }
     if bad & HIGH != 0 {
         return false;
     }
-    let i = b.len() - tail.len();
+    let tail = b.get(i..).unwrap_or(&[]);
     for (k, &c) in tail.iter().enumerate() {
         match c {
             b'\n' => line(i + k + 1),
