@@ -317,7 +317,7 @@ thread_local! {
 }
 
 /// Most elements a kept buffer may hold (a huge compile's buffers are freed, not kept).
-const KEEP_BUFFER_LEN: usize = 1 << 16;
+const KEEP_BUFFER_LEN: usize = 1 << 14;
 /// Most spare scopes kept between compiles.
 const KEEP_SCOPES: usize = 16;
 
