@@ -592,38 +592,22 @@ impl Program {
         // per instruction: LEADER (opens a basic block), HANDLER (the `Catch` slot of a handler)
         const LEADER: u8 = 1;
         const HANDLER: u8 = 2;
-        let mut marks = vec![0u8; code.len()];
+        // (on the stack for a short function)
+        let mut small = [0u8; 256];
+        let mut large = Vec::new();
+        let marks: &mut [u8] = if code.len() <= small.len() {
+            &mut small[..code.len()]
+        } else {
+            large.resize(code.len(), 0);
+            &mut large
+        };
         marks[0] = LEADER;
         let mut any_catch = false;
         for (pc, op) in code.iter().enumerate() {
-            let mut fault = None;
-            let mut base = 0u32;
-            op.operands(|o| {
-                if fault.is_some() {
-                    return;
-                }
-                let f = match o {
-                    // the common case first: a register in range
-                    Operand::Read(r) | Operand::Write(r) if r < nregs => return,
-                    Operand::Base(b) => {
-                        base = b as u32;
-                        (base > nregs as u32).then_some(CodeFault::Register { reg: base, nregs })
-                    }
-                    Operand::Count(c) => (base + c as u32 > nregs as u32).then(|| {
-                        // c > 0 here: base <= nregs was checked with the Base operand
-                        CodeFault::Register {
-                            reg: (base + c as u32).saturating_sub(1),
-                            nregs,
-                        }
-                    }),
-                    o => self.check_operand(o, nregs, code.len()),
-                };
-                if f.is_some() {
-                    fault = f;
-                }
-            });
-            if let Some(fl) = fault {
-                return Err((pc, fl));
+            // the operands checked inline; only a fault takes the full check, which names it
+            if !self.operands_fit(op, nregs, code.len()) {
+                self.check_operands(op, nregs, code.len())
+                    .map_err(|fault| (pc, fault))?;
             }
             match *op {
                 Op::CallNative { native, argc, .. } => {
@@ -723,6 +707,66 @@ impl Program {
         }
     }
 
+    /// Whether every operand of `op` is valid ([`Self::check_operands`] finds no fault): a
+    /// small callback the compiler inlines into each instruction's operands, where the kind of
+    /// each is known, so that the usual instruction costs a few comparisons.
+    #[inline(always)]
+    fn operands_fit(&self, op: &Op, nregs: u16, len: usize) -> bool {
+        let (constants, nfuncs, natoms) = (&self.constants, self.functions.len(), self.atoms.len());
+        let mut fit = true;
+        let mut base = 0u32;
+        op.operands(|o| {
+            fit &= match o {
+                Operand::Read(r) | Operand::Write(r) => r < nregs,
+                Operand::Base(b) => {
+                    base = b as u32;
+                    base <= nregs as u32
+                }
+                Operand::Count(c) => base + c as u32 <= nregs as u32,
+                Operand::Const(k) => (k as usize) < constants.len(),
+                Operand::Key(k) => matches!(constants.get(k as usize), Some(Constant::String(_))),
+                Operand::Target(t) => (t as usize) < len,
+                Operand::Imm(_) => true,
+                Operand::Native(n) => NativeId::from_u16(n).is_some(),
+                Operand::Func(n) => (n as usize) < nfuncs,
+                Operand::Atom(n) => (n as usize) < natoms,
+            }
+        });
+        fit
+    }
+
+    /// The first fault of `op`'s operands, in declaration order.
+    #[inline(never)]
+    fn check_operands(&self, op: &Op, nregs: u16, len: usize) -> Result<(), CodeFault> {
+        let mut fault = None;
+        let mut base = 0u32;
+        op.operands(|o| {
+            if fault.is_some() {
+                return;
+            }
+            let f = match o {
+                // the common case first: a register in range
+                Operand::Read(r) | Operand::Write(r) if r < nregs => return,
+                Operand::Base(b) => {
+                    base = b as u32;
+                    (base > nregs as u32).then_some(CodeFault::Register { reg: base, nregs })
+                }
+                Operand::Count(c) => (base + c as u32 > nregs as u32).then(|| {
+                    // c > 0 here: base <= nregs was checked with the Base operand
+                    CodeFault::Register {
+                        reg: (base + c as u32).saturating_sub(1),
+                        nregs,
+                    }
+                }),
+                o => self.check_operand(o, nregs, len),
+            };
+            if f.is_some() {
+                fault = f;
+            }
+        });
+        fault.map_or(Ok(()), Err)
+    }
+
     #[inline]
     fn check_operand(&self, o: Operand, nregs: u16, len: usize) -> Option<CodeFault> {
         let reg = |r: u32| {
@@ -810,5 +854,74 @@ impl std::ops::Deref for VerifiedProgram {
     type Target = Program;
     fn deref(&self) -> &Program {
         &self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The verifier's inline operand check agrees with the full one on every instruction the
+    /// decoder can produce from random bytes, against tables of several sizes.
+    #[test]
+    fn inline_operand_check_matches_the_full_one() {
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let program = |nconst: usize, nfuncs: usize, natoms: usize| Program {
+            functions: (0..nfuncs.max(1))
+                .map(|_| Function {
+                    name: String::new(),
+                    params: Vec::new(),
+                    nregs: 0,
+                    code: Vec::new(),
+                })
+                .collect(),
+            constants: (0..nconst)
+                .map(|k| {
+                    if k % 3 == 0 {
+                        Constant::Number(k as f64)
+                    } else {
+                        Constant::String(vec![b'a' as u16; k % 5])
+                    }
+                })
+                .collect(),
+            atoms: (0..natoms).map(|a| a.to_string()).collect(),
+            entry: 0,
+            debug: None,
+            signature: None,
+        };
+        let programs = [program(0, 1, 0), program(7, 3, 2), program(300, 20, 5)];
+        let mut checked = 0;
+        for _ in 0..200_000 {
+            let mut bytes = [0u8; 16];
+            for chunk in bytes.chunks_mut(8) {
+                chunk.copy_from_slice(&next().to_le_bytes()[..chunk.len()]);
+            }
+            // small operand values, so that both verdicts occur
+            for b in bytes.iter_mut().skip(1) {
+                if *b & 0x80 != 0 {
+                    *b &= 0x0f;
+                }
+            }
+            let Ok((op, _)) = Op::decode(&bytes) else {
+                continue;
+            };
+            let r = next();
+            let p = &programs[(r % 3) as usize];
+            let nregs = (r >> 8) as u16 % 40;
+            let len = (r >> 24) as usize % 40;
+            assert_eq!(
+                p.operands_fit(&op, nregs, len),
+                p.check_operands(&op, nregs, len).is_ok(),
+                "{op:?} nregs {nregs} len {len}"
+            );
+            checked += 1;
+        }
+        assert!(checked > 10_000);
     }
 }

@@ -1,5 +1,6 @@
 //! Compiles a tiny Eval snippet many times (the fixed cost of a compile): `cargo run --release
-//! -p ajs-compiler --example compile_tiny [N] [SOURCE]` prints the median time per compile.
+//! -p ajs-compiler --example compile_tiny [N] [SOURCE] [verify]` prints the median time per
+//! compile (with `verify`, each program is also verified, outside the timed part).
 
 use std::time::Instant;
 
@@ -9,6 +10,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let n: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(20000);
     let src = args.next().unwrap_or_else(|| "a + b".to_string());
+    let verify = args.next().is_some_and(|a| a == "verify");
     let externals = ["a".to_string(), "b".to_string()];
     let opts = CompileOptions {
         mode: Mode::Eval,
@@ -21,7 +23,12 @@ fn main() {
         let t = Instant::now();
         let p = compile(std::hint::black_box(&src), &opts).expect("the snippet compiles");
         times.push(t.elapsed());
-        std::hint::black_box(p);
+        if verify {
+            let v = p.verify().expect("the snippet verifies");
+            std::hint::black_box(v);
+        } else {
+            std::hint::black_box(p);
+        }
     }
     times.sort();
     println!(

@@ -47,39 +47,47 @@ fn forbidden_msg(name: &str) -> String {
     format!("Security Error: Access to '{name}' is forbidden")
 }
 
+/// Shortest name of [`is_builtin_name`] and [`unsupported_builtin`]: a shorter name (most
+/// variable names) is neither, without comparing it with each.
+const SHORTEST_BUILTIN: usize = 3;
+
 /// Whether `name` is a builtin name of AJS (builtins win over context keys).
 fn is_builtin_name(name: &str) -> bool {
-    matches!(
-        name,
-        "Math"
-            | "JSON"
-            | "Array"
-            | "Object"
-            | "String"
-            | "Number"
-            | "Boolean"
-            | "console"
-            | "Schema"
-            | "Date"
-            | "Set"
-            | "Error"
-            | "parseInt"
-            | "parseFloat"
-            | "isNaN"
-            | "isFinite"
-            | "encodeURI"
-            | "decodeURI"
-            | "encodeURIComponent"
-            | "decodeURIComponent"
-            | "filter"
-            | "undefined"
-            | "NaN"
-            | "Infinity"
-    )
+    name.len() >= SHORTEST_BUILTIN
+        && matches!(
+            name,
+            "Math"
+                | "JSON"
+                | "Array"
+                | "Object"
+                | "String"
+                | "Number"
+                | "Boolean"
+                | "console"
+                | "Schema"
+                | "Date"
+                | "Set"
+                | "Error"
+                | "parseInt"
+                | "parseFloat"
+                | "isNaN"
+                | "isFinite"
+                | "encodeURI"
+                | "decodeURI"
+                | "encodeURIComponent"
+                | "decodeURIComponent"
+                | "filter"
+                | "undefined"
+                | "NaN"
+                | "Infinity"
+        )
 }
 
 /// Names that do not exist in AJS, with what to use instead (reference §3.4).
 fn unsupported_builtin(name: &str) -> Option<String> {
+    if name.len() < SHORTEST_BUILTIN {
+        return None;
+    }
     Some(match name {
         "RegExp" => "RegExp is not available. Use string methods or the regexMatch atom.".into(),
         "Promise" => "Promise is not needed. All operations are implicitly async. To make several atom calls at once, use parallel([...]).".into(),
@@ -203,10 +211,15 @@ impl Regs {
     }
 
     fn insert(&mut self, i: usize, reg: u16) {
-        if self.0.len() <= i {
+        // (one more, the usual case, is pushed: cheaper than resizing)
+        if self.0.len() == i {
+            self.0.push(None);
+        } else if self.0.len() < i {
             self.0.resize(i + 1, None);
         }
-        self.0[i] = Some(reg);
+        if let Some(slot) = self.0.get_mut(i) {
+            *slot = Some(reg);
+        }
     }
 }
 
@@ -276,13 +289,77 @@ pub(crate) struct Pool {
     num_map: HashMap<u64, u16>,
     str_map: StrMap,
     atoms: Vec<String>,
-    /// Emptied instruction and span buffers of the previous function, reused by the next.
+    /// The emptied buffers of the previous function, reused by the next.
+    bufs: Buffers,
+}
+
+/// The working buffers of a lowering (instructions, spans, specials, names, scopes), emptied
+/// when a function is finished: the next function of the program reuses them, and a thread
+/// keeps one set between compiles (see [`Buffers::take`]), so that a small compile allocates
+/// none of them.
+#[derive(Default)]
+pub(crate) struct Buffers {
     code: Vec<Op>,
     spans: Vec<u32>,
-    /// Emptied buffers of the previous function's specials, names and scopes.
     specials: Vec<(Special, u32)>,
     names: Names,
+    scopes: Vec<Scope>,
     spare_scopes: Vec<Scope>,
+    units: Vec<u16>,
+    /// [`Lowerer::finish_function`]'s block-leader marks.
+    marks: Vec<u32>,
+    recent: Recent,
+}
+
+thread_local! {
+    /// The buffers of this thread's last finished compile (see [`Buffers`]).
+    static BUFFERS: std::cell::Cell<Option<Buffers>> = const { std::cell::Cell::new(None) };
+}
+
+/// Most elements a kept buffer may hold (a huge compile's buffers are freed, not kept).
+const KEEP_BUFFER_LEN: usize = 1 << 14;
+/// Most spare scopes kept between compiles.
+const KEEP_SCOPES: usize = 16;
+
+impl Buffers {
+    /// This thread's kept buffers (empty ones when there are none).
+    pub(crate) fn take() -> Buffers {
+        BUFFERS
+            .try_with(std::cell::Cell::take)
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+    }
+
+    /// Keeps these buffers, emptied by [`Lowerer::finish_function`], for the thread's next
+    /// compile, unless they grew large (a few spare scopes at most).
+    pub(crate) fn keep(mut self) {
+        self.spare_scopes.truncate(KEEP_SCOPES);
+        let too_big = self.code.capacity().max(self.spans.capacity()) > KEEP_BUFFER_LEN
+            || self.specials.capacity() > KEEP_BUFFER_LEN
+            || self.names.0.capacity() > KEEP_BUFFER_LEN
+            || self.units.capacity() > KEEP_BUFFER_LEN
+            || self.marks.capacity() > KEEP_BUFFER_LEN
+            || self.scopes.capacity() > KEEP_BUFFER_LEN
+            || self
+                .spare_scopes
+                .iter()
+                .any(|s| s.vars.capacity().max(s.pending.capacity()) > KEEP_BUFFER_LEN);
+        // (emptied already: what is left in a buffer would be read by the next compile)
+        let emptied = self.code.is_empty()
+            && self.spans.is_empty()
+            && self.specials.is_empty()
+            && self.names.0.is_empty()
+            && self.scopes.is_empty()
+            && self
+                .spare_scopes
+                .iter()
+                .all(|s| s.vars.is_empty() && s.pending.is_empty() && !s.is_top);
+        if too_big || !emptied {
+            return;
+        }
+        let _ = BUFFERS.try_with(|b| b.set(Some(self)));
+    }
 }
 
 /// The laid-out code of a function being finished: every basic block opened by a `Charge` of
@@ -334,19 +411,27 @@ impl Layout<'_, '_> {
 /// SipHash (a guest cannot choose strings that collide), and the map from that hash to the
 /// constant's index hashes no further; the rare strings whose hash another string has already
 /// are kept in a second, ordinary map.
-#[derive(Default)]
 pub(crate) struct StrMap {
     keys: RandomState,
     by_hash: HashMap<u64, u16, BuildHasherDefault<Prehashed>>,
     collided: HashMap<Vec<u16>, u16>,
 }
 
+impl Default for StrMap {
+    fn default() -> Self {
+        StrMap {
+            keys: RandomState::new(),
+            by_hash: HashMap::default(),
+            collided: HashMap::new(),
+        }
+    }
+}
+
 impl StrMap {
     fn with_capacity(n: usize) -> StrMap {
         StrMap {
-            keys: RandomState::new(),
             by_hash: HashMap::with_capacity_and_hasher(n, BuildHasherDefault::default()),
-            collided: HashMap::new(),
+            ..StrMap::default()
         }
     }
 
@@ -368,6 +453,80 @@ impl StrMap {
         } else {
             self.by_hash.insert(hash, k);
         }
+    }
+}
+
+/// A small direct-mapped cache of recently looked-up constants in front of the keyed maps of
+/// the pool: repeated strings (property names read again and again) and numbers are found
+/// without the keyed hash. A slot holds the index of one constant and is indexed by a cheap
+/// hash; a hit is checked against the pool itself, so a stale slot (of another function or
+/// compile: the cache is kept with the [`Buffers`]) only misses, and so does a guest's set of
+/// colliding values: each takes the maps' path, no slow chain forms. (The pool holds every
+/// string, and every number by [`num_bits`], once: a matching constant is *the* constant.)
+#[derive(Default)]
+pub(crate) struct Recent(Vec<u16>);
+
+/// Slots of [`Recent`] for strings, then for numbers (powers of two).
+const RECENT_STRINGS: usize = 256;
+const RECENT_NUMBERS: usize = 64;
+
+impl Recent {
+    /// The slot of the string `units`: a multiplicative hash of its length and of at most its
+    /// first and last eight units.
+    fn string_slot(units: &[u16]) -> usize {
+        let mut h = (units.len() as u32).wrapping_mul(0x9E37_79B9);
+        let (head, tail) = if units.len() > 16 {
+            (&units[..8], &units[units.len() - 8..])
+        } else {
+            (units, &[][..])
+        };
+        for &u in head.iter().chain(tail) {
+            h = (h ^ u32::from(u)).wrapping_mul(0x9E37_79B9);
+        }
+        (h >> (32 - RECENT_STRINGS.trailing_zeros())) as usize
+    }
+
+    /// The slot of the number of bits `bits`.
+    fn number_slot(bits: u64) -> usize {
+        let h = (bits ^ (bits >> 32)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        RECENT_STRINGS + (h >> (64 - RECENT_NUMBERS.trailing_zeros())) as usize
+    }
+
+    /// The string constant `units` when slot `slot` holds it.
+    fn string(&self, slot: usize, units: &[u16], constants: &[Constant]) -> Option<u16> {
+        let k = *self.0.get(slot)?;
+        match constants.get(k as usize) {
+            Some(Constant::String(s)) if s.as_slice() == units => Some(k),
+            _ => None,
+        }
+    }
+
+    /// The number constant of bits `bits` when slot `slot` holds it.
+    fn number(&self, slot: usize, bits: u64, constants: &[Constant]) -> Option<u16> {
+        let k = *self.0.get(slot)?;
+        match constants.get(k as usize) {
+            Some(Constant::Number(v)) if num_bits(*v) == bits => Some(k),
+            _ => None,
+        }
+    }
+
+    /// Remembers constant `k` in slot `slot`.
+    fn remember(&mut self, slot: usize, k: u16) {
+        if self.0.is_empty() {
+            self.0.resize(RECENT_STRINGS + RECENT_NUMBERS, u16::MAX);
+        }
+        if let Some(r) = self.0.get_mut(slot) {
+            *r = k;
+        }
+    }
+}
+
+/// The key of a number in the pool: its bits, every NaN as the one NaN.
+fn num_bits(v: f64) -> u64 {
+    if v.is_nan() {
+        f64::NAN.to_bits()
+    } else {
+        v.to_bits()
     }
 }
 
@@ -442,11 +601,15 @@ pub(crate) struct Lowerer<'o> {
     callbacks: Vec<CallbackCtx>,
     /// Helper functions of an agent program: name -> (function index, arity); one table shared
     /// by every function of the program.
-    helpers: std::rc::Rc<HashMap<String, (u16, usize)>>,
+    helpers: Option<std::rc::Rc<HashMap<String, (u16, usize)>>>,
     /// The text of every variable name of `scopes`.
     names: Names,
     /// Emptied scopes, whose vectors the next scopes reuse.
     spare_scopes: Vec<Scope>,
+    /// Scratch buffer of [`Self::finish_function`].
+    marks: Vec<u32>,
+    /// Constants looked up recently.
+    recent: Recent,
     /// Scratch buffer for the UTF-16 units of a string constant being looked up.
     units: Vec<u16>,
     /// A register holding the array a callback method iterates, when it was built already
@@ -460,10 +623,9 @@ pub(crate) struct Lowerer<'o> {
 /// Compiles one expression (Eval expression mode).
 pub(crate) fn lower_expression(src: &str, e: &Expression, opts: &CompileOptions) -> R<Program> {
     let mut l = Lowerer::new(opts);
-    l.scopes.push(Scope {
-        is_top: true,
-        ..Scope::default()
-    });
+    let mut scope = l.new_scope();
+    scope.is_top = true;
+    l.scopes.push(scope);
     let mark = l.top;
     let r = l.expr(e)?;
     l.emit(Op::Return { src: Src(r) }, e.span());
@@ -498,33 +660,64 @@ pub(crate) fn lower_statements(
 }
 
 impl<'o> Lowerer<'o> {
+    /// A lowerer with this thread's kept buffers (see [`Buffers`]).
     fn new(opts: &'o CompileOptions<'o>) -> Self {
+        Self::with_pool(
+            opts,
+            Pool {
+                bufs: Buffers::take(),
+                ..Pool::default()
+            },
+        )
+    }
+
+    /// A lowerer continuing `pool`: the constants, atoms and buffers of the previous functions
+    /// of the program.
+    fn with_pool(opts: &'o CompileOptions<'o>, pool: Pool) -> Self {
+        let Buffers {
+            code,
+            spans,
+            specials,
+            names,
+            scopes,
+            spare_scopes,
+            units,
+            marks,
+            recent,
+        } = pool.bufs;
         Lowerer {
             opts,
-            code: Vec::new(),
-            spans: Vec::new(),
-            constants: Vec::new(),
-            num_map: HashMap::new(),
-            str_map: StrMap::default(),
-            atoms: Vec::new(),
-            specials: Vec::new(),
+            code,
+            spans,
+            constants: pool.constants,
+            num_map: pool.num_map,
+            str_map: pool.str_map,
+            atoms: pool.atoms,
+            specials,
             special_regs: Regs::default(),
             ext_regs: Regs::default(),
             top: 0,
             max_top: 0,
-            scopes: Vec::new(),
+            scopes,
             loops: Vec::new(),
             try_depth: 0,
             depth: 0,
             chain: None,
             callbacks: Vec::new(),
-            helpers: Default::default(),
-            units: Vec::new(),
-            names: Names::default(),
-            spare_scopes: Vec::new(),
+            helpers: None,
+            units,
+            names,
+            spare_scopes,
+            marks,
+            recent,
             callback_source: None,
             parallel_map: false,
         }
+    }
+
+    /// The function index and arity of the helper function `name`, if the program has one.
+    fn helper(&self, name: &str) -> Option<(u16, usize)> {
+        self.helpers.as_ref()?.get(name).copied()
     }
 
     // ---------------------------------------------------------------- emission and registers
@@ -647,13 +840,13 @@ impl<'o> Lowerer<'o> {
     }
 
     fn num_const(&mut self, v: f64, span: Span) -> R<u16> {
-        let bits = if v.is_nan() {
-            f64::NAN.to_bits()
-        } else {
-            v.to_bits()
-        };
-        match self.num_map.entry(bits) {
-            Entry::Occupied(e) => Ok(*e.get()),
+        let bits = num_bits(v);
+        let slot = Recent::number_slot(bits);
+        if let Some(k) = self.recent.number(slot, bits, &self.constants) {
+            return Ok(k);
+        }
+        let k = match self.num_map.entry(bits) {
+            Entry::Occupied(e) => *e.get(),
             Entry::Vacant(e) => {
                 if self.constants.len() >= MAX_CONSTANTS {
                     return fail(span, "too many constants (more than 65535)");
@@ -661,34 +854,53 @@ impl<'o> Lowerer<'o> {
                 self.constants.push(Constant::Number(v));
                 let k = (self.constants.len() - 1) as u16;
                 e.insert(k);
-                Ok(k)
+                k
             }
-        }
+        };
+        self.recent.remember(slot, k);
+        Ok(k)
     }
 
     /// The constant of the string of UTF-16 `units` (added when new).
     fn str_const_slice(&mut self, units: &[u16], span: Span) -> R<u16> {
+        let slot = Recent::string_slot(units);
+        if let Some(k) = self.recent.string(slot, units, &self.constants) {
+            return Ok(k);
+        }
         let (hash, collided) = match self.str_map.find(units, &self.constants) {
-            Ok(k) => return Ok(k),
+            Ok(k) => {
+                self.recent.remember(slot, k);
+                return Ok(k);
+            }
             Err(miss) => miss,
         };
         let k = self.add_constant(Constant::String(units.to_vec()), span)?;
         self.str_map.insert(hash, collided, units, k);
+        self.recent.remember(slot, k);
         Ok(k)
     }
 
     fn str_const_units(&mut self, units: Vec<u16>, span: Span) -> R<u16> {
+        let slot = Recent::string_slot(&units);
+        if let Some(k) = self.recent.string(slot, &units, &self.constants) {
+            return Ok(k);
+        }
         let (hash, collided) = match self.str_map.find(&units, &self.constants) {
-            Ok(k) => return Ok(k),
+            Ok(k) => {
+                self.recent.remember(slot, k);
+                return Ok(k);
+            }
             Err(miss) => miss,
         };
         if collided {
             let k = self.add_constant(Constant::String(units.clone()), span)?;
             self.str_map.insert(hash, true, &units, k);
+            self.recent.remember(slot, k);
             return Ok(k);
         }
         let k = self.add_constant(Constant::String(units), span)?;
         self.str_map.insert(hash, false, &[], k);
+        self.recent.remember(slot, k);
         Ok(k)
     }
 
@@ -727,8 +939,12 @@ impl<'o> Lowerer<'o> {
 
     // ---------------------------------------------------------------- finishing
 
-    fn finish(self, src: &str, name: &str) -> R<Program> {
-        let (function, pos, pool) = self.finish_function(&LineIndex::new(src), name)?;
+    /// Finishes the program of this one function (its buffers are kept for the thread's next
+    /// compile).
+    fn finish(&mut self, src: &str, name: &str) -> R<Program> {
+        let (function, pos) = self.finish_function(&LineIndex::new(src), name)?;
+        let pool = self.take_pool();
+        pool.bufs.keep();
         Ok(Program {
             functions: vec![function],
             constants: pool.constants,
@@ -739,26 +955,32 @@ impl<'o> Lowerer<'o> {
         })
     }
 
-    /// Moves the constant pool and the atoms table in (functions of one program share them).
-    fn set_pool(&mut self, pool: Pool) {
-        self.constants = pool.constants;
-        self.num_map = pool.num_map;
-        self.str_map = pool.str_map;
-        self.atoms = pool.atoms;
-        self.code = pool.code;
-        self.spans = pool.spans;
-        self.specials = pool.specials;
-        self.names = pool.names;
-        self.spare_scopes = pool.spare_scopes;
+    /// Moves out what the next function of the program continues from: the constant pool, the
+    /// atoms table and the (emptied) buffers.
+    fn take_pool(&mut self) -> Pool {
+        use std::mem::take;
+        Pool {
+            constants: take(&mut self.constants),
+            num_map: take(&mut self.num_map),
+            str_map: take(&mut self.str_map),
+            atoms: take(&mut self.atoms),
+            bufs: Buffers {
+                code: take(&mut self.code),
+                spans: take(&mut self.spans),
+                specials: take(&mut self.specials),
+                names: take(&mut self.names),
+                scopes: take(&mut self.scopes),
+                spare_scopes: take(&mut self.spare_scopes),
+                units: take(&mut self.units),
+                marks: take(&mut self.marks),
+                recent: take(&mut self.recent),
+            },
+        }
     }
 
     /// Lays the frame out, inserts the fuel charges, and returns the function, its source
     /// positions (resolved with `idx`, the line index of the whole source) and the shared pool.
-    fn finish_function(
-        mut self,
-        idx: &LineIndex,
-        name: &str,
-    ) -> R<(Function, Vec<SourcePos>, Pool)> {
+    fn finish_function(&mut self, idx: &LineIndex, name: &str) -> R<(Function, Vec<SourcePos>)> {
         let nspecial_all = self.specials.len();
         // virtual ids at or above `boundary` are specials
         let boundary = 65536 - nspecial_all as u32;
@@ -770,13 +992,20 @@ impl<'o> Lowerer<'o> {
                 _ => None,
             }
         };
-        for op in self.code.iter_mut() {
+        let mut used: SmallVec<[bool; 32]> = smallvec::smallvec![false; nspecial_all];
+        // Block leaders of the body, by index in it: every jump target, every instruction after
+        // a block end (the laid-out code is [prologue][body]; the prologue has no jumps, and
+        // its first instruction, or the body's when there is none, leads too). `marks[j]`: 1
+        // when body instruction j leads a block, then (below) its new index, or the index of
+        // the `Charge` before it when it leads a block, times two, plus that 1.
+        let mut marks = std::mem::take(&mut self.marks);
+        marks.clear();
+        marks.resize(self.code.len(), 0);
+        // one pass: constant operands, the specials read, the leaders
+        for (i, op) in self.code.iter_mut().enumerate() {
             if let Some(k) = with_const_operand(*op, &const_of) {
                 *op = k;
             }
-        }
-        let mut used: SmallVec<[bool; 32]> = smallvec::smallvec![false; nspecial_all];
-        for op in &self.code {
             op.operands(|o| match o {
                 Operand::Read(v) | Operand::Write(v) if v as u32 >= boundary => {
                     used[(u16::MAX - v) as usize] = true;
@@ -785,6 +1014,16 @@ impl<'o> Lowerer<'o> {
                 Operand::Base(v) if v as u32 >= boundary => used.iter_mut().for_each(|u| *u = true),
                 _ => {}
             });
+            if let Some(t) = op.jump_target() {
+                if let Some(slot) = marks.get_mut(t as usize) {
+                    *slot = 1;
+                }
+            }
+            if op.ends_block() {
+                if let Some(slot) = marks.get_mut(i + 1) {
+                    *slot = 1;
+                }
+            }
         }
         let nspecial = self
             .specials
@@ -794,7 +1033,7 @@ impl<'o> Lowerer<'o> {
             .count();
         // final register of every special (an unused one has none: nothing names it)
         let mut final_of: SmallVec<[u16; 32]> = smallvec::smallvec![0u16; nspecial_all];
-        let mut params = Vec::new();
+        let mut params = Vec::with_capacity(self.ext_regs.0.len());
         let mut next = 0u16;
         for (k, (s, _)) in self.specials.iter().enumerate() {
             if let Special::Ext(i) = s {
@@ -852,35 +1091,18 @@ impl<'o> Lowerer<'o> {
             }
         };
         // The code is laid out as [prologue][body] and every basic block opened by a `Charge`
-        // (what `insert_charges` does), in one pass. Block leaders, by index in the laid-out
-        // code: the first instruction, every jump target, every instruction after a block end
-        // (the prologue has no jumps).
-        // `at[j]`: 1 when instruction j leads a block, then (below) its new index, or the index
-        // of the `Charge` before it when it leads a block, times two, plus that 1
-        let mut at: SmallVec<[u32; 64]> = smallvec::smallvec![0u32; total];
-        if let Some(first) = at.first_mut() {
+        // (what `insert_charges` does), in one pass, with the new indices of the body's
+        // instructions (the prologue's first opens a block: it moves by one).
+        let mut n = if shift > 0 { shift as u32 + 1 } else { 0 };
+        if let (0, Some(first)) = (shift, marks.first_mut()) {
             *first = 1;
         }
-        for (i, op) in self.code.iter().enumerate() {
-            if let Some(t) = op.jump_target() {
-                if let Some(slot) = at.get_mut((t as usize).saturating_add(shift)) {
-                    *slot = 1;
-                }
-            }
-            if op.ends_block() {
-                if let Some(slot) = at.get_mut(shift + i + 1) {
-                    *slot = 1;
-                }
-            }
-        }
-        let mut n = 0u32;
-        for slot in at.iter_mut() {
+        for slot in marks.iter_mut() {
             let lead = *slot;
             *slot = n << 1 | lead;
             n += lead + 1;
         }
-        let is_lead = |v: u32| v & 1 == 1;
-        let at: &[u32] = &at;
+        let at: &[u32] = &marks;
         let mut out = Layout {
             code: Vec::with_capacity(n as usize),
             pos: Vec::with_capacity(n as usize),
@@ -889,16 +1111,15 @@ impl<'o> Lowerer<'o> {
             amount: 0,
         };
         for (k, (op, off)) in prologue.enumerate() {
-            out.push(op, off, at.get(k).is_some_and(|&v| is_lead(v)));
+            out.push(op, off, k == 0);
         }
         let new_target = |t: &mut Target| {
-            let old = (t.0 as usize).saturating_add(shift);
-            t.0 = match at.get(old) {
+            t.0 = match at.get(t.0 as usize) {
                 Some(&new) => new >> 1,
                 None => t.0.wrapping_add(shift as u32),
             };
         };
-        for (i, (op, &off)) in self.code.iter().zip(&self.spans).enumerate() {
+        for ((op, &off), &mark) in self.code.iter().zip(&self.spans).zip(at) {
             let mut op = *op;
             op.map_registers(&map);
             match &mut op {
@@ -910,9 +1131,10 @@ impl<'o> Lowerer<'o> {
                 Op::TryEnter { handler } => new_target(handler),
                 _ => {}
             }
-            out.push(op, off, at.get(shift + i).is_some_and(|&v| is_lead(v)));
+            out.push(op, off, mark & 1 == 1);
         }
         let (code, pos) = out.finish();
+        self.marks = marks;
         let function = Function {
             name: name.to_string(),
             params,
@@ -931,18 +1153,7 @@ impl<'o> Lowerer<'o> {
             sc.pending.clear();
             sc.is_top = false;
         }
-        let pool = Pool {
-            constants: self.constants,
-            num_map: self.num_map,
-            str_map: self.str_map,
-            atoms: self.atoms,
-            code: self.code,
-            spans: self.spans,
-            specials: self.specials,
-            names: self.names,
-            spare_scopes: self.spare_scopes,
-        };
-        Ok((function, pos, pool))
+        Ok((function, pos))
     }
 
     // ---------------------------------------------------------------- names

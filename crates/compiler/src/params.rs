@@ -7,16 +7,17 @@ use std::borrow::Cow;
 
 /// One parameter as written.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct RawParam {
-    pub name: String,
+pub(crate) struct RawParam<'s> {
+    /// (borrowed from the source: a name is never rewritten)
+    pub name: Cow<'s, str>,
     /// `name` alone or `name: example` at the top level of the list.
     pub required: bool,
 }
 
 /// The parameters of one top-level function, in source order.
 #[derive(Clone, Debug, PartialEq, Default)]
-pub(crate) struct RawFunction {
-    pub params: Vec<RawParam>,
+pub(crate) struct RawFunction<'s> {
+    pub params: Vec<RawParam<'s>>,
 }
 
 struct Scanner<'a> {
@@ -32,7 +33,7 @@ fn is_ident(c: u8) -> bool {
     is_ident_start(c) || c.is_ascii_digit()
 }
 
-impl Scanner<'_> {
+impl<'a> Scanner<'a> {
     /// Skips whitespace and comments from `i`.
     fn ws(&self, mut i: usize) -> usize {
         let b = self.b;
@@ -94,7 +95,7 @@ impl Scanner<'_> {
     }
 
     /// The identifier starting at `i`: its bytes and the index after it.
-    fn ident(&self, i: usize) -> Option<(&[u8], usize)> {
+    fn ident(&self, i: usize) -> Option<(&'a [u8], usize)> {
         let b = self.b;
         if i >= b.len() || !is_ident_start(b[i]) {
             return None;
@@ -139,9 +140,9 @@ impl Scanner<'_> {
 
     /// Reads `name [: example | = default]` at `i`; rewrites a `:` to `=`. Returns the parameter
     /// and the index after it, or `None` when no name starts there (the parser then reports it).
-    fn param(&mut self, i: usize, close: u8, top: bool) -> Option<(RawParam, usize)> {
+    fn param(&mut self, i: usize, close: u8, top: bool) -> Option<(RawParam<'a>, usize)> {
         let (name, j) = self.ident(i)?;
-        let name = String::from_utf8_lossy(name).into_owned();
+        let name = String::from_utf8_lossy(name);
         let k = self.ws(j);
         let (required, end) = match self.b.get(k) {
             Some(b':') => {
@@ -157,7 +158,7 @@ impl Scanner<'_> {
 
     /// Rewrites the parameter list whose `(` is at `open`; returns its parameters and the index
     /// after the `)`.
-    fn list(&mut self, open: usize) -> (RawFunction, usize) {
+    fn list(&mut self, open: usize) -> (RawFunction<'a>, usize) {
         let b = self.b;
         let mut f = RawFunction::default();
         let mut i = open + 1;
@@ -220,7 +221,7 @@ static BODY_BYTES: [bool; 256] = {
 /// Rewrites the parameter lists of top-level `function` declarations; returns the rewritten
 /// source (same length, same positions; borrowed when nothing is rewritten) and each function's
 /// parameters in source order.
-pub(crate) fn rewrite(source: &str) -> (Cow<'_, str>, Vec<RawFunction>) {
+pub(crate) fn rewrite(source: &str) -> (Cow<'_, str>, Vec<RawFunction<'_>>) {
     let mut s = Scanner {
         b: source.as_bytes(),
         out: None,

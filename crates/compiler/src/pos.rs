@@ -4,11 +4,15 @@ use ajs_bytecode::SourcePos;
 
 use crate::Fail;
 
+/// Line starts: a source of a few lines needs no allocation.
+type Starts = smallvec::SmallVec<[usize; 8]>;
+
 /// Maps byte offsets of a source to JavaScript line (1-based) and column (0-based, UTF-16 units).
 #[derive(Debug, Clone)]
 pub struct LineIndex<'s> {
     src: &'s str,
-    starts: Vec<usize>,
+    /// The byte offset of every line's first byte.
+    starts: Starts,
     /// The whole source is ASCII: a column is a byte distance.
     ascii: bool,
 }
@@ -16,39 +20,15 @@ pub struct LineIndex<'s> {
 impl<'s> LineIndex<'s> {
     /// Indexes the line starts of `src` (line terminators: LF, CRLF, CR, U+2028, U+2029).
     pub fn new(src: &'s str) -> LineIndex<'s> {
-        let b = src.as_bytes();
-        if src.is_ascii() && !b.contains(&b'\r') {
-            // the usual case: only LF ends a line (found with the library's fast byte search)
-            let mut starts = Vec::with_capacity(b.len() / 32 + 1);
-            starts.push(0);
-            // eight bytes at a time: a word without a '\n' is skipped at once
-            let chunks = b.chunks_exact(8);
-            let tail = chunks.remainder();
-            for (n, w) in chunks.enumerate() {
-                let mut word = [0u8; 8];
-                word.copy_from_slice(w);
-                let x = u64::from_le_bytes(word) ^ 0x0a0a_0a0a_0a0a_0a0a;
-                if (x.wrapping_sub(0x0101_0101_0101_0101) & !x & 0x8080_8080_8080_8080) != 0 {
-                    for (k, &c) in w.iter().enumerate() {
-                        if c == b'\n' {
-                            starts.push(n * 8 + k + 1);
-                        }
-                    }
-                }
-            }
-            let i = b.len() - tail.len();
-            for (k, &c) in tail.iter().enumerate() {
-                if c == b'\n' {
-                    starts.push(i + k + 1);
-                }
-            }
+        if let Some(starts) = Self::plain_starts(src) {
             return LineIndex {
                 src,
                 starts,
                 ascii: true,
             };
         }
-        let mut starts = vec![0];
+        let b = src.as_bytes();
+        let mut starts: Starts = smallvec::smallvec![0];
         let mut ascii = true;
         for (i, &c) in b.iter().enumerate() {
             // every byte of interest is a control byte or 0xE2 (U+2028/U+2029 are E2 80 A8/A9)
@@ -72,6 +52,21 @@ impl<'s> LineIndex<'s> {
             }
         }
         LineIndex { src, starts, ascii }
+    }
+
+    /// The line starts of an ASCII source in which only LF ends a line (the usual case), or
+    /// `None` for any other source.
+    fn plain_starts(src: &str) -> Option<Starts> {
+        let b = src.as_bytes();
+        if b.len() < 256 {
+            let mut starts = Starts::new();
+            starts.push(0);
+            return plain_lines(b, |s| starts.push(s)).then_some(starts);
+        }
+        // (a plain vector, cheaper to push to, for the lines of a longer source)
+        let mut starts = Vec::with_capacity(b.len() / 32 + 1);
+        starts.push(0);
+        plain_lines(b, |s| starts.push(s)).then(|| Starts::from_vec(starts))
     }
 
     /// The positions of many offsets, [`Self::pos`] of each.
@@ -117,6 +112,47 @@ impl<'s> LineIndex<'s> {
             col: col as u32,
         }
     }
+}
+
+/// Gives the start of every line after the first of `b` to `line`, when `b` is ASCII and only
+/// LF ends its lines; false (having given some) otherwise. Eight bytes at a time, with bit
+/// tricks exact for ASCII bytes (a byte below 0x80 plus 0x7F sets its top bit, with no carry
+/// into the next byte, unless it is zero): whether any byte is non-ASCII or a CR is gathered
+/// over the whole source, and each word's LFs are read off its mask of zero bytes.
+#[inline(always)]
+fn plain_lines(b: &[u8], mut line: impl FnMut(usize)) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    /// The top bit of every byte of `w` that is zero (when `w` is ASCII).
+    fn zero_bytes(w: u64) -> u64 {
+        !w.wrapping_add(LOW7) & HIGH
+    }
+    // the top bit of any byte: non-ASCII or (in an ASCII word) a CR
+    let mut bad = 0u64;
+    let mut i = 0;
+    while let Some(&word) = b.get(i..).and_then(|r| r.first_chunk::<8>()) {
+        let w = u64::from_le_bytes(word);
+        bad |= w | zero_bytes(w ^ (ONES * u64::from(b'\r')));
+        let mut lf = zero_bytes(w ^ (ONES * u64::from(b'\n')));
+        while lf != 0 {
+            line(i + lf.trailing_zeros() as usize / 8 + 1);
+            lf &= lf - 1;
+        }
+        i += 8;
+    }
+    if bad & HIGH != 0 {
+        return false;
+    }
+    let tail = b.get(i..).unwrap_or(&[]);
+    for (k, &c) in tail.iter().enumerate() {
+        match c {
+            b'\n' => line(i + k + 1),
+            b'\r' | 0x80.. => return false,
+            _ => {}
+        }
+    }
+    true
 }
 
 /// See [`LineIndex::cursor`].
@@ -1162,6 +1198,10 @@ mod tests {
             "\u{2027}\u{2030}ab\u{2028}",
             "ascii only\nline two\n",
             "\n\nx\n",
+            "0123456\n89abcdef\n\n\n\n\n\n\n\n\n\nx\x0b\n\x0b\x0b\n\x7f\x0c\ny\n",
+            "a long line of plain text, more than eight bytes\nand another\n\tindented\n",
+            "0123456789abcdef0123456789abcdef\r",
+            "0123456789abcdef012345678é9abcdef\n",
         ] {
             let idx = LineIndex::new(src);
             let offsets: Vec<u32> = (0..=src.len() as u32 + 2)

@@ -12,7 +12,7 @@ use crate::params::{RawFunction, RawParam};
 
 /// One parameter of a function as the lowering needs it.
 struct Param<'a, 'b> {
-    name: String,
+    name: &'a str,
     span: Span,
     default: Option<&'b Expression<'a>>,
     required: bool,
@@ -78,7 +78,7 @@ pub(crate) fn lower_agent(
             return fail(id.span, format!("Duplicate helper function name: {name}"));
         }
     }
-    let helpers = std::rc::Rc::new(helpers);
+    let helpers = (!helpers.is_empty()).then(|| std::rc::Rc::new(helpers));
     // one line index for every function's span table
     let idx = LineIndex::new(src);
     // sized for the source (about one constant per 32 bytes), so the tables seldom grow
@@ -87,7 +87,8 @@ pub(crate) fn lower_agent(
         constants: Vec::with_capacity(guess),
         num_map: HashMap::with_capacity(guess / 4),
         str_map: StrMap::with_capacity(guess),
-        ..Pool::default()
+        atoms: Vec::new(),
+        bufs: Buffers::take(),
     };
     let mut functions = Vec::with_capacity(fns.len());
     let mut spans = Vec::with_capacity(fns.len());
@@ -109,26 +110,25 @@ pub(crate) fn lower_agent(
                 params: params
                     .iter()
                     .map(|p| ParamSpec {
-                        name: p.name.clone(),
+                        name: p.name.to_string(),
                         required: p.required,
                         ty: p.default.map_or(TypeSpec::Any, infer_type),
                     })
                     .collect(),
             });
         }
-        let names: Vec<String> = params.iter().map(|p| p.name.clone()).collect();
+        let names: Vec<String> = params.iter().map(|p| p.name.to_string()).collect();
         let fopts = CompileOptions {
             mode: Mode::FunctionBody,
             externals: &names,
             atoms: opts.atoms,
             source_name: opts.source_name,
         };
-        let mut l = Lowerer::new(&fopts);
-        l.set_pool(std::mem::take(&mut pool));
-        l.helpers = std::rc::Rc::clone(&helpers);
+        let mut l = Lowerer::with_pool(&fopts, std::mem::take(&mut pool));
+        l.helpers.clone_from(&helpers);
         for (k, p) in params.iter().enumerate() {
-            if forbidden(&p.name) {
-                return fail(p.span, forbidden_msg(&p.name));
+            if forbidden(p.name) {
+                return fail(p.span, forbidden_msg(p.name));
             }
             let reg = l.new_special(Special::Ext(k), p.span.start)?;
             l.ext_regs.insert(k, reg);
@@ -158,11 +158,12 @@ pub(crate) fn lower_agent(
         let u = l.alloc(end)?;
         l.emit(Op::LoadUndef { dst: Dst(u) }, end);
         l.emit(Op::Return { src: Src(u) }, end);
-        let (function, pos, back) = l.finish_function(&idx, &name)?;
-        pool = back;
+        let (function, pos) = l.finish_function(&idx, &name)?;
+        pool = l.take_pool();
         functions.push(function);
         spans.push(pos);
     }
+    pool.bufs.keep();
     Ok(Program {
         entry: (functions.len() - 1) as u16,
         functions,
@@ -196,8 +197,8 @@ fn params_of<'a, 'b>(
         match &p.pattern {
             BindingPattern::BindingIdentifier(b) => {
                 let default = p.initializer.as_deref();
-                let name = b.name.as_str().to_string();
-                let req = default.is_none() || required(&name);
+                let name = b.name.as_str();
+                let req = default.is_none() || required(name);
                 out.push(Param { name, span: b.span, default, required: req });
             }
             BindingPattern::ObjectPattern(o) if is_entry && fp.items.len() == 1 => {
@@ -219,7 +220,7 @@ fn params_of<'a, 'b>(
                     if prop.computed || prop.key.static_name().is_none_or(|k| k != id.name.as_str()) {
                         return fail(prop.span, "Only simple parameter names are supported (rename inside the body instead)");
                     }
-                    out.push(Param { name: id.name.as_str().to_string(), span: id.span, default, required: default.is_none() });
+                    out.push(Param { name: id.name.as_str(), span: id.span, default, required: default.is_none() });
                 }
             }
             BindingPattern::ObjectPattern(_) if is_entry => {
@@ -234,11 +235,19 @@ fn params_of<'a, 'b>(
             _ => return fail(p.span, "Unsupported parameter pattern: ArrayPattern; use plain names or one destructured object"),
         }
     }
-    let mut seen = std::collections::HashSet::new();
-    for p in &out {
-        if !seen.insert(p.name.as_str()) {
-            return fail(p.span, format!("Duplicate parameter name: {}", p.name));
-        }
+    // the first parameter whose name an earlier one has (a few are compared with each other,
+    // more are hashed)
+    let duplicate = if out.len() <= 8 {
+        out.iter()
+            .enumerate()
+            .find(|&(i, p)| out[..i].iter().any(|q| q.name == p.name))
+            .map(|(_, p)| p)
+    } else {
+        let mut seen = std::collections::HashSet::new();
+        out.iter().find(|p| !seen.insert(p.name))
+    };
+    if let Some(p) = duplicate {
+        return fail(p.span, format!("Duplicate parameter name: {}", p.name));
     }
     if out.len() > u8::MAX as usize {
         return fail(f.params.span, "too many parameters (more than 255)");
@@ -297,7 +306,7 @@ impl Lowerer<'_> {
         dst: u16,
         span: Span,
     ) -> R<bool> {
-        let Some(&(func, arity)) = self.helpers.get(name) else {
+        let Some((func, arity)) = self.helper(name) else {
             return Ok(false);
         };
         if !self.is_global(name) {

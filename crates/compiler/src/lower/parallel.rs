@@ -179,7 +179,7 @@ impl Lowerer<'_> {
             .any(|a| matches!(a, Argument::SpreadElement(_)));
         (plain
             && self.is_global(name)
-            && !self.helpers.contains_key(name)
+            && self.helper(name).is_none()
             && self.opts.atoms.iter().any(|a| a == name))
         .then_some(name)
     }

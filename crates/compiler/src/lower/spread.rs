@@ -103,7 +103,7 @@ impl Lowerer<'_> {
                     }
                 }
             }
-            Expression::Identifier(id) if self.is_global(id.name.as_str()) && !self.helpers.contains_key(id.name.as_str()) => {
+            Expression::Identifier(id) if self.is_global(id.name.as_str()) && self.helper(id.name.as_str()).is_none() => {
                 match native(id.name.as_str()) {
                     Some(n) if !n.is_method() => (n, None),
                     _ => {
