@@ -613,9 +613,21 @@ impl SafeFunction {
                 0.0,
             )));
         }
+        let v = &self.vm_opts;
         Ok(VmOptions {
+            fuel: v.fuel,
+            max_heap_bytes: v.max_heap_bytes,
+            max_call_depth: v.max_call_depth,
+            max_log_lines: v.max_log_lines,
+            // a program that calls no atom never reads the map: an empty one allocates nothing
+            atoms: if self.program.atoms.is_empty() {
+                HashMap::with_hasher(v.atoms.hasher().clone())
+            } else {
+                v.atoms.clone()
+            },
             random_seed: self.options.random_seed.unwrap_or_else(random_seed),
-            ..self.vm_opts.clone()
+            clock: v.clock,
+            max_parallel_items: v.max_parallel_items,
         })
     }
 }
@@ -631,6 +643,64 @@ fn default_runner() -> &'static Runner {
 fn no_quotas() -> &'static HashMap<String, u32> {
     static EMPTY: std::sync::OnceLock<HashMap<String, u32>> = std::sync::OnceLock::new();
     EMPTY.get_or_init(HashMap::new)
+}
+
+/// Contexts with at most this many keys are searched by comparing keys (cheaper than hashing).
+#[cfg(feature = "compiler")]
+const SCAN_KEYS: usize = 16;
+
+/// The context's value under `key`: a scan of a small context, a hash lookup otherwise.
+#[cfg(feature = "compiler")]
+fn context_get<'c>(
+    context: &'c serde_json::Map<String, serde_json::Value>,
+    key: &str,
+) -> Option<&'c serde_json::Value> {
+    if context.len() <= SCAN_KEYS {
+        context
+            .iter()
+            .find(|(k, _)| k.as_str() == key)
+            .map(|(_, v)| v)
+    } else {
+        context.get(key)
+    }
+}
+
+/// Calls `f` with the context's keys as owned strings (what the compiler takes), written into
+/// this thread's reused buffer, so a run does not allocate a string per key. A buffer that
+/// grew past a few kilobytes is not kept.
+#[cfg(feature = "compiler")]
+fn with_context_keys<R>(
+    context: &serde_json::Map<String, serde_json::Value>,
+    f: impl FnOnce(&[String]) -> R,
+) -> R {
+    use std::cell::Cell;
+    /// Most bytes (the strings' and the vector's capacity) the buffer may keep between runs.
+    const KEEP_BYTES: usize = 4096;
+    thread_local! {
+        static KEYS: Cell<Vec<String>> = const { Cell::new(Vec::new()) };
+    }
+    // taken out while in use: a nested use (or a thread exiting) starts from an empty buffer
+    let mut keys = KEYS.try_with(Cell::take).unwrap_or_default();
+    keys.truncate(context.len());
+    let mut bytes = 0;
+    for (i, k) in context.keys().enumerate() {
+        match keys.get_mut(i) {
+            Some(s) => {
+                s.clear();
+                s.push_str(k);
+                bytes += s.capacity();
+            }
+            None => {
+                bytes += k.len();
+                keys.push(k.clone());
+            }
+        }
+    }
+    let r = f(&keys);
+    if bytes + keys.capacity() * std::mem::size_of::<String>() <= KEEP_BYTES {
+        let _ = KEYS.try_with(move |c| c.set(keys));
+    }
+    r
 }
 
 /// The context values an `Eval`'s parameters receive (`None`: the key is absent), held inline
@@ -895,24 +965,25 @@ impl Runner {
             return Err(fail(e.to_string()));
         }
         source_check(code, options).map_err(fail)?;
-        let externals: Vec<String> = context.keys().cloned().collect();
         let atoms = options.capabilities.atom_names_cow();
-        let program = compile(
-            code,
-            &CompileOptions {
-                mode: Mode::Eval,
-                externals: &externals,
-                atoms: &atoms,
-                source_name: "<source>",
-            },
-        )
+        let program = with_context_keys(context, |externals| {
+            compile(
+                code,
+                &CompileOptions {
+                    mode: Mode::Eval,
+                    externals,
+                    atoms: &atoms,
+                    source_name: "<source>",
+                },
+            )
+        })
         .map_err(|e| Box::new(compile_error(e)))?;
         let program = program
             .verify()
             .map_err(|e| fail(format!("internal compiler error: {e}")))?;
         // one lookup per key the code uses: depth, size and the copy all work from it
         let used = &program.functions[program.entry as usize].params;
-        let found = Found::new(used.iter().map(|n| context.get(n)));
+        let found = Found::new(used.iter().map(|n| context_get(context, n)));
         if found
             .iter()
             .flatten()
