@@ -101,7 +101,8 @@ pub(crate) fn json_array_len(values: &[serde_json::Value]) -> usize {
 
 /// An upper bound on `json_array_len(values)` when every value is a scalar or a string (no
 /// walk, no formatting), `None` otherwise: lets a call with small plain arguments skip the exact
-/// count.
+/// count. (`SafeFunction`'s argument check computes the same bound in its one pass.)
+#[cfg(test)]
 pub(crate) fn json_len_bound(values: &[serde_json::Value]) -> Option<usize> {
     let mut n = 2 + values.len();
     for v in values {
@@ -111,7 +112,7 @@ pub(crate) fn json_len_bound(values: &[serde_json::Value]) -> Option<usize> {
 }
 
 /// An upper bound on the JSON length of a scalar or a string, `None` for an array or object.
-fn scalar_len_bound(v: &serde_json::Value) -> Option<usize> {
+pub(crate) fn scalar_len_bound(v: &serde_json::Value) -> Option<usize> {
     Some(match v {
         serde_json::Value::Null | serde_json::Value::Bool(_) => 5,
         // at most 20 digits or 17 significant digits with a sign, a point and an exponent
@@ -122,6 +123,13 @@ fn scalar_len_bound(v: &serde_json::Value) -> Option<usize> {
     })
 }
 
+/// An upper bound on the JSON length of an object entry `"key":value` with a comma, when the
+/// value is a scalar or a string (`None` otherwise).
+#[inline]
+pub(crate) fn entry_len_bound(key: &str, v: &serde_json::Value) -> Option<usize> {
+    Some(2 + 2 + 6 * key.len() + scalar_len_bound(v)?)
+}
+
 /// Like [`json_object_len`] when that is certainly at most `limit` (every value a scalar or a
 /// string, bounded without formatting): 0; else the exact length.
 pub(crate) fn json_object_len_within<'a>(
@@ -130,7 +138,7 @@ pub(crate) fn json_object_len_within<'a>(
 ) -> usize {
     let mut bound = Some(2usize);
     for (k, v) in entries.clone() {
-        bound = bound.and_then(|b| Some(b + 2 + 2 + 6 * k.len() + scalar_len_bound(v)?));
+        bound = bound.and_then(|b| Some(b + entry_len_bound(k, v)?));
     }
     match bound {
         Some(b) if b <= limit => 0,
@@ -204,10 +212,31 @@ pub(crate) fn recycle(mut vm: Box<Vm>) {
 }
 
 /// The outcome of a finished run; its VM goes back to the thread's spare.
-fn finish_recycle(vm: Box<Vm>, r: Result<JsValue, RunError>) -> Outcome {
-    let o = finish(&vm, r);
+fn finish_recycle(mut vm: Box<Vm>, r: Result<JsValue, RunError>) -> Outcome {
+    // what the outcome needs from the VM, read before it is released; the outcome is built
+    // last, in place
+    let fuel_used = vm.fuel_used();
+    let r = r.map_err(|mut e| {
+        if e.pos.is_none() {
+            e.pos = vm.position();
+        }
+        e
+    });
+    let log = vm.take_log();
     recycle(vm);
-    o
+    match r {
+        Ok(v) => Outcome {
+            result: v,
+            fuel_used,
+            error: None,
+            log,
+        },
+        Err(e) => {
+            let mut o = Outcome::failed(e.message, e.kind, e.pos, fuel_used);
+            o.log = log;
+            o
+        }
+    }
 }
 
 /// A run in progress: finished within its first slice, or the driver's loop (boxed, so that the

@@ -205,7 +205,7 @@ impl Options {
         quotas: &HashMap<String, u32>,
         max_heap_bytes: usize,
     ) -> VmOptions {
-        let mut atoms = HashMap::new();
+        let mut atoms = no_atoms();
         let offered = if used.is_empty() {
             Vec::new()
         } else {
@@ -589,14 +589,16 @@ impl SafeFunction {
 
     /// Checks the arguments' depth and size; the VM options of one call.
     fn prepare(&self, args: &[serde_json::Value]) -> Result<VmOptions, Box<Outcome>> {
-        if args
-            .iter()
-            .any(|a| driver::json_too_deep(a, ajs_vm::MAX_BOUNDARY_DEPTH))
-        {
-            return Err(Box::new(too_deep("Arguments")));
+        // one pass: the depth of every argument, and a bound on the size of plain ones
+        let mut bound = Some(2 + args.len());
+        for a in args {
+            if driver::json_too_deep(a, ajs_vm::MAX_BOUNDARY_DEPTH) {
+                return Err(Box::new(too_deep("Arguments")));
+            }
+            bound = bound.and_then(|b| Some(b + driver::scalar_len_bound(a)?));
         }
         let limit = self.options.args_max_bytes;
-        let small = driver::json_len_bound(args).is_some_and(|b| b <= limit);
+        let small = bound.is_some_and(|b| b <= limit);
         let size = if small {
             0
         } else {
@@ -621,7 +623,7 @@ impl SafeFunction {
             max_log_lines: v.max_log_lines,
             // a program that calls no atom never reads the map: an empty one allocates nothing
             atoms: if self.program.atoms.is_empty() {
-                HashMap::with_hasher(v.atoms.hasher().clone())
+                no_atoms()
             } else {
                 v.atoms.clone()
             },
@@ -637,6 +639,18 @@ impl SafeFunction {
 fn default_runner() -> &'static Runner {
     static DEFAULT: std::sync::OnceLock<Runner> = std::sync::OnceLock::new();
     DEFAULT.get_or_init(Runner::default)
+}
+
+/// An empty atom map: no allocation, and a hasher copied from a shared one rather than seeded
+/// per map (the keys are the host's atom names, never the guest's).
+fn no_atoms() -> HashMap<String, ajs_vm::AtomSpec> {
+    static STATE: std::sync::OnceLock<std::collections::hash_map::RandomState> =
+        std::sync::OnceLock::new();
+    HashMap::with_hasher(
+        STATE
+            .get_or_init(std::collections::hash_map::RandomState::new)
+            .clone(),
+    )
 }
 
 /// An empty quota map, shared (a `SafeFunction` call has no quotas).
@@ -984,19 +998,23 @@ impl Runner {
         // one lookup per key the code uses: depth, size and the copy all work from it
         let used = &program.functions[program.entry as usize].params;
         let found = Found::new(used.iter().map(|n| context_get(context, n)));
-        if found
-            .iter()
-            .flatten()
-            .any(|v| driver::json_too_deep(v, ajs_vm::MAX_BOUNDARY_DEPTH))
-        {
-            return Err(Box::new(too_deep("Context")));
-        }
-        let size = driver::json_object_len_within(
+        let entries = || {
             used.iter()
                 .zip(found.iter())
-                .filter_map(|(n, v)| Some((n, (*v)?))),
-            options.args_max_bytes,
-        );
+                .filter_map(|(n, v)| Some((n, (*v)?)))
+        };
+        // one pass: the depth of every value, and a bound on the size of plain ones
+        let mut bound = Some(2usize);
+        for (n, v) in entries() {
+            if driver::json_too_deep(v, ajs_vm::MAX_BOUNDARY_DEPTH) {
+                return Err(Box::new(too_deep("Context")));
+            }
+            bound = bound.and_then(|b| Some(b + driver::entry_len_bound(n, v)?));
+        }
+        let size = match bound {
+            Some(b) if b <= options.args_max_bytes => 0,
+            _ => driver::json_object_len(entries()),
+        };
         if size > options.args_max_bytes {
             return Err(fail(format!(
                 "Context is {size} bytes, over the {}-byte limit (argsMaxBytes)",

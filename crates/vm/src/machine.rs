@@ -581,6 +581,12 @@ impl Vm {
         &self.log
     }
 
+    /// Takes the run's log out of the VM (for a finished run: what [`Vm::log`] held, without
+    /// copying its lines); the VM's log is empty afterwards.
+    pub fn take_log(&mut self) -> Vec<LogLine> {
+        std::mem::take(&mut self.log)
+    }
+
     /// Log lines dropped past `max_log_lines`.
     pub fn log_dropped(&self) -> u64 {
         self.log_dropped
