@@ -187,21 +187,27 @@ thread_local! {
 
 /// A VM ready to run `program`: the thread's spare one restarted (nothing of its last run
 /// survives a restart), or a new one.
+/// `seed`, when given, replaces `opts.random_seed`.
 pub(crate) fn start_vm<'a>(
     program: &VerifiedProgram,
     args: impl IntoIterator<Item = HostArg<'a>>,
     opts: &VmOptions,
+    seed: Option<u64>,
 ) -> Result<Box<Vm>, RunError> {
-    match SPARE.try_with(Cell::take).ok().flatten() {
+    let mut vm = match SPARE.try_with(Cell::take).ok().flatten() {
         Some(mut vm) => match vm.restart(program.clone(), args, opts) {
-            Ok(()) => Ok(vm),
+            Ok(()) => vm,
             Err(e) => {
                 recycle(vm);
-                Err(e)
+                return Err(e);
             }
         },
-        None => Vm::new_with(program.clone(), args, opts).map(Box::new),
+        None => Box::new(Vm::new_with(program.clone(), args, opts)?),
+    };
+    if let Some(s) = seed {
+        vm.set_random_seed(s);
     }
+    Ok(vm)
 }
 
 /// Releases a finished run's VM and keeps it as the thread's spare (unless it grew large).
@@ -315,7 +321,8 @@ impl<'a, F: FnOnce() -> Run<'a> + Unpin> Future for Lazy<'a, F> {
 pub(crate) fn run_program<'a, 'b>(
     program: &VerifiedProgram,
     args: impl IntoIterator<Item = HostArg<'b>>,
-    vm_opts: VmOptions,
+    vm_opts: &VmOptions,
+    seed: Option<u64>,
     options: &'a Options,
     env: RunEnv<'a>,
 ) -> Run<'a> {
@@ -328,11 +335,10 @@ pub(crate) fn run_program<'a, 'b>(
             0.0,
         ));
     }
-    let mut vm = match start_vm(program, args, &vm_opts) {
+    let mut vm = match start_vm(program, args, vm_opts, seed) {
         Ok(vm) => vm,
         Err(e) => return done(Outcome::failed(e.message, e.kind, e.pos, 0.0)),
     };
-    drop(vm_opts);
     // `drive` ends a run with no time left before its first slice (a fresh run always has
     // time: `timeout_ms` is at least 1)
     let first = if options.timeout_ms == 0 {
@@ -372,7 +378,8 @@ pub const SYNC_ATOMS_MESSAGE: &str = "This code calls atoms (host operations), w
 pub(crate) fn run_program_sync<'a>(
     program: &VerifiedProgram,
     args: impl IntoIterator<Item = HostArg<'a>>,
-    vm_opts: VmOptions,
+    vm_opts: &VmOptions,
+    seed: Option<u64>,
     options: &Options,
 ) -> Outcome {
     if !program.atoms.is_empty() {
@@ -382,11 +389,10 @@ pub(crate) fn run_program_sync<'a>(
     if cancelled() {
         return Outcome::failed(CANCELLED_MESSAGE, ErrorKind::Cancelled, None, 0.0);
     }
-    let mut vm = match start_vm(program, args, &vm_opts) {
+    let mut vm = match start_vm(program, args, vm_opts, seed) {
         Ok(vm) => vm,
         Err(e) => return Outcome::failed(e.message, e.kind, e.pos, 0.0),
     };
-    drop(vm_opts);
     // the run's clock starts after its first slice (see `Options::timeout_ms`)
     let mut deadline = None;
     loop {

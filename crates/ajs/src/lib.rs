@@ -543,8 +543,8 @@ impl SafeFunction {
         args: &'a [serde_json::Value],
     ) -> impl std::future::Future<Output = Outcome> + Send + 'a {
         driver::lazy(move || {
-            let vm_opts = match self.prepare(args) {
-                Ok(p) => p,
+            let seed = match self.prepare(args) {
+                Ok(s) => s,
                 Err(o) => return driver::Run::Done(Some(*o)),
             };
             let env = driver::RunEnv {
@@ -552,7 +552,14 @@ impl SafeFunction {
                 quotas: no_quotas(),
                 ledger: None,
             };
-            driver::run_program(&self.program, self.args(args), vm_opts, &self.options, env)
+            driver::run_program(
+                &self.program,
+                self.args(args),
+                &self.vm_opts,
+                seed,
+                &self.options,
+                env,
+            )
         })
     }
 
@@ -569,9 +576,13 @@ impl SafeFunction {
     /// ```
     pub fn call_sync(&self, args: &[serde_json::Value]) -> Outcome {
         match self.prepare(args) {
-            Ok(vm_opts) => {
-                driver::run_program_sync(&self.program, self.args(args), vm_opts, &self.options)
-            }
+            Ok(seed) => driver::run_program_sync(
+                &self.program,
+                self.args(args),
+                &self.vm_opts,
+                seed,
+                &self.options,
+            ),
             Err(o) => *o,
         }
     }
@@ -587,8 +598,9 @@ impl SafeFunction {
         })
     }
 
-    /// Checks the arguments' depth and size; the VM options of one call.
-    fn prepare(&self, args: &[serde_json::Value]) -> Result<VmOptions, Box<Outcome>> {
+    /// Checks the arguments' depth and size; the seed of one call's randomness when the options
+    /// fix none (`None`: the one in `vm_opts`).
+    fn prepare(&self, args: &[serde_json::Value]) -> Result<Option<u64>, Box<Outcome>> {
         // one pass: the depth of every argument, and a bound on the size of plain ones
         let mut bound = Some(2 + args.len());
         for a in args {
@@ -615,21 +627,10 @@ impl SafeFunction {
                 0.0,
             )));
         }
-        let v = &self.vm_opts;
-        Ok(VmOptions {
-            fuel: v.fuel,
-            max_heap_bytes: v.max_heap_bytes,
-            max_call_depth: v.max_call_depth,
-            max_log_lines: v.max_log_lines,
-            // a program that calls no atom never reads the map: an empty one allocates nothing
-            atoms: if self.program.atoms.is_empty() {
-                no_atoms()
-            } else {
-                v.atoms.clone()
-            },
-            random_seed: self.options.random_seed.unwrap_or_else(random_seed),
-            clock: v.clock,
-            max_parallel_items: v.max_parallel_items,
+        // the call's own seed; every other option is `vm_opts` as built once
+        Ok(match self.options.random_seed {
+            Some(_) => None,
+            None => Some(random_seed()),
         })
     }
 }
@@ -887,9 +888,13 @@ impl Runner {
             Ok(v) => v,
             Err(m) => return Outcome::failed(m, ErrorKind::Input, None, 0.0),
         };
-        let vm_opts = options.vm_options_for(&program.atoms, &self.quotas, self.max_heap_bytes);
-        let args = values.iter().map(HostArg::Value);
-        let mut out = driver::run_program(program, args, vm_opts, options, self.env()).await;
+        let run = {
+            // scoped: the options are read at the start only, not kept across the await
+            let vm_opts = options.vm_options_for(&program.atoms, &self.quotas, self.max_heap_bytes);
+            let args = values.iter().map(HostArg::Value);
+            driver::run_program(program, args, &vm_opts, None, options, self.env())
+        };
+        let mut out = run.await;
         if out.error.is_none() {
             let kind = match &out.result {
                 JsValue::Object(_) | JsValue::Null | JsValue::Undefined => None,
@@ -938,7 +943,7 @@ impl Runner {
                 let args = args
                     .iter()
                     .map(|a| a.map_or(HostArg::Undefined, HostArg::Json));
-                driver::run_program(&program, args, vm_opts, options, self.env())
+                driver::run_program(&program, args, &vm_opts, None, options, self.env())
             }
             Err(o) => driver::Run::Done(Some(*o)),
         }
@@ -958,7 +963,7 @@ impl Runner {
                 let args = args
                     .iter()
                     .map(|a| a.map_or(HostArg::Undefined, HostArg::Json));
-                driver::run_program_sync(&program, args, vm_opts, options)
+                driver::run_program_sync(&program, args, &vm_opts, None, options)
             }
             Err(o) => *o,
         }

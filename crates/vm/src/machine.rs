@@ -581,6 +581,14 @@ impl Vm {
         &self.log
     }
 
+    /// Reseeds the run's randomness (`Math.random()`, `random`, `uuid`) as if it had started
+    /// with `random_seed: seed`: for a host that keeps one [`VmOptions`] for many runs and draws
+    /// each run's seed itself. Call it before the run's first slice.
+    pub fn set_random_seed(&mut self, seed: u64) {
+        self.rng = seed | 1;
+        self.random_seed = seed;
+    }
+
     /// Takes the run's log out of the VM (for a finished run: what [`Vm::log`] held, without
     /// copying its lines); the VM's log is empty afterwards.
     pub fn take_log(&mut self) -> Vec<LogLine> {
