@@ -401,3 +401,26 @@ fn an_eval_sees_only_its_own_context_keys() {
         }
     }
 }
+
+/// A run reseeded before its first slice (`Vm::set_random_seed`, what a `SafeFunction` call does
+/// with its options built once) is the run started with that seed.
+#[test]
+fn a_reseeded_run_is_the_run_started_with_that_seed() {
+    let clean = program(CLEAN, &[]);
+    let args = [json!(41), json!("y")];
+    let seeded = VmOptions {
+        random_seed: 99,
+        ..clean_opts()
+    };
+    let mut expected =
+        Vm::new_with(clean.clone(), args.iter().map(HostArg::Json), &seeded).unwrap();
+    let expected_state = format!("{expected:?}");
+    let expected_end = drive(&mut expected, None, false);
+    for (name, mut vm) in dirty_vms() {
+        vm.restart(clean.clone(), args.iter().map(HostArg::Json), &clean_opts())
+            .unwrap();
+        vm.set_random_seed(99);
+        assert_eq!(format!("{vm:?}"), expected_state, "{name}");
+        assert_eq!(drive(&mut vm, None, false), expected_end, "{name}");
+    }
+}

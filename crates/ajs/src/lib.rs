@@ -199,6 +199,7 @@ impl Options {
 
     /// Like `vm_options`, with only the atoms a program uses (`program.atoms`): a program that
     /// calls none builds no map (the per-run cost of a small snippet).
+    #[inline]
     fn vm_options_for(
         &self,
         used: &[String],
@@ -938,15 +939,18 @@ impl Runner {
         context: &serde_json::Map<String, serde_json::Value>,
         options: &'a Options,
     ) -> driver::Run<'a> {
-        match self.prepare_eval(code, context, options) {
-            Ok((program, args, vm_opts)) => {
+        self.prepare_eval(
+            code,
+            context,
+            options,
+            |program, args, vm_opts| {
                 let args = args
                     .iter()
                     .map(|a| a.map_or(HostArg::Undefined, HostArg::Json));
-                driver::run_program(&program, args, &vm_opts, None, options, self.env())
-            }
-            Err(o) => driver::Run::Done(Some(*o)),
-        }
+                driver::run_program(program, args, vm_opts, None, options, self.env())
+            },
+            |o| driver::Run::Done(Some(o)),
+        )
     }
 
     #[cfg(feature = "compiler")]
@@ -958,35 +962,43 @@ impl Runner {
         context: &serde_json::Map<String, serde_json::Value>,
         options: &Options,
     ) -> Outcome {
-        match self.prepare_eval(code, context, options) {
-            Ok((program, args, vm_opts)) => {
+        self.prepare_eval(
+            code,
+            context,
+            options,
+            |program, args, vm_opts| {
                 let args = args
                     .iter()
                     .map(|a| a.map_or(HostArg::Undefined, HostArg::Json));
-                driver::run_program_sync(&program, args, &vm_opts, None, options)
-            }
-            Err(o) => *o,
-        }
+                driver::run_program_sync(program, args, vm_opts, None, options)
+            },
+            |o| o,
+        )
     }
 
     #[cfg(feature = "compiler")]
-    /// Checks the options and the source, compiles, and copies in the context keys the code
-    /// uses (after checking their depth and size).
-    #[allow(clippy::type_complexity)]
-    fn prepare_eval<'c>(
+    /// Checks the options and the source, compiles, looks up the context keys the code uses
+    /// (checking their depth and size), then hands the program, their values and the VM options
+    /// to `run`; a refusal goes to `refused` instead. (A continuation rather than a returned
+    /// tuple: the run's result is built where the caller wants it, with nothing large moved.)
+    fn prepare_eval<'c, R>(
         &self,
         code: &str,
         context: &'c serde_json::Map<String, serde_json::Value>,
         options: &Options,
-    ) -> Result<(VerifiedProgram, Found<'c>, VmOptions), Box<Outcome>> {
-        let fail = |m: String| Box::new(Outcome::failed(m, ErrorKind::Input, None, 0.0));
+        run: impl FnOnce(&VerifiedProgram, &Found<'c>, &VmOptions) -> R,
+        refused: impl FnOnce(Outcome) -> R,
+    ) -> R {
+        let fail = |m: String| Outcome::failed(m, ErrorKind::Input, None, 0.0);
         if let Err(e) = options.validate().and_then(|_| self.validate()) {
-            return Err(fail(e.to_string()));
+            return refused(fail(e.to_string()));
         }
-        source_check(code, options).map_err(fail)?;
+        if let Err(m) = source_check(code, options) {
+            return refused(fail(m));
+        }
         let atoms = options.capabilities.atom_names_cow();
         let program = with_context_keys(context, |externals| {
-            compile(
+            let program = compile(
                 code,
                 &CompileOptions {
                     mode: Mode::Eval,
@@ -995,11 +1007,16 @@ impl Runner {
                     source_name: "<source>",
                 },
             )
-        })
-        .map_err(|e| Box::new(compile_error(e)))?;
-        let program = program
-            .verify()
-            .map_err(|e| fail(format!("internal compiler error: {e}")))?;
+            .map_err(|e| Box::new(compile_error(e)))?;
+            // verified here, so that only the (small) verified program moves out
+            program
+                .verify()
+                .map_err(|e| Box::new(fail(format!("internal compiler error: {e}"))))
+        });
+        let program = match program {
+            Ok(p) => p,
+            Err(o) => return refused(*o),
+        };
         // one lookup per key the code uses: depth, size and the copy all work from it
         let used = &program.functions[program.entry as usize].params;
         let found = Found::new(used.iter().map(|n| context_get(context, n)));
@@ -1012,7 +1029,7 @@ impl Runner {
         let mut bound = Some(2usize);
         for (n, v) in entries() {
             if driver::json_too_deep(v, ajs_vm::MAX_BOUNDARY_DEPTH) {
-                return Err(Box::new(too_deep("Context")));
+                return refused(too_deep("Context"));
             }
             bound = bound.and_then(|b| Some(b + driver::entry_len_bound(n, v)?));
         }
@@ -1021,13 +1038,13 @@ impl Runner {
             _ => driver::json_object_len(entries()),
         };
         if size > options.args_max_bytes {
-            return Err(fail(format!(
+            return refused(fail(format!(
                 "Context is {size} bytes, over the {}-byte limit (argsMaxBytes)",
                 options.args_max_bytes
             )));
         }
         let vm_opts = options.vm_options_for(&program.atoms, &self.quotas, self.max_heap_bytes);
-        Ok((program, found, vm_opts))
+        run(&program, &found, &vm_opts)
     }
 
     /// Checks, before anything runs, that every atom the program calls (`Program::atoms`) is
