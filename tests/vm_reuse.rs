@@ -352,3 +352,75 @@ fn fuel_and_quotas_are_per_run_on_a_reused_vm() {
     assert_eq!(f.call_sync(&[json!(10)]), small);
     assert_eq!(rt.block_on(f.call(&[json!(10)])), small);
 }
+
+/// The context keys an `Eval` hands the compiler come from a per-thread buffer reused across
+/// runs: a run sees exactly its own context's keys, whatever contexts came before (fewer,
+/// more, longer keys; small contexts searched by scanning, large ones by hashing).
+#[test]
+fn an_eval_sees_only_its_own_context_keys() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let long = "k".repeat(5000);
+    let long_code = format!("{long} * 2");
+    let mut wide = serde_json::Map::new();
+    for i in 0..40 {
+        wide.insert(format!("v{i}"), json!(i));
+    }
+    let cases: Vec<(&str, serde_json::Value, Result<JsValue, &str>)> = vec![
+        ("x + y", json!({ "x": 1, "y": 2 }), Ok(JsValue::Number(3.0))),
+        // the keys of the run before are gone
+        ("x", json!({}), Err("'x' is not defined")),
+        ("y", json!({ "x": 1 }), Err("'y' is not defined")),
+        // a large context: looked up by hashing
+        (
+            "v0 + v39 + v17",
+            serde_json::Value::Object(wide.clone()),
+            Ok(JsValue::Number(56.0)),
+        ),
+        ("v39", json!({ "v3": 3 }), Err("'v39' is not defined")),
+        // a key too long for the buffer to keep
+        (&long_code, json!({ &long: 21 }), Ok(JsValue::Number(42.0))),
+        ("x", json!({ "xx": 1, "x": 5 }), Ok(JsValue::Number(5.0))),
+        // a key the code does not use, and one it uses that is absent from the values
+        ("a", json!({ "b": 1, "a": null }), Ok(JsValue::Null)),
+    ];
+    for round in 0..2 {
+        for (code, ctx, want) in &cases {
+            let e = Eval::new(*code).context(ctx.clone());
+            for out in [e.run_sync(), rt.block_on(e.run())] {
+                match want {
+                    Ok(v) => assert_eq!(&out.result, v, "{code} (round {round}): {out:?}"),
+                    Err(m) => {
+                        let err = out.error.expect(code);
+                        assert!(err.message.contains(m), "{code}: {}", err.message);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A run reseeded before its first slice (`Vm::set_random_seed`, what a `SafeFunction` call does
+/// with its options built once) is the run started with that seed.
+#[test]
+fn a_reseeded_run_is_the_run_started_with_that_seed() {
+    let clean = program(CLEAN, &[]);
+    let args = [json!(41), json!("y")];
+    let seeded = VmOptions {
+        random_seed: 99,
+        ..clean_opts()
+    };
+    let mut expected =
+        Vm::new_with(clean.clone(), args.iter().map(HostArg::Json), &seeded).unwrap();
+    let expected_state = format!("{expected:?}");
+    let expected_end = drive(&mut expected, None, false);
+    for (name, mut vm) in dirty_vms() {
+        vm.restart(clean.clone(), args.iter().map(HostArg::Json), &clean_opts())
+            .unwrap();
+        vm.set_random_seed(99);
+        assert_eq!(format!("{vm:?}"), expected_state, "{name}");
+        assert_eq!(drive(&mut vm, None, false), expected_end, "{name}");
+    }
+}

@@ -101,7 +101,8 @@ pub(crate) fn json_array_len(values: &[serde_json::Value]) -> usize {
 
 /// An upper bound on `json_array_len(values)` when every value is a scalar or a string (no
 /// walk, no formatting), `None` otherwise: lets a call with small plain arguments skip the exact
-/// count.
+/// count. (`SafeFunction`'s argument check computes the same bound in its one pass.)
+#[cfg(test)]
 pub(crate) fn json_len_bound(values: &[serde_json::Value]) -> Option<usize> {
     let mut n = 2 + values.len();
     for v in values {
@@ -111,7 +112,7 @@ pub(crate) fn json_len_bound(values: &[serde_json::Value]) -> Option<usize> {
 }
 
 /// An upper bound on the JSON length of a scalar or a string, `None` for an array or object.
-fn scalar_len_bound(v: &serde_json::Value) -> Option<usize> {
+pub(crate) fn scalar_len_bound(v: &serde_json::Value) -> Option<usize> {
     Some(match v {
         serde_json::Value::Null | serde_json::Value::Bool(_) => 5,
         // at most 20 digits or 17 significant digits with a sign, a point and an exponent
@@ -122,6 +123,13 @@ fn scalar_len_bound(v: &serde_json::Value) -> Option<usize> {
     })
 }
 
+/// An upper bound on the JSON length of an object entry `"key":value` with a comma, when the
+/// value is a scalar or a string (`None` otherwise).
+#[inline]
+pub(crate) fn entry_len_bound(key: &str, v: &serde_json::Value) -> Option<usize> {
+    Some(2 + 2 + 6 * key.len() + scalar_len_bound(v)?)
+}
+
 /// Like [`json_object_len`] when that is certainly at most `limit` (every value a scalar or a
 /// string, bounded without formatting): 0; else the exact length.
 pub(crate) fn json_object_len_within<'a>(
@@ -130,7 +138,7 @@ pub(crate) fn json_object_len_within<'a>(
 ) -> usize {
     let mut bound = Some(2usize);
     for (k, v) in entries.clone() {
-        bound = bound.and_then(|b| Some(b + 2 + 2 + 6 * k.len() + scalar_len_bound(v)?));
+        bound = bound.and_then(|b| Some(b + entry_len_bound(k, v)?));
     }
     match bound {
         Some(b) if b <= limit => 0,
@@ -179,21 +187,27 @@ thread_local! {
 
 /// A VM ready to run `program`: the thread's spare one restarted (nothing of its last run
 /// survives a restart), or a new one.
+/// `seed`, when given, replaces `opts.random_seed`.
 pub(crate) fn start_vm<'a>(
     program: &VerifiedProgram,
     args: impl IntoIterator<Item = HostArg<'a>>,
     opts: &VmOptions,
+    seed: Option<u64>,
 ) -> Result<Box<Vm>, RunError> {
-    match SPARE.try_with(Cell::take).ok().flatten() {
+    let mut vm = match SPARE.try_with(Cell::take).ok().flatten() {
         Some(mut vm) => match vm.restart(program.clone(), args, opts) {
-            Ok(()) => Ok(vm),
+            Ok(()) => vm,
             Err(e) => {
                 recycle(vm);
-                Err(e)
+                return Err(e);
             }
         },
-        None => Vm::new_with(program.clone(), args, opts).map(Box::new),
+        None => Box::new(Vm::new_with(program.clone(), args, opts)?),
+    };
+    if let Some(s) = seed {
+        vm.set_random_seed(s);
     }
+    Ok(vm)
 }
 
 /// Releases a finished run's VM and keeps it as the thread's spare (unless it grew large).
@@ -204,10 +218,31 @@ pub(crate) fn recycle(mut vm: Box<Vm>) {
 }
 
 /// The outcome of a finished run; its VM goes back to the thread's spare.
-fn finish_recycle(vm: Box<Vm>, r: Result<JsValue, RunError>) -> Outcome {
-    let o = finish(&vm, r);
+fn finish_recycle(mut vm: Box<Vm>, r: Result<JsValue, RunError>) -> Outcome {
+    // what the outcome needs from the VM, read before it is released; the outcome is built
+    // last, in place
+    let fuel_used = vm.fuel_used();
+    let r = r.map_err(|mut e| {
+        if e.pos.is_none() {
+            e.pos = vm.position();
+        }
+        e
+    });
+    let log = vm.take_log();
     recycle(vm);
-    o
+    match r {
+        Ok(v) => Outcome {
+            result: v,
+            fuel_used,
+            error: None,
+            log,
+        },
+        Err(e) => {
+            let mut o = Outcome::failed(e.message, e.kind, e.pos, fuel_used);
+            o.log = log;
+            o
+        }
+    }
 }
 
 /// A run in progress: finished within its first slice, or the driver's loop (boxed, so that the
@@ -286,7 +321,8 @@ impl<'a, F: FnOnce() -> Run<'a> + Unpin> Future for Lazy<'a, F> {
 pub(crate) fn run_program<'a, 'b>(
     program: &VerifiedProgram,
     args: impl IntoIterator<Item = HostArg<'b>>,
-    vm_opts: VmOptions,
+    vm_opts: &VmOptions,
+    seed: Option<u64>,
     options: &'a Options,
     env: RunEnv<'a>,
 ) -> Run<'a> {
@@ -299,11 +335,10 @@ pub(crate) fn run_program<'a, 'b>(
             0.0,
         ));
     }
-    let mut vm = match start_vm(program, args, &vm_opts) {
+    let mut vm = match start_vm(program, args, vm_opts, seed) {
         Ok(vm) => vm,
         Err(e) => return done(Outcome::failed(e.message, e.kind, e.pos, 0.0)),
     };
-    drop(vm_opts);
     // `drive` ends a run with no time left before its first slice (a fresh run always has
     // time: `timeout_ms` is at least 1)
     let first = if options.timeout_ms == 0 {
@@ -343,7 +378,8 @@ pub const SYNC_ATOMS_MESSAGE: &str = "This code calls atoms (host operations), w
 pub(crate) fn run_program_sync<'a>(
     program: &VerifiedProgram,
     args: impl IntoIterator<Item = HostArg<'a>>,
-    vm_opts: VmOptions,
+    vm_opts: &VmOptions,
+    seed: Option<u64>,
     options: &Options,
 ) -> Outcome {
     if !program.atoms.is_empty() {
@@ -353,11 +389,10 @@ pub(crate) fn run_program_sync<'a>(
     if cancelled() {
         return Outcome::failed(CANCELLED_MESSAGE, ErrorKind::Cancelled, None, 0.0);
     }
-    let mut vm = match start_vm(program, args, &vm_opts) {
+    let mut vm = match start_vm(program, args, vm_opts, seed) {
         Ok(vm) => vm,
         Err(e) => return Outcome::failed(e.message, e.kind, e.pos, 0.0),
     };
-    drop(vm_opts);
     // the run's clock starts after its first slice (see `Options::timeout_ms`)
     let mut deadline = None;
     loop {

@@ -199,13 +199,14 @@ impl Options {
 
     /// Like `vm_options`, with only the atoms a program uses (`program.atoms`): a program that
     /// calls none builds no map (the per-run cost of a small snippet).
+    #[inline]
     fn vm_options_for(
         &self,
         used: &[String],
         quotas: &HashMap<String, u32>,
         max_heap_bytes: usize,
     ) -> VmOptions {
-        let mut atoms = HashMap::new();
+        let mut atoms = no_atoms();
         let offered = if used.is_empty() {
             Vec::new()
         } else {
@@ -543,8 +544,8 @@ impl SafeFunction {
         args: &'a [serde_json::Value],
     ) -> impl std::future::Future<Output = Outcome> + Send + 'a {
         driver::lazy(move || {
-            let vm_opts = match self.prepare(args) {
-                Ok(p) => p,
+            let seed = match self.prepare(args) {
+                Ok(s) => s,
                 Err(o) => return driver::Run::Done(Some(*o)),
             };
             let env = driver::RunEnv {
@@ -552,7 +553,14 @@ impl SafeFunction {
                 quotas: no_quotas(),
                 ledger: None,
             };
-            driver::run_program(&self.program, self.args(args), vm_opts, &self.options, env)
+            driver::run_program(
+                &self.program,
+                self.args(args),
+                &self.vm_opts,
+                seed,
+                &self.options,
+                env,
+            )
         })
     }
 
@@ -569,9 +577,13 @@ impl SafeFunction {
     /// ```
     pub fn call_sync(&self, args: &[serde_json::Value]) -> Outcome {
         match self.prepare(args) {
-            Ok(vm_opts) => {
-                driver::run_program_sync(&self.program, self.args(args), vm_opts, &self.options)
-            }
+            Ok(seed) => driver::run_program_sync(
+                &self.program,
+                self.args(args),
+                &self.vm_opts,
+                seed,
+                &self.options,
+            ),
             Err(o) => *o,
         }
     }
@@ -587,16 +599,19 @@ impl SafeFunction {
         })
     }
 
-    /// Checks the arguments' depth and size; the VM options of one call.
-    fn prepare(&self, args: &[serde_json::Value]) -> Result<VmOptions, Box<Outcome>> {
-        if args
-            .iter()
-            .any(|a| driver::json_too_deep(a, ajs_vm::MAX_BOUNDARY_DEPTH))
-        {
-            return Err(Box::new(too_deep("Arguments")));
+    /// Checks the arguments' depth and size; the seed of one call's randomness when the options
+    /// fix none (`None`: the one in `vm_opts`).
+    fn prepare(&self, args: &[serde_json::Value]) -> Result<Option<u64>, Box<Outcome>> {
+        // one pass: the depth of every argument, and a bound on the size of plain ones
+        let mut bound = Some(2 + args.len());
+        for a in args {
+            if driver::json_too_deep(a, ajs_vm::MAX_BOUNDARY_DEPTH) {
+                return Err(Box::new(too_deep("Arguments")));
+            }
+            bound = bound.and_then(|b| Some(b + driver::scalar_len_bound(a)?));
         }
         let limit = self.options.args_max_bytes;
-        let small = driver::json_len_bound(args).is_some_and(|b| b <= limit);
+        let small = bound.is_some_and(|b| b <= limit);
         let size = if small {
             0
         } else {
@@ -613,9 +628,10 @@ impl SafeFunction {
                 0.0,
             )));
         }
-        Ok(VmOptions {
-            random_seed: self.options.random_seed.unwrap_or_else(random_seed),
-            ..self.vm_opts.clone()
+        // the call's own seed; every other option is `vm_opts` as built once
+        Ok(match self.options.random_seed {
+            Some(_) => None,
+            None => Some(random_seed()),
         })
     }
 }
@@ -627,10 +643,80 @@ fn default_runner() -> &'static Runner {
     DEFAULT.get_or_init(Runner::default)
 }
 
+/// An empty atom map: no allocation, and a hasher copied from a shared one rather than seeded
+/// per map (the keys are the host's atom names, never the guest's).
+fn no_atoms() -> HashMap<String, ajs_vm::AtomSpec> {
+    static STATE: std::sync::OnceLock<std::collections::hash_map::RandomState> =
+        std::sync::OnceLock::new();
+    HashMap::with_hasher(
+        STATE
+            .get_or_init(std::collections::hash_map::RandomState::new)
+            .clone(),
+    )
+}
+
 /// An empty quota map, shared (a `SafeFunction` call has no quotas).
 fn no_quotas() -> &'static HashMap<String, u32> {
     static EMPTY: std::sync::OnceLock<HashMap<String, u32>> = std::sync::OnceLock::new();
     EMPTY.get_or_init(HashMap::new)
+}
+
+/// Contexts with at most this many keys are searched by comparing keys (cheaper than hashing).
+#[cfg(feature = "compiler")]
+const SCAN_KEYS: usize = 16;
+
+/// The context's value under `key`: a scan of a small context, a hash lookup otherwise.
+#[cfg(feature = "compiler")]
+fn context_get<'c>(
+    context: &'c serde_json::Map<String, serde_json::Value>,
+    key: &str,
+) -> Option<&'c serde_json::Value> {
+    if context.len() <= SCAN_KEYS {
+        context
+            .iter()
+            .find(|(k, _)| k.as_str() == key)
+            .map(|(_, v)| v)
+    } else {
+        context.get(key)
+    }
+}
+
+/// Calls `f` with the context's keys as owned strings (what the compiler takes), written into
+/// this thread's reused buffer, so a run does not allocate a string per key. A buffer that
+/// grew past a few kilobytes is not kept.
+#[cfg(feature = "compiler")]
+fn with_context_keys<R>(
+    context: &serde_json::Map<String, serde_json::Value>,
+    f: impl FnOnce(&[String]) -> R,
+) -> R {
+    use std::cell::Cell;
+    /// Most bytes (the strings' and the vector's capacity) the buffer may keep between runs.
+    const KEEP_BYTES: usize = 4096;
+    thread_local! {
+        static KEYS: Cell<Vec<String>> = const { Cell::new(Vec::new()) };
+    }
+    // taken out while in use: a nested use (or a thread exiting) starts from an empty buffer
+    let mut keys = KEYS.try_with(Cell::take).unwrap_or_default();
+    keys.truncate(context.len());
+    let mut bytes = 0;
+    for (i, k) in context.keys().enumerate() {
+        match keys.get_mut(i) {
+            Some(s) => {
+                s.clear();
+                s.push_str(k);
+                bytes += s.capacity();
+            }
+            None => {
+                bytes += k.len();
+                keys.push(k.clone());
+            }
+        }
+    }
+    let r = f(&keys);
+    if bytes + keys.capacity() * std::mem::size_of::<String>() <= KEEP_BYTES {
+        let _ = KEYS.try_with(move |c| c.set(keys));
+    }
+    r
 }
 
 /// The context values an `Eval`'s parameters receive (`None`: the key is absent), held inline
@@ -803,9 +889,13 @@ impl Runner {
             Ok(v) => v,
             Err(m) => return Outcome::failed(m, ErrorKind::Input, None, 0.0),
         };
-        let vm_opts = options.vm_options_for(&program.atoms, &self.quotas, self.max_heap_bytes);
-        let args = values.iter().map(HostArg::Value);
-        let mut out = driver::run_program(program, args, vm_opts, options, self.env()).await;
+        let run = {
+            // scoped: the options are read at the start only, not kept across the await
+            let vm_opts = options.vm_options_for(&program.atoms, &self.quotas, self.max_heap_bytes);
+            let args = values.iter().map(HostArg::Value);
+            driver::run_program(program, args, &vm_opts, None, options, self.env())
+        };
+        let mut out = run.await;
         if out.error.is_none() {
             let kind = match &out.result {
                 JsValue::Object(_) | JsValue::Null | JsValue::Undefined => None,
@@ -849,15 +939,18 @@ impl Runner {
         context: &serde_json::Map<String, serde_json::Value>,
         options: &'a Options,
     ) -> driver::Run<'a> {
-        match self.prepare_eval(code, context, options) {
-            Ok((program, args, vm_opts)) => {
+        self.prepare_eval(
+            code,
+            context,
+            options,
+            |program, args, vm_opts| {
                 let args = args
                     .iter()
                     .map(|a| a.map_or(HostArg::Undefined, HostArg::Json));
-                driver::run_program(&program, args, vm_opts, options, self.env())
-            }
-            Err(o) => driver::Run::Done(Some(*o)),
-        }
+                driver::run_program(program, args, vm_opts, None, options, self.env())
+            },
+            |o| driver::Run::Done(Some(o)),
+        )
     }
 
     #[cfg(feature = "compiler")]
@@ -869,71 +962,89 @@ impl Runner {
         context: &serde_json::Map<String, serde_json::Value>,
         options: &Options,
     ) -> Outcome {
-        match self.prepare_eval(code, context, options) {
-            Ok((program, args, vm_opts)) => {
+        self.prepare_eval(
+            code,
+            context,
+            options,
+            |program, args, vm_opts| {
                 let args = args
                     .iter()
                     .map(|a| a.map_or(HostArg::Undefined, HostArg::Json));
-                driver::run_program_sync(&program, args, vm_opts, options)
-            }
-            Err(o) => *o,
-        }
+                driver::run_program_sync(program, args, vm_opts, None, options)
+            },
+            |o| o,
+        )
     }
 
     #[cfg(feature = "compiler")]
-    /// Checks the options and the source, compiles, and copies in the context keys the code
-    /// uses (after checking their depth and size).
-    #[allow(clippy::type_complexity)]
-    fn prepare_eval<'c>(
+    /// Checks the options and the source, compiles, looks up the context keys the code uses
+    /// (checking their depth and size), then hands the program, their values and the VM options
+    /// to `run`; a refusal goes to `refused` instead. (A continuation rather than a returned
+    /// tuple: the run's result is built where the caller wants it, with nothing large moved.)
+    fn prepare_eval<'c, R>(
         &self,
         code: &str,
         context: &'c serde_json::Map<String, serde_json::Value>,
         options: &Options,
-    ) -> Result<(VerifiedProgram, Found<'c>, VmOptions), Box<Outcome>> {
-        let fail = |m: String| Box::new(Outcome::failed(m, ErrorKind::Input, None, 0.0));
+        run: impl FnOnce(&VerifiedProgram, &Found<'c>, &VmOptions) -> R,
+        refused: impl FnOnce(Outcome) -> R,
+    ) -> R {
+        let fail = |m: String| Outcome::failed(m, ErrorKind::Input, None, 0.0);
         if let Err(e) = options.validate().and_then(|_| self.validate()) {
-            return Err(fail(e.to_string()));
+            return refused(fail(e.to_string()));
         }
-        source_check(code, options).map_err(fail)?;
-        let externals: Vec<String> = context.keys().cloned().collect();
+        if let Err(m) = source_check(code, options) {
+            return refused(fail(m));
+        }
         let atoms = options.capabilities.atom_names_cow();
-        let program = compile(
-            code,
-            &CompileOptions {
-                mode: Mode::Eval,
-                externals: &externals,
-                atoms: &atoms,
-                source_name: "<source>",
-            },
-        )
-        .map_err(|e| Box::new(compile_error(e)))?;
-        let program = program
-            .verify()
-            .map_err(|e| fail(format!("internal compiler error: {e}")))?;
+        let program = with_context_keys(context, |externals| {
+            let program = compile(
+                code,
+                &CompileOptions {
+                    mode: Mode::Eval,
+                    externals,
+                    atoms: &atoms,
+                    source_name: "<source>",
+                },
+            )
+            .map_err(|e| Box::new(compile_error(e)))?;
+            // verified here, so that only the (small) verified program moves out
+            program
+                .verify()
+                .map_err(|e| Box::new(fail(format!("internal compiler error: {e}"))))
+        });
+        let program = match program {
+            Ok(p) => p,
+            Err(o) => return refused(*o),
+        };
         // one lookup per key the code uses: depth, size and the copy all work from it
         let used = &program.functions[program.entry as usize].params;
-        let found = Found::new(used.iter().map(|n| context.get(n)));
-        if found
-            .iter()
-            .flatten()
-            .any(|v| driver::json_too_deep(v, ajs_vm::MAX_BOUNDARY_DEPTH))
-        {
-            return Err(Box::new(too_deep("Context")));
-        }
-        let size = driver::json_object_len_within(
+        let found = Found::new(used.iter().map(|n| context_get(context, n)));
+        let entries = || {
             used.iter()
                 .zip(found.iter())
-                .filter_map(|(n, v)| Some((n, (*v)?))),
-            options.args_max_bytes,
-        );
+                .filter_map(|(n, v)| Some((n, (*v)?)))
+        };
+        // one pass: the depth of every value, and a bound on the size of plain ones
+        let mut bound = Some(2usize);
+        for (n, v) in entries() {
+            if driver::json_too_deep(v, ajs_vm::MAX_BOUNDARY_DEPTH) {
+                return refused(too_deep("Context"));
+            }
+            bound = bound.and_then(|b| Some(b + driver::entry_len_bound(n, v)?));
+        }
+        let size = match bound {
+            Some(b) if b <= options.args_max_bytes => 0,
+            _ => driver::json_object_len(entries()),
+        };
         if size > options.args_max_bytes {
-            return Err(fail(format!(
+            return refused(fail(format!(
                 "Context is {size} bytes, over the {}-byte limit (argsMaxBytes)",
                 options.args_max_bytes
             )));
         }
         let vm_opts = options.vm_options_for(&program.atoms, &self.quotas, self.max_heap_bytes);
-        Ok((program, found, vm_opts))
+        run(&program, &found, &vm_opts)
     }
 
     /// Checks, before anything runs, that every atom the program calls (`Program::atoms`) is

@@ -274,6 +274,26 @@ pub enum HostArg<'a> {
     Json(&'a serde_json::Value),
 }
 
+impl HostArg<'_> {
+    /// The guest value of an argument that needs no heap (`undefined`, `null`, a boolean, a
+    /// number), as the importer would make it; `None` for the others.
+    #[inline]
+    fn scalar(&self) -> Option<Value> {
+        Some(match *self {
+            HostArg::Undefined | HostArg::Value(JsValue::Undefined) => Value::Undefined,
+            HostArg::Value(JsValue::Null) | HostArg::Json(serde_json::Value::Null) => Value::Null,
+            HostArg::Value(JsValue::Bool(b)) | HostArg::Json(serde_json::Value::Bool(b)) => {
+                Value::Bool(*b)
+            }
+            HostArg::Value(JsValue::Number(n)) => Value::Num(*n),
+            HostArg::Json(serde_json::Value::Number(n)) => {
+                Value::Num(n.as_f64().unwrap_or(f64::NAN))
+            }
+            _ => return None,
+        })
+    }
+}
+
 /// Most register slots, frames and heap cells a VM may hold in reserve for its next run
 /// ([`Vm::release`]); a run that grew past them is not worth keeping.
 const KEEP_CAPACITY: usize = 4096;
@@ -531,13 +551,20 @@ impl Vm {
             self.consts.push(v);
         }
         for (i, a) in args.into_iter().take(nparams).enumerate() {
-            let v = match a {
-                HostArg::Undefined => Ok(Value::Undefined),
-                HostArg::Value(v) => self.import(v, 0),
-                HostArg::Json(v) => self.import_json(v, 0),
+            // a number, a boolean or null is the common argument: no call into the importer
+            let v = match a.scalar() {
+                Some(v) => v,
+                None => match a {
+                    HostArg::Undefined => Ok(Value::Undefined),
+                    HostArg::Value(v) => self.import(v, 0),
+                    HostArg::Json(v) => self.import_json(v, 0),
+                }
+                .map_err(fault_to_error)?,
+            };
+            // the verifier checked that the entry has a register per parameter
+            if let Some(r) = self.regs.get_mut(i) {
+                *r = v;
             }
-            .map_err(fault_to_error)?;
-            self.regs[i] = v;
         }
         Ok(())
     }
@@ -565,6 +592,20 @@ impl Vm {
     /// The run's log so far.
     pub fn log(&self) -> &[LogLine] {
         &self.log
+    }
+
+    /// Reseeds the run's randomness (`Math.random()`, `random`, `uuid`) as if it had started
+    /// with `random_seed: seed`: for a host that keeps one [`VmOptions`] for many runs and draws
+    /// each run's seed itself. Call it before the run's first slice.
+    pub fn set_random_seed(&mut self, seed: u64) {
+        self.rng = seed | 1;
+        self.random_seed = seed;
+    }
+
+    /// Takes the run's log out of the VM (for a finished run: what [`Vm::log`] held, without
+    /// copying its lines); the VM's log is empty afterwards.
+    pub fn take_log(&mut self) -> Vec<LogLine> {
+        std::mem::take(&mut self.log)
     }
 
     /// Log lines dropped past `max_log_lines`.
@@ -1826,8 +1867,17 @@ impl Vm {
 
     /// Copies a guest value out as plain data. Cycles and excessive depth are refused.
     pub(crate) fn export(&self, v: Value) -> Result<JsValue, RunError> {
-        let mut path = Vec::new();
-        self.export_inner(v, &mut path)
+        match v {
+            // the common results, without the walk
+            Value::Undefined => Ok(JsValue::Undefined),
+            Value::Null => Ok(JsValue::Null),
+            Value::Bool(b) => Ok(JsValue::Bool(b)),
+            Value::Num(n) => Ok(JsValue::Number(n)),
+            _ => {
+                let mut path = Vec::new();
+                self.export_inner(v, &mut path)
+            }
+        }
     }
 
     fn export_inner(&self, v: Value, path: &mut Vec<Gc>) -> Result<JsValue, RunError> {
