@@ -356,6 +356,15 @@ mod tests {
         assert!(js_rem(-4.0, 2.0).is_sign_negative());
     }
 
+    /// How many shared string buffers the heap holds.
+    fn string_buffers(vm: &Vm) -> usize {
+        vm.heap
+            .cells()
+            .iter()
+            .filter(|c| matches!(c, Cell::StrBuf(_)))
+            .count()
+    }
+
     #[test]
     fn long_concatenations_share_one_buffer_and_keep_every_prefix() {
         let mut vm = vm(1 << 30);
@@ -377,13 +386,7 @@ mod tests {
         }
         assert_eq!(text(&vm, first), "a".repeat(200));
         // one buffer behind all of them
-        let bufs = vm
-            .heap
-            .cells()
-            .iter()
-            .filter(|c| matches!(c, Cell::StrBuf(_)))
-            .count();
-        assert_eq!(bufs, 1);
+        assert_eq!(string_buffers(&vm), 1);
         // extending an older string copies instead of writing over the newer ones
         let old = kept[10];
         let y = vm.str_value("!").unwrap();
@@ -419,13 +422,7 @@ mod tests {
             want.push_str(&format!("{}null", i % 2 == 0));
             assert_eq!(text(&vm, pair[1]), want);
         }
-        let bufs = vm
-            .heap
-            .cells()
-            .iter()
-            .filter(|c| matches!(c, Cell::StrBuf(_)))
-            .count();
-        assert_eq!(bufs, 1);
+        assert_eq!(string_buffers(&vm), 1);
         // a short template is a plain string; an older string extended by a template is copied
         let a = vm.str_value("a").unwrap();
         let short = vm.template(&[a, Value::Num(1.0)]).unwrap();
