@@ -89,3 +89,20 @@ pub fn compare_with_node(cases: &[&str], form: Form) {
         failures.join("\n")
     );
 }
+
+/// Compiles an agent program that may call `atoms`, and verifies it (for the VM-level suites).
+pub fn agent_program(src: &str, atoms: &[&str]) -> ajs_bytecode::VerifiedProgram {
+    let atoms: Vec<String> = atoms.iter().map(|a| a.to_string()).collect();
+    ajs_compiler::compile(
+        src,
+        &ajs_compiler::CompileOptions {
+            mode: ajs_compiler::Mode::Agent,
+            externals: &[],
+            atoms: &atoms,
+            source_name: "<source>",
+        },
+    )
+    .unwrap()
+    .verify()
+    .unwrap()
+}

@@ -7,30 +7,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use ajs::{Capabilities, ErrorKind, Eval, JsValue, Options, Runner, SafeFunction};
-use ajs_compiler::{compile, CompileOptions, Mode};
 use ajs_vm::{AtomSpec, HostArg, Step, Vm, VmOptions};
 use serde_json::json;
+
+mod common;
+use common::agent_program as program;
 
 /// Leaves heap cells of every kind, a log, a caught error, clock readings and randomness.
 const DIRTY: &str = "function main({ n: 3 }) {\n  let out = []\n  let seen = Set()\n  let re = /a(b+)/g\n  let d = Date(0)\n  let i = 0\n  while (i < n) {\n    let r = llmPredict({ prompt: 'q' + i })\n    seen.add(r)\n    out.push({ r, m: re.test('xabbb' + r), y: d.year, t: Date.now(), s: 'long string ' + i + ' '.repeat(40) })\n    i = i + 1\n  }\n  try { Error('boom') } catch (e) { out.push(e) }\n  console.log('done', out.length)\n  return { out, size: seen.size, r: Math.random() }\n}";
 
 const CLEAN: &str = "function f({ a: 1, b: 'x' }) {\n  console.log('clean', a)\n  return { sum: a + 1, s: b + '!', r: Math.random(), t: Date.now() }\n}";
-
-fn program(src: &str, atoms: &[&str]) -> ajs_bytecode::VerifiedProgram {
-    let atoms: Vec<String> = atoms.iter().map(|a| a.to_string()).collect();
-    compile(
-        src,
-        &CompileOptions {
-            mode: Mode::Agent,
-            externals: &[],
-            atoms: &atoms,
-            source_name: "<source>",
-        },
-    )
-    .unwrap()
-    .verify()
-    .unwrap()
-}
 
 fn dirty_opts(fuel: u64) -> VmOptions {
     VmOptions {

@@ -722,32 +722,14 @@ fn with_context_keys<R>(
 /// The context values an `Eval`'s parameters receive (`None`: the key is absent), held inline
 /// for up to 8 parameters.
 #[cfg(feature = "compiler")]
-enum Found<'c> {
-    Inline(usize, [Option<&'c serde_json::Value>; 8]),
-    Heap(Vec<Option<&'c serde_json::Value>>),
-}
+type Found<'c> = smallvec::SmallVec<[Option<&'c serde_json::Value>; 8]>;
 
+/// The run's arguments: each found context value as JSON, an absent key as `undefined`.
 #[cfg(feature = "compiler")]
-impl<'c> Found<'c> {
-    fn new(values: impl ExactSizeIterator<Item = Option<&'c serde_json::Value>>) -> Found<'c> {
-        let n = values.len();
-        if n <= 8 {
-            let mut a = [None; 8];
-            for (slot, v) in a.iter_mut().zip(values) {
-                *slot = v;
-            }
-            Found::Inline(n, a)
-        } else {
-            Found::Heap(values.collect())
-        }
-    }
-
-    fn iter(&self) -> std::slice::Iter<'_, Option<&'c serde_json::Value>> {
-        match self {
-            Found::Inline(n, a) => a[..*n].iter(),
-            Found::Heap(v) => v.iter(),
-        }
-    }
+fn found_args<'a>(found: &'a Found<'_>) -> impl Iterator<Item = HostArg<'a>> {
+    found
+        .iter()
+        .map(|a| a.map_or(HostArg::Undefined, HostArg::Json))
 }
 
 /// The agent runner: like `Eval`, plus per-atom quotas, a heap ceiling of your choosing and the
@@ -943,11 +925,15 @@ impl Runner {
             code,
             context,
             options,
-            |program, args, vm_opts| {
-                let args = args
-                    .iter()
-                    .map(|a| a.map_or(HostArg::Undefined, HostArg::Json));
-                driver::run_program(program, args, vm_opts, None, options, self.env())
+            |program, found, vm_opts| {
+                driver::run_program(
+                    program,
+                    found_args(found),
+                    vm_opts,
+                    None,
+                    options,
+                    self.env(),
+                )
             },
             |o| driver::Run::Done(Some(o)),
         )
@@ -966,11 +952,8 @@ impl Runner {
             code,
             context,
             options,
-            |program, args, vm_opts| {
-                let args = args
-                    .iter()
-                    .map(|a| a.map_or(HostArg::Undefined, HostArg::Json));
-                driver::run_program_sync(program, args, vm_opts, None, options)
+            |program, found, vm_opts| {
+                driver::run_program_sync(program, found_args(found), vm_opts, None, options)
             },
             |o| o,
         )
@@ -1019,7 +1002,7 @@ impl Runner {
         };
         // one lookup per key the code uses: depth, size and the copy all work from it
         let used = &program.functions[program.entry as usize].params;
-        let found = Found::new(used.iter().map(|n| context_get(context, n)));
+        let found: Found = used.iter().map(|n| context_get(context, n)).collect();
         let entries = || {
             used.iter()
                 .zip(found.iter())

@@ -825,19 +825,14 @@ impl Vm {
         // `Charge` with one subtraction and one comparison (fuel and slice checked at once);
         // the work builtins charge counts towards the slice too.
         let start_fuel = self.fuel_left;
-        let floor = start_fuel.saturating_sub(*slice_left);
-        let result = self.exec_slice::<SLOW>(start_fuel, *slice_left, floor);
+        let result = self.exec_slice::<SLOW>(start_fuel, *slice_left);
         *slice_left = slice_left.saturating_sub(start_fuel - self.fuel_left);
         result
     }
 
     #[inline(always)]
-    fn exec_slice<const SLOW: bool>(
-        &mut self,
-        start_fuel: u64,
-        slice: u64,
-        floor: u64,
-    ) -> OpResult<Exit> {
+    fn exec_slice<const SLOW: bool>(&mut self, start_fuel: u64, slice: u64) -> OpResult<Exit> {
+        let floor = start_fuel.saturating_sub(slice);
         let prog = self.program.clone();
         let Some(&Frame { func, pc, base, .. }) = self.frames.last() else {
             return Ok(Exit::Done(Value::Undefined));
@@ -847,6 +842,16 @@ impl Vm {
         let mut nregs_cur = prog.functions[func as usize].nregs as usize;
         let mut base = base as usize;
         let mut pc = pc as usize;
+        // back in `frame` (a caller a return resumes): its code, window and saved pc
+        macro_rules! switch_to {
+            ($frame:expr) => {
+                let f = &prog.functions[$frame.func as usize];
+                code = &f.code[..];
+                nregs_cur = f.nregs as usize;
+                base = $frame.base as usize;
+                pc = $frame.pc as usize;
+            };
+        }
         macro_rules! save_pc {
             () => {
                 if let Some(f) = self.frames.last_mut() {
@@ -1065,11 +1070,7 @@ impl Vm {
                         let (done, caller) = (self.frames[n - 1], self.frames[n - 2]);
                         self.frames.truncate(n - 1);
                         self.regs[done.ret as usize] = v;
-                        let f = &prog.functions[caller.func as usize];
-                        code = &f.code[..];
-                        nregs_cur = f.nregs as usize;
-                        base = caller.base as usize;
-                        pc = caller.pc as usize;
+                        switch_to!(caller);
                         continue;
                     }
                     let depth = n.saturating_sub(1);
@@ -1092,11 +1093,7 @@ impl Vm {
                     };
                     self.regs[done.ret as usize] = v;
                     if let Some(&caller) = self.frames.last() {
-                        let f = &prog.functions[caller.func as usize];
-                        code = &f.code[..];
-                        nregs_cur = f.nregs as usize;
-                        base = caller.base as usize;
-                        pc = caller.pc as usize;
+                        switch_to!(caller);
                     }
                     continue;
                 }
@@ -1629,13 +1626,7 @@ impl Vm {
 
     /// Allocates a string from Rust text.
     pub(crate) fn str_value(&mut self, s: &str) -> OpResult<Value> {
-        let units: Box<[u16]> = if s.is_ascii() {
-            // one allocation of the exact size (UTF-16's count is not known up front)
-            s.bytes().map(u16::from).collect()
-        } else {
-            s.encode_utf16().collect()
-        };
-        Ok(Value::Str(self.alloc_str_raw(units)?))
+        self.alloc_str(crate::ops::text_units(s))
     }
 
     /// The code units of a string value.

@@ -82,11 +82,11 @@ impl Vm {
     pub(crate) fn to_units(&self, v: Value, op: &str) -> OpResult<Vec<u16>> {
         Ok(match v {
             Value::Str(g) => self.units(g).to_vec(),
-            // ASCII text: one allocation of the exact size
+            // a number's text is ASCII: no check needed
             Value::Num(n) => number_to_string(n).bytes().map(u16::from).collect(),
-            Value::Bool(b) => ascii_units(if b { "true" } else { "false" }),
-            Value::Null => ascii_units("null"),
-            Value::Undefined => ascii_units("undefined"),
+            Value::Bool(b) => text_units(if b { "true" } else { "false" }),
+            Value::Null => text_units("null"),
+            Value::Undefined => text_units("undefined"),
             other => {
                 self.refuse_container(other, op)?;
                 Vec::new()
@@ -262,9 +262,15 @@ impl Vm {
     }
 }
 
-/// The UTF-16 code units of ASCII text.
-fn ascii_units(s: &str) -> Vec<u16> {
-    s.bytes().map(u16::from).collect()
+/// The UTF-16 code units of Rust text; ASCII text (the common case: numbers, keywords, type
+/// names) in one allocation of the exact size, which UTF-16's count does not give up front.
+#[inline]
+pub(crate) fn text_units(s: &str) -> Vec<u16> {
+    if s.is_ascii() {
+        s.bytes().map(u16::from).collect()
+    } else {
+        s.encode_utf16().collect()
+    }
 }
 
 #[cfg(test)]
