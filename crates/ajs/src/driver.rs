@@ -196,7 +196,14 @@ pub(crate) fn start_vm<'a>(
 ) -> Result<Box<Vm>, RunError> {
     let mut vm = match SPARE.try_with(Cell::take).ok().flatten() {
         Some(mut vm) => match vm.restart(program.clone(), args, opts) {
-            Ok(()) => vm,
+            Ok(previous) => {
+                // the previous run's program, when nothing else holds it (an `Eval`'s): the
+                // thread's next compile builds in its allocations
+                if let Ok(p) = previous.try_into_program() {
+                    ajs_compiler::recycle(p);
+                }
+                vm
+            }
             Err(e) => {
                 recycle(vm);
                 return Err(e);

@@ -848,6 +848,20 @@ impl VerifiedProgram {
     pub fn program(&self) -> &Program {
         &self.0
     }
+
+    /// The program itself when this is its last handle (so that its allocations can be reused,
+    /// as `ajs_compiler::recycle` does); otherwise this handle back.
+    ///
+    /// # Errors
+    /// `self`, when another handle to the program exists.
+    #[inline]
+    pub fn try_into_program(self) -> Result<Program, VerifiedProgram> {
+        // (a shared program, the common case, costs one load here)
+        if Arc::strong_count(&self.0) != 1 {
+            return Err(self);
+        }
+        Arc::try_unwrap(self.0).map_err(VerifiedProgram)
+    }
 }
 
 impl std::ops::Deref for VerifiedProgram {

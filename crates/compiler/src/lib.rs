@@ -27,6 +27,7 @@ use oxc_ast::ast::Statement;
 use oxc_parser::{ParseOptions, Parser};
 use oxc_span::SourceType;
 
+pub use lower::recycle;
 pub use pos::LineIndex;
 
 /// How the source is read.

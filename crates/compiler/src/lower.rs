@@ -318,6 +318,58 @@ thread_local! {
 
 /// Most elements a kept buffer may hold (a huge compile's buffers are freed, not kept).
 const KEEP_BUFFER_LEN: usize = 1 << 14;
+/// Most functions a recycled program may have to be kept (see [`recycle`]).
+const KEEP_FUNCTIONS: usize = 64;
+
+thread_local! {
+    /// A program this thread no longer needs, whose vectors and strings the thread's next
+    /// compile reuses (see [`recycle`]).
+    static SPARE: std::cell::Cell<Option<Program>> = const { std::cell::Cell::new(None) };
+}
+
+/// Hands a program that is no longer needed to this thread's next compile, which builds its own
+/// program in the allocations of this one (its functions' instructions, positions, names and
+/// parameter names) instead of allocating them. A big program is dropped instead; a compile on
+/// another thread does not see it. Its contents are never read: only its capacity is reused.
+pub fn recycle(program: Program) {
+    let small = program.functions.len() <= KEEP_FUNCTIONS
+        && program
+            .functions
+            .iter()
+            .all(|f| f.code.capacity() <= KEEP_BUFFER_LEN && f.params.len() <= KEEP_FUNCTIONS)
+        && program.debug.as_ref().is_none_or(|d| {
+            d.spans.len() <= KEEP_FUNCTIONS
+                && d.spans.iter().all(|s| s.capacity() <= KEEP_BUFFER_LEN)
+        });
+    if small {
+        let _ = SPARE.try_with(|s| s.set(Some(program)));
+    }
+}
+
+/// The recycled program of this thread, if there is one (see [`recycle`]).
+pub(crate) fn take_spare() -> Option<Program> {
+    SPARE.try_with(std::cell::Cell::take).ok().flatten()
+}
+
+/// What a function being finished may build in: a recycled function and its positions.
+#[derive(Default)]
+pub(crate) struct Reuse {
+    function: Option<Function>,
+    pos: Option<Vec<SourcePos>>,
+}
+
+impl Reuse {
+    /// The next function's share of `spare` (nothing when there is none).
+    pub(crate) fn from(spare: &mut Option<Program>) -> Reuse {
+        let Some(p) = spare else {
+            return Reuse::default();
+        };
+        Reuse {
+            function: p.functions.pop(),
+            pos: p.debug.as_mut().and_then(|d| d.spans.pop()),
+        }
+    }
+}
 /// Most spare scopes kept between compiles.
 const KEEP_SCOPES: usize = 16;
 
@@ -942,15 +994,26 @@ impl<'o> Lowerer<'o> {
     /// Finishes the program of this one function (its buffers are kept for the thread's next
     /// compile).
     fn finish(&mut self, src: &str, name: &str) -> R<Program> {
-        let (function, pos) = self.finish_function(&LineIndex::new(src), name)?;
+        let mut spare = take_spare();
+        let reuse = Reuse::from(&mut spare);
+        let (function, pos) = self.finish_function(&LineIndex::new(src), name, reuse)?;
         let pool = self.take_pool();
         pool.bufs.keep();
+        // the outer vectors of the recycled program, if any (what is left in them is dropped)
+        let (mut functions, mut spans) = match spare {
+            Some(p) => (p.functions, p.debug.map(|d| d.spans).unwrap_or_default()),
+            None => (Vec::new(), Vec::new()),
+        };
+        functions.clear();
+        functions.push(function);
+        spans.clear();
+        spans.push(pos);
         Ok(Program {
-            functions: vec![function],
+            functions,
             constants: pool.constants,
             atoms: pool.atoms,
             entry: 0,
-            debug: Some(DebugInfo { spans: vec![pos] }),
+            debug: Some(DebugInfo { spans }),
             signature: None,
         })
     }
@@ -978,9 +1041,20 @@ impl<'o> Lowerer<'o> {
         }
     }
 
-    /// Lays the frame out, inserts the fuel charges, and returns the function, its source
-    /// positions (resolved with `idx`, the line index of the whole source) and the shared pool.
-    fn finish_function(&mut self, idx: &LineIndex, name: &str) -> R<(Function, Vec<SourcePos>)> {
+    /// Lays the frame out, inserts the fuel charges, and returns the function and its source
+    /// positions (resolved with `idx`, the line index of the whole source), built in the
+    /// allocations of `reuse` where it has them.
+    fn finish_function(
+        &mut self,
+        idx: &LineIndex,
+        name: &str,
+        reuse: Reuse,
+    ) -> R<(Function, Vec<SourcePos>)> {
+        let (mut fname, mut params, mut code) = match reuse.function {
+            Some(f) => (f.name, f.params, f.code),
+            None => (String::new(), Vec::new(), Vec::new()),
+        };
+        let mut pos = reuse.pos.unwrap_or_default();
         let nspecial_all = self.specials.len();
         // virtual ids at or above `boundary` are specials
         let boundary = 65536 - nspecial_all as u32;
@@ -1033,15 +1107,23 @@ impl<'o> Lowerer<'o> {
             .count();
         // final register of every special (an unused one has none: nothing names it)
         let mut final_of: SmallVec<[u16; 32]> = smallvec::smallvec![0u16; nspecial_all];
-        let mut params = Vec::with_capacity(self.ext_regs.0.len());
+        // the parameter names, written over the recycled ones where there are
         let mut next = 0u16;
         for (k, (s, _)) in self.specials.iter().enumerate() {
             if let Special::Ext(i) = s {
                 final_of[k] = next;
+                let text = self.opts.externals.get(*i).map_or("", String::as_str);
+                match params.get_mut(next as usize) {
+                    Some(p) => {
+                        p.clear();
+                        p.push_str(text);
+                    }
+                    None => params.push(text.to_string()),
+                }
                 next += 1;
-                params.push(self.opts.externals.get(*i).cloned().unwrap_or_default());
             }
         }
+        params.truncate(next as usize);
         if params.len() > u8::MAX as usize {
             return Err(Fail::new(
                 0,
@@ -1103,9 +1185,13 @@ impl<'o> Lowerer<'o> {
             n += lead + 1;
         }
         let at: &[u32] = &marks;
+        code.clear();
+        code.reserve_exact(n as usize);
+        pos.clear();
+        pos.reserve_exact(n as usize);
         let mut out = Layout {
-            code: Vec::with_capacity(n as usize),
-            pos: Vec::with_capacity(n as usize),
+            code,
+            pos,
             cursor: idx.cursor(),
             charge: None,
             amount: 0,
@@ -1135,8 +1221,10 @@ impl<'o> Lowerer<'o> {
         }
         let (code, pos) = out.finish();
         self.marks = marks;
+        fname.clear();
+        fname.push_str(name);
         let function = Function {
-            name: name.to_string(),
+            name: fname,
             params,
             nregs: nregs as u16,
             code,

@@ -402,3 +402,53 @@ fn garbage_never_panics() {
         }
     }
 }
+
+/// A compile that builds in a recycled program's allocations produces exactly what a compile
+/// without one does, whatever the recycled program was (bigger, smaller, more functions, more
+/// parameters, longer names), in every mode.
+#[test]
+fn a_recycled_program_changes_nothing_in_the_next_compile() {
+    let agent = "function helper(x, y) {\n  return x * y + 1\n}\nfunction other(s) {\n  return s.length\n}\nfunction main({ n = 3, label = 'a long label' }) {\n  let i = 0\n  let t = 0\n  while (i < n) { t = t + helper(i, 2)\n i = i + 1 }\n  return { t, l: other(label) }\n}";
+    let mut cases: Vec<(Mode, &str, &[&str])> = Vec::new();
+    for s in EVAL_OK {
+        cases.push((Mode::Eval, s, &["a", "b", "cfg"]));
+    }
+    for s in BODY_OK {
+        cases.push((Mode::FunctionBody, s, &["a", "b"]));
+    }
+    cases.push((Mode::FunctionBody, "return x", &["a_much_longer_name", "x"]));
+    cases.push((Mode::Agent, agent, &[]));
+    cases.push((Mode::Agent, "function main() { return 1 }", &[]));
+    let fresh: Vec<Program> = cases
+        .iter()
+        .map(|&(mode, src, ext)| ok(mode, src, ext))
+        .collect();
+    for (i, &(mode, src, ext)) in cases.iter().enumerate() {
+        for spare in [
+            0,
+            1,
+            cases.len() - 2,
+            cases.len() - 1,
+            (i + 7) % cases.len(),
+        ] {
+            ajs_compiler::recycle(fresh[spare].clone());
+            let again = compile_with(mode, src, ext, &["httpFetch", "llmPredict"])
+                .unwrap_or_else(|e| panic!("{src:?} should compile: {e}"));
+            // (as bytes: a NaN constant is not equal to itself)
+            assert_eq!(
+                (again.to_bytes(), &again.debug),
+                (fresh[i].to_bytes(), &fresh[i].debug),
+                "{src:?} compiled after recycling case {spare}"
+            );
+        }
+    }
+    // a refused compile with a recycled program is refused the same way, and the next compile
+    // is still right
+    ajs_compiler::recycle(fresh[cases.len() - 2].clone());
+    let before = eval("a +", &["a"]).unwrap_err();
+    assert_eq!(eval("a +", &["a"]).unwrap_err(), before);
+    assert_eq!(
+        ok(Mode::Eval, "a + b", &["a", "b", "cfg"]).to_bytes(),
+        fresh[0].to_bytes()
+    );
+}

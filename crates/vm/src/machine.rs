@@ -392,6 +392,9 @@ impl Vm {
     /// host data) survives. Every field is reset here by name, so a field added to the VM
     /// without a reset does not compile.
     ///
+    /// Returns the program of the previous run, which the VM held until now: drop it, or, when
+    /// it was the last handle, reuse its allocations (`ajs_compiler::recycle`).
+    ///
     /// # Errors
     /// As [`Vm::new`]; the VM is then left holding the failed start (release or restart it).
     pub fn restart<'a>(
@@ -399,7 +402,7 @@ impl Vm {
         program: VerifiedProgram,
         args: impl IntoIterator<Item = HostArg<'a>>,
         opts: &VmOptions,
-    ) -> Result<(), RunError> {
+    ) -> Result<VerifiedProgram, RunError> {
         let (cost, quota) = if program.atoms.is_empty() {
             // no lookups; the vectors, emptied, keep their capacity
             let mut cost = std::mem::take(&mut self.atom_cost);
@@ -495,12 +498,14 @@ impl Vm {
         *trace_dropped = 0;
         batches.clear();
         *max_parallel_items = opts.max_parallel_items;
-        *v_program = program;
-        let r = self.load(args);
-        if r.is_err() {
-            self.status = Status::Finished;
+        let previous = std::mem::replace(v_program, program);
+        match self.load(args) {
+            Ok(()) => Ok(previous),
+            Err(e) => {
+                self.status = Status::Finished;
+                Err(e)
+            }
         }
-        r
     }
 
     /// Drops the data the finished run holds (its heap, registers, log, trace, pending calls)

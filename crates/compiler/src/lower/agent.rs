@@ -92,6 +92,8 @@ pub(crate) fn lower_agent(
     };
     let mut functions = Vec::with_capacity(fns.len());
     let mut spans = Vec::with_capacity(fns.len());
+    // a recycled program's functions, whose allocations the new ones are built in
+    let mut spare = take_spare();
     let mut signature = None;
     for (i, f) in fns.iter().enumerate() {
         let is_entry = i == fns.len() - 1;
@@ -158,7 +160,7 @@ pub(crate) fn lower_agent(
         let u = l.alloc(end)?;
         l.emit(Op::LoadUndef { dst: Dst(u) }, end);
         l.emit(Op::Return { src: Src(u) }, end);
-        let (function, pos) = l.finish_function(&idx, &name)?;
+        let (function, pos) = l.finish_function(&idx, &name, Reuse::from(&mut spare))?;
         pool = l.take_pool();
         functions.push(function);
         spans.push(pos);
