@@ -121,8 +121,13 @@ pub fn compile(source: &str, opts: &CompileOptions) -> Result<Program, CompileEr
     };
     // One pass over the source: how deeply the parser could recurse on it, or why its nesting is
     // refused before parsing.
-    let scan = std::panic::catch_unwind(|| pos::prescan(source, MAX_BRACKET_DEPTH))
-        .unwrap_or_else(|_| Err(Fail::new(0, "internal compiler error")));
+    // (a short source needs no scan: see `SHORT_SOURCE`)
+    let scan = if source.len() <= SHORT_SOURCE {
+        Ok(source.len() * pos::BRACKET_UNITS)
+    } else {
+        std::panic::catch_unwind(|| pos::prescan(source, MAX_BRACKET_DEPTH))
+            .unwrap_or_else(|_| Err(Fail::new(0, "internal compiler error")))
+    };
     let inline = scan.as_ref().map_or(true, |&units| units <= INLINE_UNITS);
     let run = || {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -157,6 +162,14 @@ pub fn compile(source: &str, opts: &CompileOptions) -> Result<Program, CompileEr
 /// for which compiling stays on the caller's stack: at most about 160 KB of it, measured on the
 /// deepest sources that stay under the bound (nested calls with callbacks, brackets, `a = a = …`).
 const INLINE_UNITS: usize = 256;
+
+/// The longest source compiled without [`pos::prescan`]: each byte opens at most one nesting
+/// level, and a level costs the parser at most [`pos::BRACKET_UNITS`] units of stack, so a source
+/// this short can neither nest deeper than [`MAX_BRACKET_DEPTH`] nor need the big stack (a test
+/// checks that the prescan agrees on 200,000 short sources).
+const SHORT_SOURCE: usize = INLINE_UNITS / pos::BRACKET_UNITS;
+
+const _: () = assert!(SHORT_SOURCE <= MAX_BRACKET_DEPTH);
 
 fn to_error(source: &str, name: &str, f: Fail) -> CompileError {
     let idx = LineIndex::new(source);
@@ -323,6 +336,45 @@ fn stmt_has_return(s: &Statement, depth: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What `compile` assumes of a short source without scanning it, checked on the nastiest
+    /// short sources: brackets, template holes, prefix operators, keywords, strings, comments,
+    /// regexes and a hashbang, at every length up to `SHORT_SOURCE`.
+    #[test]
+    fn a_short_source_passes_the_prescan_on_the_callers_stack() {
+        let pieces: [&str; 24] = [
+            "(", "[", "{", "${", "`", "!", "-", "~", "+", "typeof ", "if", "else ", "a", "/", "'",
+            "\"", "//", "/*", "*/", "\n", "#!", "<!--", "-->", "\\",
+        ];
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for round in 0..200_000 {
+            let mut src = String::new();
+            let target = 1 + round % SHORT_SOURCE;
+            while src.len() < target {
+                let piece = pieces[(next() % pieces.len() as u64) as usize];
+                if src.len() + piece.len() > target {
+                    break;
+                }
+                src.push_str(piece);
+            }
+            for s in [
+                src.clone(),
+                "(".repeat(target),
+                "!".repeat(target),
+                "${".repeat(target / 2),
+            ] {
+                let units = pos::prescan(&s, MAX_BRACKET_DEPTH)
+                    .unwrap_or_else(|e| panic!("{s:?} refused by the prescan: {}", e.message));
+                assert!(units <= INLINE_UNITS, "{s:?}: {units} units");
+            }
+        }
+    }
 
     #[test]
     fn an_ordinary_agent_compiles_on_the_callers_stack() {

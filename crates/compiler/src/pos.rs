@@ -486,7 +486,7 @@ pub(crate) fn prescan(src: &str, max: usize) -> Result<usize, Fail> {
 
 /// Stack units a bracket level counts for in [`recursion_bound`]: the parser spends about three
 /// times the stack on a bracket level (`(`, `[`, `{`, `${`) as on an operator or a keyword.
-const BRACKET_UNITS: usize = 3;
+pub(crate) const BRACKET_UNITS: usize = 3;
 
 /// Whether plain word `w` (ASCII letters, digits, `_` and `$` only) is a keyword that can open
 /// a nesting level without a bracket (`else if …`, `typeof typeof …`, a statement body without
