@@ -160,6 +160,20 @@ fn fresh_sandbox(c: &mut Criterion) {
             )
         })
     });
+    // the async API awaited inside a running task, as a service's handler does (one `block_on`
+    // for the whole batch of iterations)
+    g.bench_function(BenchmarkId::from_parameter("ajs_task"), |b| {
+        b.iter_custom(|iters| {
+            rt.block_on(async {
+                let t = Instant::now();
+                for _ in 0..iters {
+                    let e = Eval::new(black_box("a + b")).context(black_box(context.clone()));
+                    black_box(e.run().await);
+                }
+                t.elapsed()
+            })
+        })
+    });
     g.bench_function(BenchmarkId::from_parameter("quickjs"), |b| {
         b.iter(|| {
             let qrt = qjs_runtime();
@@ -217,6 +231,19 @@ fn precompiled_call(c: &mut Criterion) {
     });
     g.bench_function(BenchmarkId::from_parameter("ajs_sync"), |b| {
         b.iter(|| black_box(add.call_sync(black_box(&args))))
+    });
+    // the async API as a service's handler uses it: awaited inside a running task (one
+    // `block_on` for the whole batch of iterations, not one per call)
+    g.bench_function(BenchmarkId::from_parameter("ajs_task"), |b| {
+        b.iter_custom(|iters| {
+            rt.block_on(async {
+                let t = Instant::now();
+                for _ in 0..iters {
+                    black_box(add.call(black_box(&args)).await);
+                }
+                t.elapsed()
+            })
+        })
     });
     let qrt = qjs_runtime();
     let qctx = rquickjs::Context::full(&qrt).expect("context");

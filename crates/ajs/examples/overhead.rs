@@ -1,8 +1,10 @@
 //! Per-run fixed costs, measured without criterion: `cargo run --release -p ajs --example
 //! overhead [ROUNDS] [WHICH]` prints the median over `ROUNDS` rounds (default 200) of 1,000 runs
-//! each: `Eval("a + b")` from source, and one call of a compiled `SafeFunction`, through the
-//! async API (on a current-thread tokio runtime, `block_on` per run) and the `_sync` one. `WHICH`
-//! (`eval`, `call`, `eval_sync`, `call_sync`) measures only that row, for profiling.
+//! each: `Eval("a + b")` from source, and one call of a compiled `SafeFunction`, each through the
+//! async API (on a current-thread tokio runtime, `block_on` per run), the async API awaited
+//! inside a running task (one `block_on` per 1,000 runs, as a service's handler awaits it) and the
+//! `_sync` API. `WHICH` (`eval`, `eval_task`, `eval_sync`, `call`, `call_task`, `call_sync`)
+//! measures only that row, for profiling.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -30,32 +32,62 @@ fn main() {
     let args = [json!(20), json!(22)];
     assert_eq!(add.call_sync(&args).result, JsValue::Number(42.0));
     let per = 1000;
+    // each row runs `per` times
     type Row<'a> = (&'a str, Box<dyn Fn() + 'a>);
     let rows: Vec<Row> = vec![
         (
             "eval",
             Box::new(|| {
-                let e = Eval::new(black_box("a + b")).context(black_box(context.clone()));
-                black_box(rt.block_on(e.run()));
+                for _ in 0..per {
+                    let e = Eval::new(black_box("a + b")).context(black_box(context.clone()));
+                    black_box(rt.block_on(e.run()));
+                }
+            }),
+        ),
+        (
+            "eval_task",
+            Box::new(|| {
+                rt.block_on(async {
+                    for _ in 0..per {
+                        let e = Eval::new(black_box("a + b")).context(black_box(context.clone()));
+                        black_box(e.run().await);
+                    }
+                })
             }),
         ),
         (
             "eval_sync",
             Box::new(|| {
-                let e = Eval::new(black_box("a + b")).context(black_box(context.clone()));
-                black_box(e.run_sync());
+                for _ in 0..per {
+                    let e = Eval::new(black_box("a + b")).context(black_box(context.clone()));
+                    black_box(e.run_sync());
+                }
             }),
         ),
         (
             "call",
             Box::new(|| {
-                black_box(rt.block_on(add.call(black_box(&args))));
+                for _ in 0..per {
+                    black_box(rt.block_on(add.call(black_box(&args))));
+                }
+            }),
+        ),
+        (
+            "call_task",
+            Box::new(|| {
+                rt.block_on(async {
+                    for _ in 0..per {
+                        black_box(add.call(black_box(&args)).await);
+                    }
+                })
             }),
         ),
         (
             "call_sync",
             Box::new(|| {
-                black_box(add.call_sync(black_box(&args)));
+                for _ in 0..per {
+                    black_box(add.call_sync(black_box(&args)));
+                }
             }),
         ),
     ];
@@ -66,9 +98,7 @@ fn main() {
         let mut times = Vec::with_capacity(rounds);
         for _ in 0..rounds {
             let t = Instant::now();
-            for _ in 0..per {
-                f();
-            }
+            f();
             times.push(t.elapsed().as_nanos() as f64 / per as f64);
         }
         println!("{name:<10} a + b: {:>6.0} ns", median(times));
