@@ -685,3 +685,45 @@ const DIFFERENTIAL: &[&str] = &[
 fn differential_with_node() {
     common::compare_with_node(DIFFERENTIAL, common::Form::Expression);
 }
+
+/// A function of more registers than the dispatch loop's fixed window (256) runs on the checked
+/// path with the same results and fuel as the same work in a small function; helpers calling
+/// each other across the two kinds of frames keep their registers.
+#[test]
+fn wide_functions_run_on_the_checked_path_with_the_same_results() {
+    let lets: String = (0..300).map(|i| format!("let v{i} = n + {i}\n")).collect();
+    // (in three statements: one sum of 300 terms would nest too deeply)
+    let sums: String = (0..3)
+        .map(|c| {
+            let terms: Vec<String> = (100 * c..100 * c + 100).map(|i| format!("v{i}")).collect();
+            format!("  let s{c} = {}\n", terms.join(" + "))
+        })
+        .collect();
+    let agent = format!(
+        "function small(n) {{\n  return n * 2\n}}\nfunction wide(n) {{\n{lets}{sums}  return s0 + s1 + s2 + small(v299)\n}}\nfunction main({{ k = 3 }}) {{\n  let i = 0\n  let t = 0\n  while (i < k) {{ t = t + wide(i) + small(i)\n i = i + 1 }}\n  return {{ t, arr: [{list}].length }}\n}}",
+        list = (0..280).map(|i| i.to_string()).collect::<Vec<_>>().join(", ")
+    );
+    let program = common::agent_program(&agent, &[]);
+    let widest = program.max_registers();
+    assert!(
+        widest > 256,
+        "the test needs a wide function ({widest} registers)"
+    );
+    // expected: sum over i of (300 n + 44850 + 2 (n + 299)) + 2 i, with n = i
+    let expected: i64 = (0..3)
+        .map(|i| 300 * i + 44850 + 2 * (i + 299) + 2 * i)
+        .sum();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    let out = rt.block_on(ajs::Runner::default().run_program(
+        &program,
+        &json!({ "k": 3 }),
+        &ajs::Options::default(),
+    ));
+    assert!(out.error.is_none(), "{:?}", out.error);
+    assert_eq!(
+        out.result.to_json(),
+        Some(json!({ "t": expected, "arr": 280 }))
+    );
+}

@@ -576,7 +576,8 @@ impl Program {
                     fault,
                 })?;
         }
-        Ok(VerifiedProgram(Arc::new(self)))
+        let most = self.functions.iter().map(|f| f.nregs).max().unwrap_or(0);
+        Ok(VerifiedProgram(Arc::new(self), most))
     }
 
     fn verify_function(&self, _fi: usize, f: &Function) -> Result<(), (usize, CodeFault)> {
@@ -841,12 +842,18 @@ impl Program {
 
 /// A program that passed [`Program::verify`]; the only kind a VM accepts. Cheap to clone.
 #[derive(Clone, Debug)]
-pub struct VerifiedProgram(Arc<Program>);
+pub struct VerifiedProgram(Arc<Program>, u16);
 
 impl VerifiedProgram {
     /// The verified program.
     pub fn program(&self) -> &Program {
         &self.0
+    }
+
+    /// The most registers any of its functions has.
+    #[inline]
+    pub fn max_registers(&self) -> usize {
+        self.1 as usize
     }
 
     /// The program itself when this is its last handle (so that its allocations can be reused,
@@ -860,7 +867,8 @@ impl VerifiedProgram {
         if Arc::strong_count(&self.0) != 1 {
             return Err(self);
         }
-        Arc::try_unwrap(self.0).map_err(VerifiedProgram)
+        let most = self.1;
+        Arc::try_unwrap(self.0).map_err(|p| VerifiedProgram(p, most))
     }
 }
 

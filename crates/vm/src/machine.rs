@@ -194,6 +194,36 @@ const WINDOW_FILL: usize = 8;
 /// Fresh registers for a call's window.
 static UNDEFINED: [Value; WINDOW_FILL] = [Value::Undefined; WINDOW_FILL];
 
+/// Registers the dispatch loop's fast path sees from a frame's base: a fixed-size window, so
+/// that an access (its index masked) needs no bounds check. A program with a function of more
+/// registers runs on the slow path (checked accesses). A power of two.
+pub(crate) const WINDOW: usize = 256;
+
+const _: () = assert!(WINDOW.is_power_of_two() && WINDOW >= WINDOW_FILL);
+
+/// Grows the register file to `len` (out of line: rare, and its loop would otherwise be inlined
+/// at every place the dispatch loop derives its window).
+#[cold]
+#[inline(never)]
+fn grow_registers(regs: &mut Vec<Value>, len: usize) {
+    regs.resize(len, Value::Undefined);
+}
+
+/// The `WINDOW` registers from `base`, the register file grown to hold them first (registers past
+/// the live frames are dead: growing it changes nothing a run can see).
+#[inline(always)]
+fn fixed_window(regs: &mut Vec<Value>, base: usize) -> &mut [Value] {
+    let end = base + WINDOW;
+    if regs.len() < end {
+        grow_registers(regs, end);
+    }
+    let w: &mut [Value; WINDOW] = match (&mut regs[base..end]).try_into() {
+        Ok(w) => w,
+        Err(_) => unreachable!("the slice is WINDOW long"),
+    };
+    w
+}
+
 pub(crate) const FORBIDDEN: [&str; 3] = ["constructor", "__proto__", "prototype"];
 
 // `get_member` tests a key's length before comparing it with the forbidden names
@@ -692,7 +722,9 @@ impl Vm {
             }
             Status::Running => {}
         }
-        let slow = !self.deferred.is_empty() || self.trace.is_some();
+        let slow = !self.deferred.is_empty()
+            || self.trace.is_some()
+            || self.program.max_registers() > WINDOW;
         // An error delivered by `resume` is raised at the call site.
         if let Some(msg) = self.raise_on_run.take() {
             if let Err(e) = self.unwind(msg) {
@@ -711,7 +743,10 @@ impl Vm {
             }
             match r {
                 Ok(Exit::Yield) => return Step::Yield,
-                Ok(Exit::Blocked) => return Step::Blocked,
+                Ok(Exit::Blocked) => {
+                    self.trim_registers();
+                    return Step::Blocked;
+                }
                 Ok(Exit::Done(v)) => {
                     self.status = Status::Finished;
                     return match self.export(v) {
@@ -731,6 +766,7 @@ impl Vm {
                                 atom,
                                 input,
                             };
+                            self.trim_registers();
                             return Step::Host(HostCall {
                                 atom: name,
                                 input: j,
@@ -746,6 +782,17 @@ impl Vm {
                 }
                 Err(Fault::Fatal(e)) => return self.fail(e),
             }
+        }
+    }
+
+    /// A run waiting for the host keeps only its live registers (the dispatch loop's window,
+    /// `WINDOW` registers past the running frame's base, grows the file again when it goes on),
+    /// so that a suspended run holds little memory.
+    fn trim_registers(&mut self) {
+        let live = self.live_top();
+        if self.regs.capacity() > live + WINDOW_FILL {
+            self.regs.truncate(live);
+            self.regs.shrink_to_fit();
         }
     }
 
@@ -847,6 +894,21 @@ impl Vm {
         let mut nregs_cur = prog.functions[func as usize].nregs as usize;
         let mut base = base as usize;
         let mut pc = pc as usize;
+        // The running frame's registers. On the fast path a fixed window of `WINDOW` registers
+        // (every function of the program has at most that many, see `Vm::run`), indexed with a
+        // mask, so a register access needs no bounds check; on the slow path the rest of the
+        // register file, checked. Derived again after anything that may touch the register file
+        // (a frame switch, an instruction run out of line, a builtin).
+        macro_rules! window {
+            () => {
+                if SLOW {
+                    &mut self.regs[base..]
+                } else {
+                    fixed_window(&mut self.regs, base)
+                }
+            };
+        }
+        let mut w: &mut [Value] = window!();
         // back in `frame` (a caller a return resumes): its code, window and saved pc
         macro_rules! switch_to {
             ($frame:expr) => {
@@ -855,6 +917,7 @@ impl Vm {
                 nregs_cur = f.nregs as usize;
                 base = $frame.base as usize;
                 pc = $frame.pc as usize;
+                w = window!();
             };
         }
         macro_rules! save_pc {
@@ -864,9 +927,15 @@ impl Vm {
                 }
             };
         }
+        // register `i` of the running frame (`r!` for an operand)
+        macro_rules! ri {
+            ($i:expr) => {
+                w[if SLOW { $i } else { $i & (WINDOW - 1) }]
+            };
+        }
         macro_rules! r {
             ($x:expr) => {
-                self.regs[base + $x.0 as usize]
+                ri!($x.0 as usize)
             };
         }
         macro_rules! k {
@@ -914,7 +983,9 @@ impl Vm {
             macro_rules! other {
                 () => {{
                     save_pc!();
-                    if let Err(f) = self.exec_other(code[pc], base) {
+                    let r = self.exec_other(code[pc], base);
+                    w = window!();
+                    if let Err(f) = r {
                         break 'run Err(f);
                     }
                 }};
@@ -977,6 +1048,7 @@ impl Vm {
                     save_pc!();
                     break 'run Ok(Exit::Blocked);
                 }
+                w = window!();
             }
             match op {
                 #[cfg(feature = "unmetered")]
@@ -1038,7 +1110,11 @@ impl Vm {
                 Op::JumpIfTrue { cond, target } => {
                     let t = match r!(cond) {
                         Value::Bool(t) => t,
-                        v => self.truthy(v),
+                        v => {
+                            let t = self.truthy(v);
+                            w = window!();
+                            t
+                        }
                     };
                     if t {
                         pc = target.0 as usize;
@@ -1048,7 +1124,11 @@ impl Vm {
                 Op::JumpIfFalse { cond, target } => {
                     let t = match r!(cond) {
                         Value::Bool(t) => t,
-                        v => self.truthy(v),
+                        v => {
+                            let t = self.truthy(v);
+                            w = window!();
+                            t
+                        }
                     };
                     if !t {
                         pc = target.0 as usize;
@@ -1074,8 +1154,9 @@ impl Vm {
                     if n >= 2 && self.tries.is_empty() && self.batches.is_empty() {
                         let (done, caller) = (self.frames[n - 1], self.frames[n - 2]);
                         self.frames.truncate(n - 1);
-                        self.regs[done.ret as usize] = v;
                         switch_to!(caller);
+                        // (`ret` is in the caller's frame)
+                        ri!((done.ret as usize).wrapping_sub(base)) = v;
                         continue;
                     }
                     let depth = n.saturating_sub(1);
@@ -1097,9 +1178,10 @@ impl Vm {
                         break 'run Ok(Exit::Done(v));
                     };
                     self.regs[done.ret as usize] = v;
-                    if let Some(&caller) = self.frames.last() {
-                        switch_to!(caller);
-                    }
+                    let Some(&caller) = self.frames.last() else {
+                        break 'run Ok(Exit::Done(v));
+                    };
+                    switch_to!(caller);
                     continue;
                 }
                 Op::GetIndex { dst, obj, key } => {
@@ -1135,12 +1217,12 @@ impl Vm {
                     argc: Count(2),
                 } if native.0 == NativeId::Push as u16 => {
                     // `arr.push(x)`: the common case, inline (charged as the native does)
-                    let start = base + b.0 as usize;
-                    match self.regs[start] {
+                    match ri!(b.0 as usize) {
                         Value::Arr(g) => {
-                            let x = self.regs[start + 1];
+                            let x = ri!(b.0 as usize + 1);
                             tryop!(self.charge(MILLI_PER_ELEMENT));
                             tryop!(self.reserve(8, &[x]));
+                            w = window!();
                             self.heap.grow(8);
                             if let Some(Cell::Arr(items)) = self.heap.get_mut(g) {
                                 items.push(x);
@@ -1172,19 +1254,17 @@ impl Vm {
                     // the callee's window: its arguments, then `undefined` (the verifier
                     // checked argc == params <= nregs)
                     let (argc, nregs) = (argc.0 as usize, f.nregs as usize);
-                    let need = new_base + nregs.max(WINDOW_FILL);
-                    if self.regs.len() < need {
-                        self.regs.resize(need, Value::Undefined);
-                    }
-                    if nregs <= WINDOW_FILL {
-                        // a fixed-size copy (no call); what it writes above the window is dead
-                        self.regs[new_base..new_base + WINDOW_FILL].copy_from_slice(&UNDEFINED);
-                    } else {
+                    // the common case (one argument, a small frame) is written through the
+                    // callee's fixed window below; the first argument is read before it is
+                    // derived (the slow path's window is the rest of the file: not used so)
+                    let small = !SLOW && argc <= 1 && nregs <= WINDOW_FILL;
+                    let first = ri!(b.0 as usize);
+                    if !small {
+                        let need = new_base + nregs.max(WINDOW_FILL);
+                        if self.regs.len() < need {
+                            self.regs.resize(need, Value::Undefined);
+                        }
                         self.regs[new_base..new_base + nregs].fill(Value::Undefined);
-                    }
-                    if argc == 1 {
-                        self.regs[new_base] = self.regs[start];
-                    } else {
                         for i in 0..argc {
                             self.regs[new_base + i] = self.regs[start + i];
                         }
@@ -1201,18 +1281,29 @@ impl Vm {
                     nregs_cur = nregs;
                     base = new_base;
                     pc = 0;
+                    w = window!();
+                    if small {
+                        // a fixed-size copy (no call); what it writes above the frame is dead
+                        w[..WINDOW_FILL].copy_from_slice(&UNDEFINED);
+                        if argc == 1 {
+                            w[0] = first;
+                        }
+                    }
                     enter_block!();
                     continue;
                 }
                 Op::CallAtom { dst, atom, arg } => {
-                    tryop!(self.take_atom(atom.0 as usize));
                     let input = r!(arg);
+                    tryop!(self.take_atom(atom.0 as usize));
                     pc += 1;
                     save_pc!();
                     break 'run Ok(Exit::Host(atom.0, input, (base + dst.0 as usize) as u32));
                 }
                 Op::ParEnd { dst, settled } => match tryop!(self.par_end(settled.0 != 0)) {
-                    Some(v) => r!(dst) = v,
+                    Some(v) => {
+                        w = window!();
+                        r!(dst) = v
+                    }
                     None => {
                         save_pc!();
                         break 'run Ok(Exit::Blocked);
