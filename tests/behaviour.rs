@@ -727,3 +727,22 @@ fn wide_functions_run_on_the_checked_path_with_the_same_results() {
         Some(json!({ "t": expected, "arr": 280 }))
     );
 }
+
+/// Programs whose widest function needs each window size of the dispatch loop (up to 32
+/// registers, up to 256, more) give the results JavaScript gives.
+#[test]
+fn every_register_window_size_gives_the_same_results() {
+    for n in [3usize, 20, 30, 40, 120, 250, 270] {
+        let items: Vec<String> = (0..n).map(|i| format!("a * {i} + b")).collect();
+        let code = format!(
+            "let xs = [{}]\nlet t = 0\nlet i = 0\nwhile (i < xs.length) {{ t = t + xs[i]\n i = i + 1 }}\nreturn t",
+            items.join(", ")
+        );
+        let expected: i64 = (0..n as i64).map(|i| 2 * i + 1).sum();
+        assert_eq!(
+            ok(&code, json!({ "a": 2, "b": 1 })),
+            Some(json!(expected)),
+            "{n} items"
+        );
+    }
+}

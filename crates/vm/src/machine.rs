@@ -199,7 +199,17 @@ static UNDEFINED: [Value; WINDOW_FILL] = [Value::Undefined; WINDOW_FILL];
 /// registers runs on the slow path (checked accesses). A power of two.
 pub(crate) const WINDOW: usize = 256;
 
-const _: () = assert!(WINDOW.is_power_of_two() && WINDOW >= WINDOW_FILL);
+/// The window of a program whose functions all have at most this many registers (most
+/// formulas and rules): a run starts by growing the register file to one window, so a small
+/// window keeps that cheap. A power of two.
+const SMALL_WINDOW: usize = 32;
+
+const _: () = assert!(
+    WINDOW.is_power_of_two()
+        && SMALL_WINDOW.is_power_of_two()
+        && WINDOW >= SMALL_WINDOW
+        && SMALL_WINDOW >= WINDOW_FILL
+);
 
 /// Grows the register file to `len` (out of line: rare, and its loop would otherwise be inlined
 /// at every place the dispatch loop derives its window).
@@ -209,17 +219,32 @@ fn grow_registers(regs: &mut Vec<Value>, len: usize) {
     regs.resize(len, Value::Undefined);
 }
 
-/// The `WINDOW` registers from `base`, the register file grown to hold them first (registers past
+/// How many registers a run of `program` starts with: its entry's `nregs`, or the window the
+/// dispatch loop will read from base 0 if that is more (so that the first slice need not grow
+/// the file).
+fn first_registers(program: &VerifiedProgram, nregs: usize) -> usize {
+    let most = program.max_registers();
+    let window = if most <= SMALL_WINDOW {
+        SMALL_WINDOW
+    } else if most <= WINDOW {
+        WINDOW
+    } else {
+        0
+    };
+    nregs.max(window)
+}
+
+/// The `W` registers from `base`, the register file grown to hold them first (registers past
 /// the live frames are dead: growing it changes nothing a run can see).
 #[inline(always)]
-fn fixed_window(regs: &mut Vec<Value>, base: usize) -> &mut [Value] {
-    let end = base + WINDOW;
+fn fixed_window<const W: usize>(regs: &mut Vec<Value>, base: usize) -> &mut [Value] {
+    let end = base + W;
     if regs.len() < end {
         grow_registers(regs, end);
     }
-    let w: &mut [Value; WINDOW] = match (&mut regs[base..end]).try_into() {
+    let w: &mut [Value; W] = match (&mut regs[base..end]).try_into() {
         Ok(w) => w,
-        Err(_) => unreachable!("the slice is WINDOW long"),
+        Err(_) => unreachable!("the slice is W long"),
     };
     w
 }
@@ -375,7 +400,7 @@ impl Vm {
         let mut vm = Vm {
             heap: Heap::new(opts.max_heap_bytes),
             consts: Vec::with_capacity(program.constants.len()),
-            regs: vec![Value::Undefined; nregs],
+            regs: vec![Value::Undefined; first_registers(&program, nregs)],
             frames: vec![Frame {
                 func: program.entry,
                 pc: 0,
@@ -489,7 +514,7 @@ impl Vm {
         heap.reset(opts.max_heap_bytes);
         consts.clear();
         regs.clear();
-        regs.resize(nregs, Value::Undefined);
+        regs.resize(first_registers(&program, nregs), Value::Undefined);
         frames.clear();
         frames.push(Frame {
             func: program.entry,
@@ -722,9 +747,8 @@ impl Vm {
             }
             Status::Running => {}
         }
-        let slow = !self.deferred.is_empty()
-            || self.trace.is_some()
-            || self.program.max_registers() > WINDOW;
+        let most = self.program.max_registers();
+        let slow = !self.deferred.is_empty() || self.trace.is_some() || most > WINDOW;
         // An error delivered by `resume` is raised at the call site.
         if let Some(msg) = self.raise_on_run.take() {
             if let Err(e) = self.unwind(msg) {
@@ -734,9 +758,11 @@ impl Vm {
         let mut slice_left = slice;
         loop {
             let r = if slow {
-                self.exec::<true>(&mut slice_left)
+                self.exec::<true, WINDOW>(&mut slice_left)
+            } else if most <= SMALL_WINDOW {
+                self.exec::<false, SMALL_WINDOW>(&mut slice_left)
             } else {
-                self.exec::<false>(&mut slice_left)
+                self.exec::<false, WINDOW>(&mut slice_left)
             };
             if slow {
                 self.close_trace();
@@ -785,9 +811,9 @@ impl Vm {
         }
     }
 
-    /// A run waiting for the host keeps only its live registers (the dispatch loop's window,
-    /// `WINDOW` registers past the running frame's base, grows the file again when it goes on),
-    /// so that a suspended run holds little memory.
+    /// A run waiting for the host keeps only its live registers (the dispatch loop grows the
+    /// file back to its window past the running frame's base when the run goes on), so that a
+    /// suspended run holds little memory.
     fn trim_registers(&mut self) {
         let live = self.live_top();
         if self.regs.capacity() > live + WINDOW_FILL {
@@ -872,18 +898,22 @@ fn fault_to_error(f: Fault) -> RunError {
 
 impl Vm {
     #[inline(never)]
-    fn exec<const SLOW: bool>(&mut self, slice_left: &mut u64) -> OpResult<Exit> {
+    fn exec<const SLOW: bool, const W: usize>(&mut self, slice_left: &mut u64) -> OpResult<Exit> {
         // The slice ends when the fuel falls to `floor`: a block entered inline pays its
         // `Charge` with one subtraction and one comparison (fuel and slice checked at once);
         // the work builtins charge counts towards the slice too.
         let start_fuel = self.fuel_left;
-        let result = self.exec_slice::<SLOW>(start_fuel, *slice_left);
+        let result = self.exec_slice::<SLOW, W>(start_fuel, *slice_left);
         *slice_left = slice_left.saturating_sub(start_fuel - self.fuel_left);
         result
     }
 
     #[inline(always)]
-    fn exec_slice<const SLOW: bool>(&mut self, start_fuel: u64, slice: u64) -> OpResult<Exit> {
+    fn exec_slice<const SLOW: bool, const W: usize>(
+        &mut self,
+        start_fuel: u64,
+        slice: u64,
+    ) -> OpResult<Exit> {
         let floor = start_fuel.saturating_sub(slice);
         let prog = self.program.clone();
         let Some(&Frame { func, pc, base, .. }) = self.frames.last() else {
@@ -894,7 +924,7 @@ impl Vm {
         let mut nregs_cur = prog.functions[func as usize].nregs as usize;
         let mut base = base as usize;
         let mut pc = pc as usize;
-        // The running frame's registers. On the fast path a fixed window of `WINDOW` registers
+        // The running frame's registers. On the fast path a fixed window of `W` registers
         // (every function of the program has at most that many, see `Vm::run`), indexed with a
         // mask, so a register access needs no bounds check; on the slow path the rest of the
         // register file, checked. Derived again after anything that may touch the register file
@@ -904,7 +934,7 @@ impl Vm {
                 if SLOW {
                     &mut self.regs[base..]
                 } else {
-                    fixed_window(&mut self.regs, base)
+                    fixed_window::<W>(&mut self.regs, base)
                 }
             };
         }
@@ -930,7 +960,7 @@ impl Vm {
         // register `i` of the running frame (`r!` for an operand)
         macro_rules! ri {
             ($i:expr) => {
-                w[if SLOW { $i } else { $i & (WINDOW - 1) }]
+                w[if SLOW { $i } else { $i & (W - 1) }]
             };
         }
         macro_rules! r {
