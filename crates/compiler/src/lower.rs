@@ -1002,7 +1002,7 @@ impl<'o> Lowerer<'o> {
         // the outer vectors of the recycled program, if any (what is left in them is dropped)
         let (mut functions, mut spans) = match spare {
             Some(p) => (p.functions, p.debug.map(|d| d.spans).unwrap_or_default()),
-            None => (Vec::new(), Vec::new()),
+            None => (Vec::with_capacity(1), Vec::with_capacity(1)),
         };
         functions.clear();
         functions.push(function);
@@ -1052,7 +1052,11 @@ impl<'o> Lowerer<'o> {
     ) -> R<(Function, Vec<SourcePos>)> {
         let (mut fname, mut params, mut code) = match reuse.function {
             Some(f) => (f.name, f.params, f.code),
-            None => (String::new(), Vec::new(), Vec::new()),
+            None => (
+                String::with_capacity(name.len()),
+                Vec::with_capacity(self.ext_regs.0.len()),
+                Vec::new(),
+            ),
         };
         let mut pos = reuse.pos.unwrap_or_default();
         let nspecial_all = self.specials.len();
