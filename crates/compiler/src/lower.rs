@@ -318,58 +318,6 @@ thread_local! {
 
 /// Most elements a kept buffer may hold (a huge compile's buffers are freed, not kept).
 const KEEP_BUFFER_LEN: usize = 1 << 14;
-/// Most functions a recycled program may have to be kept (see [`recycle`]).
-const KEEP_FUNCTIONS: usize = 64;
-
-thread_local! {
-    /// A program this thread no longer needs, whose vectors and strings the thread's next
-    /// compile reuses (see [`recycle`]).
-    static SPARE: std::cell::Cell<Option<Program>> = const { std::cell::Cell::new(None) };
-}
-
-/// Hands a program that is no longer needed to this thread's next compile, which builds its own
-/// program in the allocations of this one (its functions' instructions, positions, names and
-/// parameter names) instead of allocating them. A big program is dropped instead; a compile on
-/// another thread does not see it. Its contents are never read: only its capacity is reused.
-pub fn recycle(program: Program) {
-    let small = program.functions.len() <= KEEP_FUNCTIONS
-        && program
-            .functions
-            .iter()
-            .all(|f| f.code.capacity() <= KEEP_BUFFER_LEN && f.params.len() <= KEEP_FUNCTIONS)
-        && program.debug.as_ref().is_none_or(|d| {
-            d.spans.len() <= KEEP_FUNCTIONS
-                && d.spans.iter().all(|s| s.capacity() <= KEEP_BUFFER_LEN)
-        });
-    if small {
-        let _ = SPARE.try_with(|s| s.set(Some(program)));
-    }
-}
-
-/// The recycled program of this thread, if there is one (see [`recycle`]).
-pub(crate) fn take_spare() -> Option<Program> {
-    SPARE.try_with(std::cell::Cell::take).ok().flatten()
-}
-
-/// What a function being finished may build in: a recycled function and its positions.
-#[derive(Default)]
-pub(crate) struct Reuse {
-    function: Option<Function>,
-    pos: Option<Vec<SourcePos>>,
-}
-
-impl Reuse {
-    /// The next function's share of `spare` (nothing when there is none).
-    pub(crate) fn from(spare: &mut Option<Program>) -> Reuse {
-        let Some(p) = spare else {
-            return Reuse::default();
-        };
-        Reuse {
-            function: p.functions.pop(),
-            pos: p.debug.as_mut().and_then(|d| d.spans.pop()),
-        }
-    }
-}
 /// Most spare scopes kept between compiles.
 const KEEP_SCOPES: usize = 16;
 
@@ -411,6 +359,59 @@ impl Buffers {
             return;
         }
         let _ = BUFFERS.try_with(|b| b.set(Some(self)));
+    }
+}
+
+/// Most functions a recycled program may have to be kept (see [`recycle`]).
+const KEEP_FUNCTIONS: usize = 64;
+
+thread_local! {
+    /// A program this thread no longer needs, whose vectors and strings the thread's next
+    /// compile reuses (see [`recycle`]).
+    static SPARE: std::cell::Cell<Option<Program>> = const { std::cell::Cell::new(None) };
+}
+
+/// Hands a program that is no longer needed to this thread's next compile, which builds its own
+/// program in the allocations of this one (its functions' instructions, positions, names and
+/// parameter names) instead of allocating them. A big program is dropped instead; a compile on
+/// another thread does not see it. Its contents are never read: only its capacity is reused.
+pub fn recycle(program: Program) {
+    let small = program.functions.len() <= KEEP_FUNCTIONS
+        && program
+            .functions
+            .iter()
+            .all(|f| f.code.capacity() <= KEEP_BUFFER_LEN && f.params.len() <= u8::MAX as usize)
+        && program.debug.as_ref().is_none_or(|d| {
+            d.spans.len() <= KEEP_FUNCTIONS
+                && d.spans.iter().all(|s| s.capacity() <= KEEP_BUFFER_LEN)
+        });
+    if small {
+        let _ = SPARE.try_with(|s| s.set(Some(program)));
+    }
+}
+
+/// The recycled program of this thread, if there is one (see [`recycle`]).
+pub(crate) fn take_spare() -> Option<Program> {
+    SPARE.try_with(std::cell::Cell::take).ok().flatten()
+}
+
+/// What a function being finished may build in: a recycled function and its positions.
+#[derive(Default)]
+pub(crate) struct Reuse {
+    function: Option<Function>,
+    pos: Option<Vec<SourcePos>>,
+}
+
+impl Reuse {
+    /// The next function's share of `spare` (nothing when there is none).
+    pub(crate) fn from(spare: &mut Option<Program>) -> Reuse {
+        let Some(p) = spare else {
+            return Reuse::default();
+        };
+        Reuse {
+            function: p.functions.pop(),
+            pos: p.debug.as_mut().and_then(|d| d.spans.pop()),
+        }
     }
 }
 
