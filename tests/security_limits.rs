@@ -515,3 +515,76 @@ fn builtin_work_counts_towards_the_slice() {
     }
     assert!(yields >= 5, "only {yields} yields");
 }
+
+/// Runs `src` (an agent whose `main` takes `big`, here 2,000 characters) with `fuel` milli-fuel in
+/// slices of `slice` milli-fuel; returns how it ended (result or error message) and the fuel it
+/// used, after checking that no slice that yielded overran its size by more than one block's or
+/// one builtin's charge (running out of fuel spends what is left).
+fn sliced(src: &str, fuel: u64, slice: u64) -> (String, u64) {
+    let program = compile(
+        src,
+        &CompileOptions {
+            mode: Mode::Agent,
+            externals: &[],
+            atoms: &[],
+            source_name: "<source>",
+        },
+    )
+    .unwrap()
+    .verify()
+    .unwrap();
+    let args = [JsValue::String("z".repeat(2_000))];
+    let opts = VmOptions {
+        fuel,
+        ..VmOptions::default()
+    };
+    let mut vm = Vm::new(program, &args, opts).unwrap();
+    let mut last = 0;
+    loop {
+        let step = vm.run(slice);
+        let used = vm.fuel_used_milli();
+        match step {
+            Step::Yield => {
+                assert!(
+                    used - last <= slice.saturating_add(1_000_000),
+                    "`{src}`: a slice of {slice} spent {}",
+                    used - last
+                );
+                last = used;
+            }
+            Step::Done(v) => return (v.display(), used),
+            Step::Failed(e) => return (e.message, used),
+            other => panic!("`{src}`: unexpected step {other:?}"),
+        }
+    }
+}
+
+/// However a run is cut into slices (one milli-fuel each, odd sizes, one slice for the whole
+/// budget, a budget past `i64::MAX` milli-fuel), it ends the same way having used the same fuel:
+/// calls, returns, loops, builtins that charge for their work, and running out of fuel part way.
+#[test]
+fn every_slice_size_gives_the_same_run() {
+    for body in [
+        "let i = 0\n let t = 0\n while (i < 300) { t = t + i\n i = i + 1 }\n return t",
+        "return fib(12)",
+        "let xs = []\n let i = 0\n while (i < 200) { xs.push(i)\n i = i + 1 }\n return xs.map(x => x * 2).filter(x => x % 3 === 0).join(',').length",
+        "let n = 0\n while (n < 20) { big.split('').join('-')\n n = n + 1 }\n return n",
+        "let s = ''\n while (s.length < 100000) { s = s + 'ab' }\n return s.length",
+        "return deep(0)",
+    ] {
+        let src = format!(
+            "function fib(n) {{\n  if (n < 2) {{ return n }}\n  return fib(n - 1) + fib(n - 2)\n}}\nfunction deep(n) {{\n  return deep(n + 1)\n}}\nfunction main(big) {{\n {body}\n}}"
+        );
+        let src = src.as_str();
+        for fuel in [5_000_000, 40_000_000, u64::MAX] {
+            let whole = sliced(src, fuel, u64::MAX);
+            for slice in [1, 7, 999, 100_000, 1 << 40] {
+                assert_eq!(
+                    sliced(src, fuel, slice),
+                    whole,
+                    "`{src}` with {fuel} milli-fuel in slices of {slice}"
+                );
+            }
+        }
+    }
+}

@@ -434,7 +434,7 @@ impl Vm {
             buf: None,
             spent: 0,
             units_read: 0,
-            cap: self.fuel_left,
+            cap: self.fuel.left(),
         };
         let mut path = Vec::new();
         let r = self.ser(v, &gap, &allow, &mut Vec::new(), &mut path, &mut out);
@@ -467,7 +467,7 @@ impl Vm {
     }
 
     fn spend_all(&mut self) -> Fault {
-        self.fuel_left = 0;
+        self.fuel.set(0);
         Fault::Fatal(RunError::out_of_fuel())
     }
 

@@ -169,6 +169,44 @@ struct Frame {
     ret: u32,
 }
 
+/// The fuel a run has left, kept as `floor + room` (wrapping): the dispatch loop sets the
+/// floor at the fuel where its slice ends, so that a block pays its `Charge` with one
+/// subtraction and one sign test of `room` (fuel and slice checked at once). Signed: a
+/// builtin's charge may take the fuel below the floor (the next block then yields).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Fuel {
+    floor: u64,
+    room: i64,
+}
+
+impl Fuel {
+    fn new(left: u64) -> Fuel {
+        Fuel {
+            floor: 0,
+            room: left as i64,
+        }
+    }
+
+    /// The fuel left, in milli-fuel.
+    #[inline]
+    pub(crate) fn left(&self) -> u64 {
+        self.floor.wrapping_add(self.room as u64)
+    }
+
+    /// Sets the fuel left (the floor stays).
+    #[inline]
+    pub(crate) fn set(&mut self, left: u64) {
+        self.room = left.wrapping_sub(self.floor) as i64;
+    }
+
+    /// Moves the floor (the fuel left stays).
+    fn set_floor(&mut self, floor: u64) {
+        let left = self.left();
+        self.floor = floor;
+        self.set(left);
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 struct TryEntry {
     frame: u32,
@@ -271,7 +309,7 @@ pub struct Vm {
     frames: Vec<Frame>,
     tries: Vec<TryEntry>,
     fuel_budget: u64,
-    pub(crate) fuel_left: u64,
+    pub(crate) fuel: Fuel,
     /// an error delivered by `resume`, raised when the run continues
     raise_on_run: Option<String>,
     /// the message of the guest error a handler is about to `Catch`
@@ -410,7 +448,7 @@ impl Vm {
             }],
             tries: Vec::new(),
             fuel_budget: opts.fuel,
-            fuel_left: opts.fuel,
+            fuel: Fuel::new(opts.fuel),
             raise_on_run: None,
             handling: None,
             status: Status::Running,
@@ -485,7 +523,7 @@ impl Vm {
             frames,
             tries,
             fuel_budget,
-            fuel_left,
+            fuel,
             raise_on_run,
             handling,
             status,
@@ -525,7 +563,7 @@ impl Vm {
         });
         tries.clear();
         *fuel_budget = opts.fuel;
-        *fuel_left = opts.fuel;
+        *fuel = Fuel::new(opts.fuel);
         *raise_on_run = None;
         *handling = None;
         *status = Status::Running;
@@ -589,7 +627,7 @@ impl Vm {
         self.handling = None;
         self.status = Status::Finished;
         self.fuel_budget = 0;
-        self.fuel_left = 0;
+        self.fuel = Fuel::new(0);
         self.regs.capacity() <= KEEP_CAPACITY
             && self.frames.capacity() <= KEEP_CAPACITY
             && self.consts.capacity() <= KEEP_CAPACITY
@@ -632,7 +670,7 @@ impl Vm {
 
     /// Fuel spent so far, in milli-fuel.
     pub fn fuel_used_milli(&self) -> u64 {
-        self.fuel_budget - self.fuel_left
+        self.fuel_budget - self.fuel.left()
     }
 
     /// Fuel spent so far, in fuel.
@@ -900,12 +938,12 @@ fn fault_to_error(f: Fault) -> RunError {
 impl Vm {
     #[inline(never)]
     fn exec<const SLOW: bool, const W: usize>(&mut self, slice_left: &mut u64) -> OpResult<Exit> {
-        // The slice ends when the fuel falls to `floor`: a block entered inline pays its
-        // `Charge` with one subtraction and one comparison (fuel and slice checked at once);
-        // the work builtins charge counts towards the slice too.
-        let start_fuel = self.fuel_left;
+        // The slice ends when the fuel falls to the floor `exec_slice` sets (see `Fuel`): a
+        // block entered inline pays its `Charge` with one subtraction and a sign test (fuel
+        // and slice checked at once); the work builtins charge counts towards the slice too.
+        let start_fuel = self.fuel.left();
         let result = self.exec_slice::<SLOW, W>(start_fuel, *slice_left);
-        *slice_left = slice_left.saturating_sub(start_fuel - self.fuel_left);
+        *slice_left = slice_left.saturating_sub(start_fuel - self.fuel.left());
         result
     }
 
@@ -915,7 +953,12 @@ impl Vm {
         start_fuel: u64,
         slice: u64,
     ) -> OpResult<Exit> {
-        let floor = start_fuel.saturating_sub(slice);
+        // (a slice of more than `i64::MAX` milli-fuel yields once that is spent: never, in
+        // practice; so the room fits in an `i64`)
+        let floor = start_fuel
+            .saturating_sub(slice)
+            .max(start_fuel.saturating_sub(i64::MAX as u64));
+        self.fuel.set_floor(floor);
         let prog = self.program.clone();
         let Some(&Frame { func, pc, base, .. }) = self.frames.last() else {
             return Ok(Exit::Done(Value::Undefined));
@@ -983,11 +1026,10 @@ impl Vm {
                 #[cfg(not(feature = "unmetered"))]
                 if !SLOW {
                     if let Some(&Op::Charge { amount }) = code.get(pc) {
-                        if let Some(f) = self.fuel_left.checked_sub(amount.0 as u64) {
-                            if f >= floor {
-                                self.fuel_left = f;
-                                pc += 1;
-                            }
+                        let room = self.fuel.room.wrapping_sub(amount.0 as i64);
+                        if room >= 0 {
+                            self.fuel.room = room;
+                            pc += 1;
                         }
                     }
                 }
@@ -1086,23 +1128,23 @@ impl Vm {
                 Op::Charge { .. } => {}
                 #[cfg(not(feature = "unmetered"))]
                 Op::Charge { amount } => {
-                    let amount = amount.0 as u64;
-                    match self.fuel_left.checked_sub(amount) {
-                        Some(f) if f >= floor => self.fuel_left = f,
-                        _ => {
-                            // the slice is spent, or the fuel is short, or this block's charge
-                            // crosses the slice's end (paid: the next block yields)
-                            if start_fuel - self.fuel_left >= slice {
-                                save_pc!();
-                                break 'run Ok(Exit::Yield);
-                            }
-                            if amount > self.fuel_left {
-                                self.fuel_left = 0;
-                                save_pc!();
-                                break 'run Err(Fault::Fatal(RunError::out_of_fuel()));
-                            }
-                            self.fuel_left -= amount;
+                    let room = self.fuel.room.wrapping_sub(amount.0 as i64);
+                    if room >= 0 {
+                        self.fuel.room = room;
+                    } else {
+                        // the slice is spent, or the fuel is short, or this block's charge
+                        // crosses the slice's end (paid: the next block yields)
+                        let (amount, left) = (amount.0 as u64, self.fuel.left());
+                        if start_fuel - left >= slice || self.fuel.room < 0 {
+                            save_pc!();
+                            break 'run Ok(Exit::Yield);
                         }
+                        if amount > left {
+                            self.fuel.set(0);
+                            save_pc!();
+                            break 'run Err(Fault::Fatal(RunError::out_of_fuel()));
+                        }
+                        self.fuel.set(left - amount);
                     }
                 }
                 Op::Move { dst, src } => r!(dst) = r!(src),
@@ -1179,17 +1221,21 @@ impl Vm {
                     }
                 }
                 Op::Return { src } => {
-                    let v = r!(src);
                     let n = self.frames.len();
                     // the common case: back to a caller, no handler or batch open anywhere
                     if n >= 2 && self.tries.is_empty() && self.batches.is_empty() {
                         let (done, caller) = (self.frames[n - 1], self.frames[n - 2]);
+                        // (`ret` is in the caller's frame, below this one: the value is copied
+                        // there at once, not kept in registers across the switch)
+                        let v = r!(src);
+                        if let Some(slot) = self.regs.get_mut(done.ret as usize) {
+                            *slot = v;
+                        }
                         self.frames.truncate(n - 1);
                         switch_to!(caller);
-                        // (`ret` is in the caller's frame)
-                        ri!((done.ret as usize).wrapping_sub(base)) = v;
                         continue;
                     }
+                    let v = r!(src);
                     let depth = n.saturating_sub(1);
                     while self.tries.last().is_some_and(|t| t.frame as usize >= depth) {
                         self.tries.pop();
@@ -1671,11 +1717,12 @@ impl Vm {
 
     /// Charges size-proportional work before it is done.
     pub(crate) fn charge(&mut self, milli: u64) -> OpResult<()> {
-        if milli > self.fuel_left {
-            self.fuel_left = 0;
+        let left = self.fuel.left();
+        if milli > left {
+            self.fuel.set(0);
             return Err(Fault::Fatal(RunError::out_of_fuel()));
         }
-        self.fuel_left -= milli;
+        self.fuel.set(left - milli);
         Ok(())
     }
 

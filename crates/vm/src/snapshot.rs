@@ -15,7 +15,8 @@ use sha2::{Digest, Sha256};
 
 use super::parallel::{Batch, ParItem};
 use super::{
-    Deferred, Frame, HostCall, LogLevel, LogLine, PendingHostCall, Status, TraceStep, TryEntry, Vm,
+    Deferred, Frame, Fuel, HostCall, LogLevel, LogLine, PendingHostCall, Status, TraceStep,
+    TryEntry, Vm,
 };
 use crate::error::{ErrorKind, Fault, RunError};
 use crate::heap::{Cell, Heap, PropMap, RegexCell, SetCell, SetKey};
@@ -353,7 +354,7 @@ impl Vm {
             heap_limit: self.heap.limit() as u64,
             collections: self.heap.collections(),
             fuel_budget: self.fuel_budget,
-            fuel_left: self.fuel_left,
+            fuel_left: self.fuel.left(),
             raise_on_run: self.raise_on_run.clone(),
             handling: self.handling.clone(),
             status: match self.status {
@@ -744,7 +745,7 @@ impl Vm {
             frames,
             tries,
             fuel_budget: b.fuel_budget,
-            fuel_left: b.fuel_left,
+            fuel: Fuel::new(b.fuel_left),
             raise_on_run: b.raise_on_run,
             handling: b.handling,
             status,
@@ -1016,7 +1017,7 @@ impl Vm {
     }
 
     pub(super) fn trace_step(&mut self, op: &'static str, pos: Option<SourcePos>) {
-        let used = self.fuel_budget - self.fuel_left;
+        let used = self.fuel_budget - self.fuel.left();
         let cap = self.trace_cap;
         if let Some(t) = &mut self.trace {
             if let Some(last) = t.last_mut() {
@@ -1038,7 +1039,7 @@ impl Vm {
     }
 
     pub(super) fn close_trace(&mut self) {
-        let used = self.fuel_budget - self.fuel_left;
+        let used = self.fuel_budget - self.fuel.left();
         if let Some(last) = self.trace.as_mut().and_then(|t| t.last_mut()) {
             if last.fuel_after == u64::MAX {
                 last.fuel_after = used;
