@@ -1,6 +1,7 @@
 //! The interpreter: a stackless register machine run in slices.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use ajs_bytecode::isa::{Count, Op, MILLI};
 use ajs_bytecode::{Constant, NativeId, SourcePos, VerifiedProgram};
@@ -304,7 +305,9 @@ const _: () = {
 pub struct Vm {
     pub(crate) program: VerifiedProgram,
     pub(crate) heap: Heap,
-    consts: Vec<Value>,
+    /// the program's constants as this run's values (shared, so that the dispatch loop can
+    /// hold them in a local: their address and length stay in registers or on its stack)
+    consts: Arc<Vec<Value>>,
     pub(crate) regs: Vec<Value>,
     frames: Vec<Frame>,
     tries: Vec<TryEntry>,
@@ -438,7 +441,7 @@ impl Vm {
         let nregs = entry.nregs as usize;
         let mut vm = Vm {
             heap: Heap::new(opts.max_heap_bytes),
-            consts: Vec::with_capacity(program.constants.len()),
+            consts: Arc::new(Vec::with_capacity(program.constants.len())),
             regs: vec![Value::Undefined; first_registers(&program, nregs)],
             frames: vec![Frame {
                 func: program.entry,
@@ -551,7 +554,9 @@ impl Vm {
             max_parallel_items,
         } = self;
         heap.reset(opts.max_heap_bytes);
-        consts.clear();
+        if !consts.is_empty() {
+            Arc::make_mut(consts).clear();
+        }
         regs.clear();
         regs.resize(first_registers(&program, nregs), Value::Undefined);
         frames.clear();
@@ -609,7 +614,9 @@ impl Vm {
     /// thousand entries (drop it instead).
     pub fn release(&mut self) -> bool {
         self.heap.reset(0);
-        self.consts.clear();
+        if !self.consts.is_empty() {
+            Arc::make_mut(&mut self.consts).clear();
+        }
         self.regs.clear();
         self.frames.clear();
         self.tries.clear();
@@ -647,7 +654,7 @@ impl Vm {
                     Value::Str(self.alloc_str_raw(units).map_err(fault_to_error)?)
                 }
             };
-            self.consts.push(v);
+            Arc::make_mut(&mut self.consts).push(v);
         }
         for (i, a) in args.into_iter().take(nparams).enumerate() {
             // a number, a boolean or null is the common argument: no call into the importer
@@ -960,6 +967,8 @@ impl Vm {
             .max(start_fuel.saturating_sub(i64::MAX as u64));
         self.fuel.set_floor(floor);
         let prog = self.program.clone();
+        let consts = self.consts.clone();
+        let consts = &consts[..];
         let Some(&Frame { func, pc, base, .. }) = self.frames.last() else {
             return Ok(Exit::Done(Value::Undefined));
         };
@@ -1014,7 +1023,7 @@ impl Vm {
         }
         macro_rules! k {
             ($k:expr) => {
-                self.consts[$k.0 as usize]
+                consts[$k.0 as usize]
             };
         }
         // `pc` is a block head, its `Charge`: pays it here, saving a dispatch, unless the

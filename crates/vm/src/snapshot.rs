@@ -740,7 +740,7 @@ impl Vm {
         let limit = usize::try_from(b.heap_limit).unwrap_or(usize::MAX);
         let mut vm = Vm {
             heap: Heap::from_cells(cells, limit, b.collections),
-            consts,
+            consts: std::sync::Arc::new(consts),
             regs,
             frames,
             tries,
