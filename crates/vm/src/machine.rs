@@ -975,32 +975,44 @@ impl Vm {
         // the running frame, kept in locals (`Call` and `Return` switch them)
         let mut code = &prog.functions[func as usize].code[..];
         let mut nregs_cur = prog.functions[func as usize].nregs as usize;
-        let mut base = base as usize;
         let mut pc = pc as usize;
         // The running frame's registers. On the fast path a fixed window of `W` registers
         // (every function of the program has at most that many, see `Vm::run`), indexed with a
         // mask, so a register access needs no bounds check; on the slow path the rest of the
         // register file, checked. Derived again after anything that may touch the register file
         // (a frame switch, an instruction run out of line, a builtin).
-        macro_rules! window {
+        //
+        // The running frame's base is not kept in a local (it would be carried through every
+        // iteration of the loop): `base!()` reads it from the frame, where only calls, returns
+        // and the out-of-line paths need it.
+        macro_rules! base {
             () => {
+                self.frames.last().map_or(0, |f| f.base as usize)
+            };
+        }
+        macro_rules! window_at {
+            ($base:expr) => {
                 if SLOW {
-                    &mut self.regs[base..]
+                    &mut self.regs[$base..]
                 } else {
-                    fixed_window::<W>(&mut self.regs, base)
+                    fixed_window::<W>(&mut self.regs, $base)
                 }
             };
         }
-        let mut w: &mut [Value] = window!();
+        macro_rules! window {
+            () => {
+                window_at!(base!())
+            };
+        }
+        let mut w: &mut [Value] = window_at!(base as usize);
         // back in `frame` (a caller a return resumes): its code, window and saved pc
         macro_rules! switch_to {
             ($frame:expr) => {
                 let f = &prog.functions[$frame.func as usize];
                 code = &f.code[..];
                 nregs_cur = f.nregs as usize;
-                base = $frame.base as usize;
                 pc = $frame.pc as usize;
-                w = window!();
+                w = window_at!($frame.base as usize);
             };
         }
         macro_rules! save_pc {
@@ -1065,7 +1077,7 @@ impl Vm {
             macro_rules! other {
                 () => {{
                     save_pc!();
-                    let done = self.exec_other(code[pc], base);
+                    let done = self.exec_other(code[pc], base!());
                     w = window!();
                     if let Err(f) = done {
                         break 'run Err(f);
@@ -1116,7 +1128,7 @@ impl Vm {
             }
             let op = code[pc];
             if SLOW {
-                let blocked = self.blocks_on_pending(&op, base);
+                let blocked = self.blocks_on_pending(&op, base!());
                 // a `ParEnd` still waiting for its calls is traced once, when it completes
                 if !blocked
                     && self.trace.is_some()
@@ -1335,6 +1347,14 @@ impl Vm {
                     let f = &prog.functions[callee.0 as usize];
                     // the callee's window starts above the caller's; the register file only
                     // grows (its high-water mark), so a call seldom resizes it
+                    // the caller's frame: its base, and the pc the return resumes at
+                    let base = match self.frames.last_mut() {
+                        Some(top) => {
+                            top.pc = pc as u32 + 1;
+                            top.base as usize
+                        }
+                        None => 0,
+                    };
                     let new_base = base + nregs_cur;
                     let start = base + b.0 as usize;
                     // the callee's window: its arguments, then `undefined` (the verifier
@@ -1357,8 +1377,6 @@ impl Vm {
                             self.regs[new_base + i] = self.regs[start + i];
                         }
                     }
-                    pc += 1;
-                    save_pc!();
                     self.frames.push(Frame {
                         func: callee.0,
                         pc: 0,
@@ -1367,9 +1385,8 @@ impl Vm {
                     });
                     code = &f.code[..];
                     nregs_cur = nregs;
-                    base = new_base;
                     pc = 0;
-                    w = window!();
+                    w = window_at!(new_base);
                     if small {
                         // a fixed-size copy (no call); what it writes above the frame is dead
                         w[..WINDOW_FILL].copy_from_slice(&UNDEFINED);
@@ -1385,7 +1402,8 @@ impl Vm {
                     tryop!(self.take_atom(atom.0 as usize));
                     pc += 1;
                     save_pc!();
-                    break 'run Ok(Exit::Host(atom.0, input, (base + dst.0 as usize) as u32));
+                    let ret = base!() + dst.0 as usize;
+                    break 'run Ok(Exit::Host(atom.0, input, ret as u32));
                 }
                 Op::ParEnd { dst, settled } => match tryop!(self.par_end(settled.0 != 0)) {
                     Some(v) => {
