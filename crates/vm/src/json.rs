@@ -3,7 +3,8 @@
 //! building it; `parse` builds a host-side tree from text already paid for, then charges and
 //! reserves the whole guest value before storing it.
 
-use indexmap::IndexMap;
+use std::collections::hash_map::RandomState;
+use std::collections::HashMap;
 
 use crate::error::{guest, Fault, OpResult};
 use crate::heap::{arr_bytes, prop_bytes, str_bytes, Cell, Gc, PropMap};
@@ -63,6 +64,16 @@ impl Out {
         self.unit(b'"' as u16);
         let mut i = 0;
         while i < s.len() {
+            // a run of units written as they are, copied at once
+            let plain = s[i..]
+                .iter()
+                .position(|&u| u < 0x20 || u == 0x22 || u == 0x5C || (0xD800..0xE000).contains(&u))
+                .unwrap_or(s.len() - i);
+            if plain > 0 {
+                self.units(&s[i..i + plain]);
+                i += plain;
+                continue;
+            }
             let u = s[i];
             match u {
                 0x22 => self.ascii("\\\""),
@@ -99,7 +110,51 @@ enum J {
     Num(f64),
     Str(Vec<u16>),
     Arr(Vec<J>),
-    Obj(IndexMap<Vec<u16>, J>),
+    Obj(Vec<(Vec<u16>, J)>),
+}
+
+/// Objects with more members than this get a hash index while they are parsed (a repeated key
+/// is found by comparing keys below it: bounded work, no hashing).
+const SMALL_MEMBERS: usize = 8;
+
+/// The members of an object being parsed, in order: a repeated key keeps its place and takes
+/// the new value (as `JSON.parse` does).
+#[derive(Default)]
+struct Members {
+    entries: Vec<(Vec<u16>, J)>,
+    /// key → position, once there are more than `SMALL_MEMBERS` entries
+    index: Option<HashMap<Vec<u16>, usize, RandomState>>,
+}
+
+impl Members {
+    /// Adds a member; whether its key is new.
+    fn insert(&mut self, k: Vec<u16>, v: J) -> bool {
+        let found = match &self.index {
+            Some(ix) => ix.get(&k).copied(),
+            None => self.entries.iter().position(|(e, _)| *e == k),
+        };
+        if let Some(i) = found {
+            self.entries[i].1 = v;
+            return false;
+        }
+        match &mut self.index {
+            Some(ix) => {
+                ix.insert(k.clone(), self.entries.len());
+            }
+            None if self.entries.len() == SMALL_MEMBERS => {
+                let mut ix: HashMap<Vec<u16>, usize, RandomState> =
+                    HashMap::with_capacity_and_hasher(2 * SMALL_MEMBERS, RandomState::new());
+                for (i, (e, _)) in self.entries.iter().enumerate() {
+                    ix.insert(e.clone(), i);
+                }
+                ix.insert(k.clone(), self.entries.len());
+                self.index = Some(ix);
+            }
+            None => {}
+        }
+        self.entries.push((k, v));
+        true
+    }
 }
 
 struct Parser<'a> {
@@ -165,7 +220,7 @@ impl Parser<'_> {
         }
         let k = self.string()?;
         for f in ["constructor", "__proto__", "prototype"] {
-            if k.iter().copied().eq(f.encode_utf16()) {
+            if k.len() == f.len() && k.iter().copied().eq(f.encode_utf16()) {
                 return Err(format!("Security Error: Access to '{f}' is forbidden"));
             }
         }
@@ -181,7 +236,7 @@ impl Parser<'_> {
     fn value(&mut self) -> PResult<J> {
         enum Open {
             Arr(Vec<J>),
-            Obj(IndexMap<Vec<u16>, J>, Vec<u16>),
+            Obj(Members, Vec<u16>),
         }
         let mut stack: Vec<Open> = Vec::new();
         'value: loop {
@@ -203,10 +258,10 @@ impl Parser<'_> {
                         if self.peek() == Some(0x7D) {
                             self.i += 1;
                             self.bytes += 16;
-                            J::Obj(IndexMap::new())
+                            J::Obj(Vec::new())
                         } else {
                             let k = self.key(true)?;
-                            stack.push(Open::Obj(IndexMap::new(), k));
+                            stack.push(Open::Obj(Members::default(), k));
                             continue 'value;
                         }
                     } else if self.peek() == Some(0x5D) {
@@ -256,7 +311,7 @@ impl Parser<'_> {
                         let k = std::mem::take(key);
                         let len = k.len();
                         // one lookup: a repeated key keeps its place and takes the new value
-                        if m.insert(k, v).is_none() {
+                        if m.insert(k, v) {
                             self.bytes += prop_bytes(len);
                         }
                         self.ws();
@@ -275,7 +330,7 @@ impl Parser<'_> {
                                     unreachable!("the top is an object")
                                 };
                                 self.bytes += 16;
-                                v = J::Obj(m);
+                                v = J::Obj(m.entries);
                             }
                             _ => return Err(self.at("Expected ',' or '}' after property value")),
                         }
@@ -327,7 +382,15 @@ impl Parser<'_> {
     }
     fn string(&mut self) -> PResult<Vec<u16>> {
         self.i += 1; // opening quote
-        let mut out = Vec::new();
+                     // the units up to the first quote, backslash or control character, copied at once
+                     // (most strings end there)
+        let rest = &self.s[self.i.min(self.s.len())..];
+        let plain = rest
+            .iter()
+            .position(|&u| u == 0x22 || u == 0x5C || u < 0x20)
+            .unwrap_or(rest.len());
+        let mut out = rest[..plain].to_vec();
+        self.i += plain;
         loop {
             let Some(u) = self.peek() else {
                 return Err(format!(
