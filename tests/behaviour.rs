@@ -749,8 +749,9 @@ fn every_register_window_size_gives_the_same_results() {
 
 /// `JSON.parse` and `JSON.stringify` give what Node gives for repeated keys (a repeated key keeps
 /// its first place and takes the last value) in objects small and large (the parser indexes an
-/// object's keys past 8 members), integer-like keys, and strings with escapes, surrogates and
-/// control characters at their start, middle and end.
+/// object's keys past 8 members), integer-like keys, replacer lists, indentation, numbers
+/// (integers written without a string first, the rest as JavaScript prints them), and strings
+/// with escapes, surrogates and control characters at their start, middle and end.
 #[test]
 fn json_round_trips_match_node() {
     let mut cases: Vec<String> = vec![
@@ -767,6 +768,10 @@ fn json_round_trips_match_node() {
         r#"JSON.parse('"x\\ud800"').charCodeAt(1)"#.into(),
         r#"JSON.stringify(['', 'a', '"', '\\', 'long plain text without escapes at all'])"#.into(),
         r#"JSON.stringify(JSON.parse('{"k":"v","n":[1,{"k":"w","k":"x"}],"e":{}}'))"#.into(),
+        "JSON.stringify([0, -0, 1, -1, 42, -1234567, 9007199254740991, 9007199254740992, -9007199254740993, 1e21, 1.5, -0.000001, 123456789012345680000, 2 ** 64])".into(),
+        "JSON.stringify({ b: 1, 2: 2, a: 3, 1: 4, c: undefined, d: [undefined, 1] })".into(),
+        "JSON.stringify({ b: 1, 2: 2, a: 3, 1: 4 }, ['a', '1', 'zz'])".into(),
+        "JSON.stringify({ b: 1, a: { y: 2, x: [3, { q: 'r' }] } }, null, 2)".into(),
     ];
     for n in [7usize, 8, 9, 20] {
         let members: Vec<String> = (0..n).map(|i| format!("\"k{i}\":{i}")).collect();

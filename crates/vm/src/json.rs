@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use crate::error::{guest, Fault, OpResult};
 use crate::heap::{arr_bytes, prop_bytes, str_bytes, Cell, Gc, PropMap};
-use crate::machine::{ordered_keys, Vm, MILLI_PER_ELEMENT, UNITS_PER_MILLI};
+use crate::machine::{array_index, ordered_keys, Vm, MILLI_PER_ELEMENT, UNITS_PER_MILLI};
 use crate::number::number_to_string;
 use crate::value::{Value, MAX_BOUNDARY_DEPTH};
 use crate::RunError;
@@ -48,6 +48,34 @@ impl Out {
         self.len += s.len();
         if let Some(b) = &mut self.buf {
             b.extend_from_slice(s);
+        }
+    }
+    /// A finite number as JavaScript prints it; a safe integer (the common case) without
+    /// building a string first.
+    fn number(&mut self, n: f64) {
+        let i = n as i64;
+        if i as f64 == n && i.unsigned_abs() < 1 << 53 && !(n == 0.0 && n.is_sign_negative()) {
+            let mut digits = [0u8; 20];
+            let mut at = digits.len();
+            let mut m = i.unsigned_abs();
+            loop {
+                at -= 1;
+                digits[at] = b'0' + (m % 10) as u8;
+                m /= 10;
+                if m == 0 {
+                    break;
+                }
+            }
+            if i < 0 {
+                at -= 1;
+                digits[at] = b'-';
+            }
+            self.len += digits.len() - at;
+            if let Some(b) = &mut self.buf {
+                b.extend(digits[at..].iter().map(|&d| u16::from(d)));
+            }
+        } else {
+            self.ascii(&number_to_string(n));
         }
     }
     fn pay(&mut self, elems: u64, units: usize) -> Result<(), Halt> {
@@ -557,7 +585,7 @@ impl Vm {
             Value::Bool(b) => out.ascii(if b { "true" } else { "false" }),
             Value::Num(n) => {
                 if n.is_finite() {
-                    out.ascii(&number_to_string(n))
+                    out.number(n)
                 } else {
                     out.ascii("null")
                 }
@@ -615,6 +643,24 @@ impl Vm {
                             if !self.ser(e, gap, allow, indent, path, out)? {
                                 out.ascii("null");
                             }
+                        }
+                    }
+                    // no replacer list and no integer-like key (the common case): the keys'
+                    // order is the insertion order, and the members are read in place
+                    Cell::Obj(m)
+                        if allow.is_none() && !m.keys().any(|k| array_index(k).is_some()) =>
+                    {
+                        for (k, &x) in m.iter() {
+                            if matches!(x, Value::Undefined) {
+                                continue;
+                            }
+                            sep(out, indent);
+                            out.quote(k)?;
+                            out.unit(b':' as u16);
+                            if !gap.is_empty() {
+                                out.unit(b' ' as u16);
+                            }
+                            self.ser(x, gap, allow, indent, path, out)?;
                         }
                     }
                     Cell::Obj(m) => {
