@@ -1153,7 +1153,7 @@ impl Vm {
                 let units: usize = ks.iter().map(|k| k.len()).sum();
                 let vals = ks
                     .iter()
-                    .map(|k| Some(m.get(*k).copied().unwrap_or(Value::Undefined)))
+                    .map(|k| Some(m.get(k).copied().unwrap_or(Value::Undefined)))
                     .collect();
                 let keys = if id == ObjectValues {
                     Vec::new()

@@ -10,9 +10,199 @@ use crate::value::Value;
 /// Index of a heap cell.
 pub type Gc = u32;
 
-/// An object's own properties, in insertion order, keyed by UTF-16 strings. SipHash with a
-/// per-map random key, so a guest cannot flood one bucket.
-pub type PropMap = IndexMap<Box<[u16]>, Value, RandomState>;
+/// Objects with at most this many properties keep them in a plain vector searched by comparing
+/// keys (cheaper than hashing a key and no hash table to allocate; bounded, so no input can make
+/// it slow); a larger object's properties are in a hash map.
+pub const SMALL_OBJECT: usize = 8;
+
+/// An object's own properties, in insertion order, keyed by UTF-16 strings.
+///
+/// Up to [`SMALL_OBJECT`] properties are a `Vec` of pairs searched linearly; the insert that
+/// would make it larger moves them, in order, into an `IndexMap` hashed with SipHash under a
+/// per-map random key (so a guest cannot flood one bucket), where they stay. Which of the two
+/// holds the properties is invisible: every method (order, positions, `insert` of an existing
+/// key keeping its position) behaves as on an `IndexMap`.
+#[derive(Clone)]
+pub struct PropMap(Props);
+
+/// The two representations of a [`PropMap`].
+#[derive(Clone)]
+enum Props {
+    /// At most [`SMALL_OBJECT`] pairs, in insertion order.
+    Small(Vec<(Box<[u16]>, Value)>),
+    /// More than [`SMALL_OBJECT`] pairs (or made with that capacity).
+    Large(IndexMap<Box<[u16]>, Value, RandomState>),
+}
+
+impl std::fmt::Debug for PropMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+impl Default for PropMap {
+    fn default() -> Self {
+        PropMap(Props::Small(Vec::new()))
+    }
+}
+
+impl PropMap {
+    /// An empty map with room for `n` properties: a vector if `n` is small, else a hash map.
+    pub fn with_capacity(n: usize) -> Self {
+        PropMap(if n <= SMALL_OBJECT {
+            Props::Small(Vec::with_capacity(n))
+        } else {
+            Props::Large(IndexMap::with_capacity_and_hasher(n, RandomState::new()))
+        })
+    }
+
+    /// The number of properties.
+    #[inline]
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            Props::Small(v) => v.len(),
+            Props::Large(m) => m.len(),
+        }
+    }
+
+    /// Whether there are no properties.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The position of `key`, if present.
+    #[inline]
+    pub fn get_index_of(&self, key: &[u16]) -> Option<usize> {
+        match &self.0 {
+            Props::Small(v) => v.iter().position(|(k, _)| **k == *key),
+            Props::Large(m) => m.get_index_of(key),
+        }
+    }
+
+    /// Whether `key` is present.
+    #[inline]
+    pub fn contains_key(&self, key: &[u16]) -> bool {
+        self.get_index_of(key).is_some()
+    }
+
+    /// The value of `key`, if present.
+    #[inline]
+    pub fn get(&self, key: &[u16]) -> Option<&Value> {
+        match &self.0 {
+            Props::Small(v) => v.iter().find(|(k, _)| **k == *key).map(|(_, x)| x),
+            Props::Large(m) => m.get(key),
+        }
+    }
+
+    /// The value of `key`, mutably, if present.
+    #[inline]
+    pub fn get_mut(&mut self, key: &[u16]) -> Option<&mut Value> {
+        match &mut self.0 {
+            Props::Small(v) => v.iter_mut().find(|(k, _)| **k == *key).map(|(_, x)| x),
+            Props::Large(m) => m.get_mut(key),
+        }
+    }
+
+    /// The key and value at position `i`, if in range.
+    #[inline]
+    pub fn get_index(&self, i: usize) -> Option<(&[u16], &Value)> {
+        match &self.0 {
+            Props::Small(v) => v.get(i).map(|(k, x)| (&**k, x)),
+            Props::Large(m) => m.get_index(i).map(|(k, x)| (&**k, x)),
+        }
+    }
+
+    /// The key and (mutable) value at position `i`, if in range.
+    #[inline]
+    pub fn get_index_mut(&mut self, i: usize) -> Option<(&[u16], &mut Value)> {
+        match &mut self.0 {
+            Props::Small(v) => v.get_mut(i).map(|(k, x)| (&**k, x)),
+            Props::Large(m) => m.get_index_mut(i).map(|(k, x)| (&**k, x)),
+        }
+    }
+
+    /// Sets `key` to `value`: a new key goes last, an existing one keeps its position. Returns the
+    /// value it replaced.
+    pub fn insert(&mut self, key: Box<[u16]>, value: Value) -> Option<Value> {
+        match &mut self.0 {
+            Props::Small(v) => {
+                if let Some((_, x)) = v.iter_mut().find(|(k, _)| *k == key) {
+                    return Some(std::mem::replace(x, value));
+                }
+                if v.len() < SMALL_OBJECT {
+                    v.push((key, value));
+                    return None;
+                }
+                let mut m =
+                    IndexMap::with_capacity_and_hasher(2 * SMALL_OBJECT, RandomState::new());
+                m.extend(v.drain(..));
+                m.insert(key, value);
+                self.0 = Props::Large(m);
+                None
+            }
+            Props::Large(m) => m.insert(key, value),
+        }
+    }
+
+    /// The properties in order.
+    #[inline]
+    pub fn iter(&self) -> Iter<'_> {
+        match &self.0 {
+            Props::Small(v) => Iter::Small(v.iter()),
+            Props::Large(m) => Iter::Large(m.iter()),
+        }
+    }
+
+    /// The keys in order.
+    #[inline]
+    pub fn keys(&self) -> impl Iterator<Item = &[u16]> {
+        self.iter().map(|(k, _)| k)
+    }
+
+    /// The values in order.
+    #[inline]
+    pub fn values(&self) -> impl Iterator<Item = &Value> {
+        self.iter().map(|(_, x)| x)
+    }
+}
+
+/// The properties of a [`PropMap`] in order ([`PropMap::iter`]).
+pub enum Iter<'a> {
+    /// Of a small map.
+    Small(std::slice::Iter<'a, (Box<[u16]>, Value)>),
+    /// Of a large map.
+    Large(indexmap::map::Iter<'a, Box<[u16]>, Value>),
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = (&'a [u16], &'a Value);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Iter::Small(it) => it.next().map(|(k, x)| (&**k, x)),
+            Iter::Large(it) => it.next().map(|(k, x)| (&**k, x)),
+        }
+    }
+
+    #[inline]
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match self {
+            Iter::Small(it) => it.size_hint(),
+            Iter::Large(it) => it.size_hint(),
+        }
+    }
+}
+
+impl<'a> IntoIterator for &'a PropMap {
+    type Item = (&'a [u16], &'a Value);
+    type IntoIter = Iter<'a>;
+
+    fn into_iter(self) -> Iter<'a> {
+        self.iter()
+    }
+}
 
 /// What a heap cell holds.
 #[derive(Debug, Clone)]
@@ -114,7 +304,9 @@ pub fn prop_bytes(key_len: usize) -> usize {
 }
 
 impl Cell {
-    /// Accounted size of the cell's content.
+    /// Accounted size of the cell's content (inline: [`Heap::insert`] of a string would
+    /// otherwise pay for a call and its saved registers).
+    #[inline]
     pub fn bytes(&self) -> usize {
         match self {
             Cell::Free => 0,

@@ -746,7 +746,7 @@ impl Vm {
                 self.commit_arr(vals)
             }
             J::Obj(m) => {
-                let mut pm = PropMap::with_capacity_and_hasher(m.len(), Default::default());
+                let mut pm = PropMap::with_capacity(m.len());
                 for (k, x) in m {
                     let v = self.build(x);
                     pm.insert(k.into_boxed_slice(), v);

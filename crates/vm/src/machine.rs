@@ -2052,7 +2052,7 @@ impl Vm {
                 .map(|k| prop_bytes(k.encode_utf16().count()))
                 .sum::<usize>();
         self.reserve(bytes, &vals)?;
-        let mut m = PropMap::with_capacity_and_hasher(vals.len(), Default::default());
+        let mut m = PropMap::with_capacity(vals.len());
         for (k, v) in keys.zip(vals) {
             m.insert(k.encode_utf16().collect::<Vec<u16>>().into_boxed_slice(), v);
         }
@@ -2135,22 +2135,14 @@ impl Vm {
     }
 }
 
-/// Keys in JavaScript's order: array-index keys ascending, then the rest in insertion order.
-/// Objects with at most this many properties are searched by comparing keys, not hashed.
-const SMALL_OBJECT: usize = 8;
-
-/// The position of `key` among `m`'s properties: a small object's keys are compared in order
-/// (cheaper than hashing a key; bounded, so no input can make it slow), a larger object's map is
-/// hashed.
+/// The position of `key` among `m`'s properties (a small object's keys are compared in order, a
+/// larger object's map is hashed: see [`PropMap`]).
 #[inline]
 pub(crate) fn prop_index(m: &PropMap, key: &[u16]) -> Option<usize> {
-    if m.len() <= SMALL_OBJECT {
-        m.keys().position(|k| **k == *key)
-    } else {
-        m.get_index_of(key)
-    }
+    m.get_index_of(key)
 }
 
+/// Keys in JavaScript's order: array-index keys ascending, then the rest in insertion order.
 pub(crate) fn ordered_keys(m: &PropMap) -> Vec<&[u16]> {
     let mut idx: Vec<(u32, &[u16])> = Vec::new();
     let mut rest: Vec<&[u16]> = Vec::new();

@@ -149,7 +149,7 @@ impl Vm {
                 }
                 let bytes = 16 + prop_bytes(2) + prop_bytes(key.len());
                 self.reserve(bytes, &[])?;
-                let mut m = PropMap::with_capacity_and_hasher(2, Default::default());
+                let mut m = PropMap::with_capacity(2);
                 m.insert("ok".encode_utf16().collect(), Value::Bool(ok));
                 m.insert(key.encode_utf16().collect(), v);
                 let o = Value::Obj(self.heap.insert(Cell::Obj(m)));

@@ -601,7 +601,7 @@ impl Vm {
                         .collect::<Result<_, _>>()?,
                 ),
                 SCell::Obj(m) => {
-                    let mut out = PropMap::with_capacity_and_hasher(m.len(), Default::default());
+                    let mut out = PropMap::with_capacity(m.len());
                     for (k, v) in m {
                         out.insert(k.clone().into_boxed_slice(), check.value(*v, false)?);
                     }

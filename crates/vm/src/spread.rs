@@ -64,7 +64,7 @@ impl Vm {
                     let n = m.len();
                     self.charge(n as u64 * MILLI_PER_ELEMENT)?;
                     match self.heap.get(g) {
-                        Cell::Obj(m) => m.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+                        Cell::Obj(m) => m.iter().map(|(k, v)| (Box::from(k), *v)).collect(),
                         _ => Vec::new(),
                     }
                 }
@@ -166,7 +166,7 @@ impl Vm {
                 Cell::Obj(m) => m
                     .iter()
                     .filter(|(k, _)| !skip.iter().any(|s| s[..] == k[..]))
-                    .map(|(k, v)| (k.clone(), *v))
+                    .map(|(k, v)| (Box::from(k), *v))
                     .collect(),
                 _ => Vec::new(),
             },
@@ -180,7 +180,7 @@ impl Vm {
                 .sum::<usize>();
         let roots: Vec<Value> = pairs.iter().map(|p| p.1).chain([src]).collect();
         self.reserve(bytes, &roots)?;
-        let mut m = PropMap::with_capacity_and_hasher(pairs.len(), Default::default());
+        let mut m = PropMap::with_capacity(pairs.len());
         for (k, v) in pairs {
             m.insert(k, v);
         }
