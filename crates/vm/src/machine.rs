@@ -1345,8 +1345,6 @@ impl Vm {
                         )));
                     }
                     let f = &prog.functions[callee.0 as usize];
-                    // the callee's window starts above the caller's; the register file only
-                    // grows (its high-water mark), so a call seldom resizes it
                     // the caller's frame: its base, and the pc the return resumes at
                     let base = match self.frames.last_mut() {
                         Some(top) => {
@@ -1355,6 +1353,8 @@ impl Vm {
                         }
                         None => 0,
                     };
+                    // the callee's window starts above the caller's; the register file only
+                    // grows (its high-water mark), so a call seldom resizes it
                     let new_base = base + nregs_cur;
                     let start = base + b.0 as usize;
                     // the callee's window: its arguments, then `undefined` (the verifier
