@@ -145,6 +145,20 @@ impl PropMap {
         }
     }
 
+    /// Adds a property whose key the caller has just looked for and not found (no second
+    /// search). A key that is there already must go through [`PropMap::insert`].
+    pub fn insert_new(&mut self, key: Box<[u16]>, value: Value) {
+        match &mut self.0 {
+            Props::Small(v) if v.len() < SMALL_OBJECT => v.push((key, value)),
+            Props::Small(_) => {
+                self.insert(key, value);
+            }
+            Props::Large(m) => {
+                m.insert(key, value);
+            }
+        }
+    }
+
     /// The properties in order.
     #[inline]
     pub fn iter(&self) -> Iter<'_> {

@@ -747,9 +747,10 @@ impl Vm {
             }
             J::Obj(m) => {
                 let mut pm = PropMap::with_capacity(m.len());
+                // (the parser kept one member per key)
                 for (k, x) in m {
                     let v = self.build(x);
-                    pm.insert(k.into_boxed_slice(), v);
+                    pm.insert_new(k.into_boxed_slice(), v);
                 }
                 Value::Obj(self.heap.insert(Cell::Obj(pm)))
             }

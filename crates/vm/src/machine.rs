@@ -1868,7 +1868,8 @@ impl Vm {
                 self.reserve(prop_bytes(k.len()), &[])?;
                 self.heap.grow(prop_bytes(k.len()));
                 if let Some(Cell::Obj(m)) = self.heap.get_mut(og) {
-                    m.insert(k, v);
+                    // (`prop_index` found no such key)
+                    m.insert_new(k, v);
                 }
             }
         }
