@@ -43,6 +43,17 @@ fn server() -> (u16, Arc<AtomicUsize>) {
     (port, hits)
 }
 
+/// Removes a test's scratch directory when the test ends (kept when it failed, to look at).
+struct Cleanup(PathBuf);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
 fn setup(name: &str) -> (PathBuf, Arc<AtomicUsize>) {
     let dir = std::env::temp_dir().join(format!("ajs-gated-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -67,6 +78,7 @@ fn json(s: &str) -> serde_json::Value {
 #[test]
 fn pause_resume_in_new_processes_matches_an_unpaused_run() {
     let (dir, hits) = setup("pause");
+    let _cleanup = Cleanup(dir.clone());
     let (_, plain, _) = ajs(&dir, &["run", "agent.ajs", "--config", "cfg.json"]);
     let plain = json(&plain);
     assert_eq!(plain["result"]["total"], 16);
@@ -162,6 +174,7 @@ fn pause_resume_in_new_processes_matches_an_unpaused_run() {
 #[test]
 fn edited_snapshots_and_journals_are_refused() {
     let (dir, _) = setup("tamper");
+    let _cleanup = Cleanup(dir.clone());
     let (_, out, _) = ajs(
         &dir,
         &[
@@ -228,6 +241,7 @@ fn edited_snapshots_and_journals_are_refused() {
 #[test]
 fn a_parallel_batch_pauses_and_a_nonce_dir_makes_resume_single_use_across_processes() {
     let (dir, hits) = setup("parallel");
+    let _cleanup = Cleanup(dir.clone());
     let agent = std::fs::read_to_string(dir.join("agent.ajs")).unwrap();
     let url = agent
         .split('\'')
