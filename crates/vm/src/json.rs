@@ -645,37 +645,15 @@ impl Vm {
                             }
                         }
                     }
-                    // no replacer list and no integer-like key (the common case): the keys'
-                    // order is the insertion order, and the members are read in place
-                    Cell::Obj(m)
-                        if allow.is_none() && !m.keys().any(|k| array_index(k).is_some()) =>
-                    {
-                        for (k, &x) in m.iter() {
-                            if matches!(x, Value::Undefined) {
-                                continue;
-                            }
-                            sep(out, indent);
-                            out.quote(k)?;
-                            out.unit(b':' as u16);
-                            if !gap.is_empty() {
-                                out.unit(b' ' as u16);
-                            }
-                            self.ser(x, gap, allow, indent, path, out)?;
-                        }
-                    }
                     Cell::Obj(m) => {
-                        let keys: Vec<&[u16]> = match allow {
-                            Some(list) => list
-                                .iter()
-                                .filter(|k| m.contains_key(&k[..]))
-                                .map(|k| &k[..])
-                                .collect(),
-                            None => ordered_keys(m),
-                        };
-                        for k in keys {
-                            let x = m.get(k).copied().unwrap_or(Value::Undefined);
+                        let mut member = |out: &mut Out,
+                                          indent: &mut Vec<u16>,
+                                          path: &mut Vec<Gc>,
+                                          k: &[u16],
+                                          x: Value|
+                         -> Result<(), Halt> {
                             if matches!(x, Value::Undefined) {
-                                continue;
+                                return Ok(());
                             }
                             sep(out, indent);
                             out.quote(k)?;
@@ -684,6 +662,27 @@ impl Vm {
                                 out.unit(b' ' as u16);
                             }
                             self.ser(x, gap, allow, indent, path, out)?;
+                            Ok(())
+                        };
+                        if allow.is_none() && !m.keys().any(|k| array_index(k).is_some()) {
+                            // no replacer list and no integer-like key (the common case): the
+                            // keys' order is the insertion order, the members are read in place
+                            for (k, &x) in m.iter() {
+                                member(out, indent, path, k, x)?;
+                            }
+                        } else {
+                            let keys: Vec<&[u16]> = match allow {
+                                Some(list) => list
+                                    .iter()
+                                    .filter(|k| m.contains_key(&k[..]))
+                                    .map(|k| &k[..])
+                                    .collect(),
+                                None => ordered_keys(m),
+                            };
+                            for k in keys {
+                                let x = m.get(k).copied().unwrap_or(Value::Undefined);
+                                member(out, indent, path, k, x)?;
+                            }
                         }
                     }
                     _ => {}

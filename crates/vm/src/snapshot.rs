@@ -1017,7 +1017,7 @@ impl Vm {
     }
 
     pub(super) fn trace_step(&mut self, op: &'static str, pos: Option<SourcePos>) {
-        let used = self.fuel_budget - self.fuel.left();
+        let used = self.fuel_used_milli();
         let cap = self.trace_cap;
         if let Some(t) = &mut self.trace {
             if let Some(last) = t.last_mut() {
@@ -1039,7 +1039,7 @@ impl Vm {
     }
 
     pub(super) fn close_trace(&mut self) {
-        let used = self.fuel_budget - self.fuel.left();
+        let used = self.fuel_used_milli();
         if let Some(last) = self.trace.as_mut().and_then(|t| t.last_mut()) {
             if last.fuel_after == u64::MAX {
                 last.fuel_after = used;
