@@ -2,7 +2,7 @@
 //! travel separately, and a tampered artifact is refused by the loader, never run.
 
 use ajs::{load_artifact, LoadError, Options, Program, Runner};
-use ajs_bytecode::isa::{Dst, Op, Target};
+use ajs_bytecode::isa::{Dst, Op};
 use ajs_bytecode::program::{CodeFault, COST_VERSION, FORMAT_VERSION};
 use serde_json::{json, Value};
 
@@ -159,9 +159,10 @@ fn lowered_fuel_charge_is_refused() {
 #[test]
 fn retargeted_jump_is_refused() {
     // Into the middle of a block (past its charge) …
+    // (the agent's branches are fused compare-and-branches: `if (n < 2)` is one instruction)
     let e = tamper(|op, _| match op {
-        Op::Jump { target } | Op::JumpIfFalse { target, .. } => {
-            target.0 += 1;
+        Op::JumpUnlessLtK { .. } => {
+            op.map_target(|t| t + 1);
             true
         }
         _ => false,
@@ -178,8 +179,8 @@ fn retargeted_jump_is_refused() {
     );
     // … and out of the function.
     let e = tamper(|op, _| match op {
-        Op::JumpIfFalse { target, .. } => {
-            *target = Target(1_000_000);
+        Op::JumpIfLt { .. } | Op::JumpUnlessLt { .. } => {
+            op.map_target(|_| 1_000_000);
             true
         }
         _ => false,

@@ -793,3 +793,58 @@ fn json_round_trips_match_node() {
     let cases: Vec<&str> = cases.iter().map(String::as_str).collect();
     common::compare_with_node(&cases, common::Form::Expression);
 }
+
+/// Comparisons the compiler fuses with the branch on their result (`if`, `while` at the top and
+/// the bottom, `?:`), against Node: every operator, with a register and with a constant on the
+/// right, over numbers (NaN, ±0, infinities), strings, and, for `===` and `!==`, values of other
+/// types; next to the same comparisons kept as values, and tests that cannot be fused (`||`,
+/// `&&`, a comparison stored in a variable the branch tests).
+#[test]
+fn fused_branches_match_node() {
+    let numbers = ["1", "2", "-0", "0", "1.5", "NaN", "Infinity", "-Infinity"];
+    let strings = ["'a'", "'b'", "''", "'ab'", "'2'", "'10'"];
+    let others = ["null", "undefined", "true", "false", "[1]", "{ a: 1 }"];
+    let mut cases = Vec::new();
+    let mut case = |op: &str, x: &str, y: &str| {
+        // `y` also as a literal: a constant right operand (`JumpIfLtK` …)
+        cases.push(format!(
+            "const a = {x}\nconst b = {y}\nconst r = []\n\
+             if (a {op} b) {{ r.push(1) }} else {{ r.push(0) }}\n\
+             if (a {op} {y}) {{ r.push(1) }} else {{ r.push(0) }}\n\
+             r.push(a {op} b ? 'y' : 'n')\n\
+             r.push(a {op} b)\n\
+             let n = 0\n\
+             while (a {op} b) {{ n = n + 1\n if (n > 2) {{ break }} }}\n\
+             let m = 0\n\
+             while (m < 2 && a {op} {y}) {{ m = m + 1 }}\n\
+             const t = a {op} b\n\
+             if (t) {{ r.push('t') }}\n\
+             if (n > 5 || a {op} b) {{ r.push('o') }}\n\
+             return [r, n, m, t]"
+        ));
+    };
+    for op in ["<", "<=", ">", ">=", "===", "!=="] {
+        for x in numbers {
+            for y in numbers {
+                case(op, x, y);
+            }
+        }
+        for x in strings {
+            for y in strings {
+                case(op, x, y);
+            }
+        }
+    }
+    for op in ["===", "!=="] {
+        for x in others.iter().chain(&numbers[..2]).chain(&strings[..2]) {
+            for y in others.iter().chain(&numbers[..2]).chain(&strings[..2]) {
+                case(op, x, y);
+            }
+        }
+    }
+    // (in chunks: one Node command line holds at most 128 KB)
+    for chunk in cases.chunks(100) {
+        let chunk: Vec<&str> = chunk.iter().map(String::as_str).collect();
+        common::compare_with_node(&chunk, common::Form::Block);
+    }
+}

@@ -30,6 +30,28 @@ pub struct Key(pub u16);
 /// An absolute instruction index inside the current function.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Target(pub u32);
+/// An absolute instruction index inside the current function, in 24 bits (every index is: a
+/// function holds at most [`crate::program::MAX_CODE_LEN`] instructions), so that a fused
+/// compare-and-branch keeps its two operands and its target in one 8-byte instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Target24([u8; 3]);
+
+impl Target24 {
+    /// The target `t` (its low 24 bits: the caller keeps it below `MAX_CODE_LEN`).
+    #[inline]
+    pub const fn new(t: u32) -> Target24 {
+        let b = t.to_le_bytes();
+        Target24([b[0], b[1], b[2]])
+    }
+    /// The instruction index.
+    #[inline]
+    pub const fn get(self) -> u32 {
+        u32::from_le_bytes([self.0[0], self.0[1], self.0[2], 0])
+    }
+}
+
+const _: () = assert!(crate::program::MAX_CODE_LEN <= 1 << 24);
+
 /// An unsigned immediate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Imm(pub u32);
@@ -137,6 +159,19 @@ u16_kind!(Func, Func);
 u16_kind!(Atom, Atom);
 u32_kind!(Target, Target);
 u32_kind!(Imm, Imm);
+
+impl OperandKind for Target24 {
+    const SIZE: usize = 3;
+    fn encode(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.0);
+    }
+    fn decode(b: &[u8]) -> Self {
+        Target24([b[0], b[1], b[2]])
+    }
+    fn operand(self) -> Operand {
+        Operand::Target(self.get())
+    }
+}
 
 impl OperandKind for Count {
     const SIZE: usize = 1;
@@ -394,6 +429,49 @@ define_ops! {
     StrictEqK = 0x79 { dst: Dst, a: Src, k: Const } cost BASE;
     /// `dst = a !== constant`.
     StrictNeK = 0x7a { dst: Dst, a: Src, k: Const } cost BASE;
+    // Fused compare-and-branch (`if (a < b)` in one step): the compiler fuses a comparison and
+    // the branch on its result when nothing else reads the result; each costs what the two
+    // instructions it replaces cost. `JumpUnless*` also jumps when a comparison with NaN is false.
+    /// Jumps to `target` when `a < b`.
+    JumpIfLt = 0x80 { a: Src, b: Src, target: Target24 } cost 2 * BASE;
+    /// Jumps to `target` unless `a < b`.
+    JumpUnlessLt = 0x81 { a: Src, b: Src, target: Target24 } cost 2 * BASE;
+    /// Jumps to `target` when `a <= b`.
+    JumpIfLe = 0x82 { a: Src, b: Src, target: Target24 } cost 2 * BASE;
+    /// Jumps to `target` unless `a <= b`.
+    JumpUnlessLe = 0x83 { a: Src, b: Src, target: Target24 } cost 2 * BASE;
+    /// Jumps to `target` when `a > b`.
+    JumpIfGt = 0x84 { a: Src, b: Src, target: Target24 } cost 2 * BASE;
+    /// Jumps to `target` unless `a > b`.
+    JumpUnlessGt = 0x85 { a: Src, b: Src, target: Target24 } cost 2 * BASE;
+    /// Jumps to `target` when `a >= b`.
+    JumpIfGe = 0x86 { a: Src, b: Src, target: Target24 } cost 2 * BASE;
+    /// Jumps to `target` unless `a >= b`.
+    JumpUnlessGe = 0x87 { a: Src, b: Src, target: Target24 } cost 2 * BASE;
+    /// Jumps to `target` when `a === b`.
+    JumpIfStrictEq = 0x88 { a: Src, b: Src, target: Target24 } cost 2 * BASE;
+    /// Jumps to `target` when `a !== b`.
+    JumpIfStrictNe = 0x89 { a: Src, b: Src, target: Target24 } cost 2 * BASE;
+    /// Jumps to `target` when `a < constant`.
+    JumpIfLtK = 0x8a { a: Src, k: Const, target: Target24 } cost 2 * BASE;
+    /// Jumps to `target` unless `a < constant`.
+    JumpUnlessLtK = 0x8b { a: Src, k: Const, target: Target24 } cost 2 * BASE;
+    /// Jumps to `target` when `a <= constant`.
+    JumpIfLeK = 0x8c { a: Src, k: Const, target: Target24 } cost 2 * BASE;
+    /// Jumps to `target` unless `a <= constant`.
+    JumpUnlessLeK = 0x8d { a: Src, k: Const, target: Target24 } cost 2 * BASE;
+    /// Jumps to `target` when `a > constant`.
+    JumpIfGtK = 0x8e { a: Src, k: Const, target: Target24 } cost 2 * BASE;
+    /// Jumps to `target` unless `a > constant`.
+    JumpUnlessGtK = 0x8f { a: Src, k: Const, target: Target24 } cost 2 * BASE;
+    /// Jumps to `target` when `a >= constant`.
+    JumpIfGeK = 0x90 { a: Src, k: Const, target: Target24 } cost 2 * BASE;
+    /// Jumps to `target` unless `a >= constant`.
+    JumpUnlessGeK = 0x91 { a: Src, k: Const, target: Target24 } cost 2 * BASE;
+    /// Jumps to `target` when `a === constant`.
+    JumpIfStrictEqK = 0x92 { a: Src, k: Const, target: Target24 } cost 2 * BASE;
+    /// Jumps to `target` when `a !== constant`.
+    JumpIfStrictNeK = 0x93 { a: Src, k: Const, target: Target24 } cost 2 * BASE;
 }
 
 /// FNV-1a of [`ISA_TEXT`]: artifacts built from another instruction table are refused.
@@ -412,14 +490,100 @@ pub const ISA_HASH: u64 = {
 impl Op {
     /// Where control may go besides the next instruction.
     pub fn jump_target(&self) -> Option<u32> {
-        match *self {
+        match self.fused() {
+            Some(f) => Some(f.target.get()),
+            None => match *self {
+                Op::Jump { target }
+                | Op::JumpIfTrue { target, .. }
+                | Op::JumpIfFalse { target, .. }
+                | Op::JumpIfNullish { target, .. }
+                | Op::JumpIfNotNullish { target, .. } => Some(target.0),
+                Op::TryEnter { handler } => Some(handler.0),
+                _ => None,
+            },
+        }
+    }
+    /// Rewrites the jump target (see [`Op::jump_target`]) through `f`; `f` must keep it below
+    /// [`crate::program::MAX_CODE_LEN`].
+    pub fn map_target(&mut self, f: impl FnOnce(u32) -> u32) {
+        if let Some(mut fused) = self.fused() {
+            fused.target = Target24::new(f(fused.target.get()));
+            *self = fused.op();
+            return;
+        }
+        match self {
             Op::Jump { target }
             | Op::JumpIfTrue { target, .. }
             | Op::JumpIfFalse { target, .. }
             | Op::JumpIfNullish { target, .. }
-            | Op::JumpIfNotNullish { target, .. } => Some(target.0),
-            Op::TryEnter { handler } => Some(handler.0),
-            _ => None,
+            | Op::JumpIfNotNullish { target, .. } => target.0 = f(target.0),
+            Op::TryEnter { handler } => handler.0 = f(handler.0),
+            _ => {}
+        }
+    }
+    /// The fused compare-and-branch for this comparison (`Lt`, `StrictEq`, `LtK`, …) writing
+    /// `cond`, followed by a branch to `target` taken when `cond` is `when`: `None` when this is
+    /// not a comparison writing `cond`. (The caller makes sure nothing else reads `cond`.)
+    pub fn fused_branch(&self, cond: u16, when: bool, target: u32) -> Option<Op> {
+        let (cmp, a, right, negated) = match *self {
+            Op::Lt { dst, a, b } if dst.0 == cond => (Cmp::Lt, a, Right::Reg(b), false),
+            Op::Le { dst, a, b } if dst.0 == cond => (Cmp::Le, a, Right::Reg(b), false),
+            Op::Gt { dst, a, b } if dst.0 == cond => (Cmp::Gt, a, Right::Reg(b), false),
+            Op::Ge { dst, a, b } if dst.0 == cond => (Cmp::Ge, a, Right::Reg(b), false),
+            Op::StrictEq { dst, a, b } if dst.0 == cond => (Cmp::StrictEq, a, Right::Reg(b), false),
+            Op::StrictNe { dst, a, b } if dst.0 == cond => (Cmp::StrictEq, a, Right::Reg(b), true),
+            Op::LtK { dst, a, k } if dst.0 == cond => (Cmp::Lt, a, Right::Const(k), false),
+            Op::LeK { dst, a, k } if dst.0 == cond => (Cmp::Le, a, Right::Const(k), false),
+            Op::GtK { dst, a, k } if dst.0 == cond => (Cmp::Gt, a, Right::Const(k), false),
+            Op::GeK { dst, a, k } if dst.0 == cond => (Cmp::Ge, a, Right::Const(k), false),
+            Op::StrictEqK { dst, a, k } if dst.0 == cond => {
+                (Cmp::StrictEq, a, Right::Const(k), false)
+            }
+            Op::StrictNeK { dst, a, k } if dst.0 == cond => {
+                (Cmp::StrictEq, a, Right::Const(k), true)
+            }
+            _ => return None,
+        };
+        // (`a !== b` is exactly `!(a === b)`: one pair of instructions serves both)
+        let when = when != negated;
+        Some(
+            Fused {
+                cmp,
+                when,
+                a,
+                right,
+                target: Target24::new(target),
+            }
+            .op(),
+        )
+    }
+    /// This instruction's parts when it is a fused compare-and-branch.
+    pub fn fused(&self) -> Option<Fused> {
+        macro_rules! parts {
+            ($($name:ident $cmp:ident $when:literal $b:ident $right:ident;)*) => {
+                match *self {
+                    $(Op::$name { a, $b, target } => Some(Fused {
+                        cmp: Cmp::$cmp,
+                        when: $when,
+                        a,
+                        right: Right::$right($b),
+                        target,
+                    }),)*
+                    _ => None,
+                }
+            };
+        }
+        parts! {
+            JumpIfLt Lt true b Reg; JumpUnlessLt Lt false b Reg;
+            JumpIfLe Le true b Reg; JumpUnlessLe Le false b Reg;
+            JumpIfGt Gt true b Reg; JumpUnlessGt Gt false b Reg;
+            JumpIfGe Ge true b Reg; JumpUnlessGe Ge false b Reg;
+            JumpIfStrictEq StrictEq true b Reg; JumpIfStrictNe StrictEq false b Reg;
+            JumpIfLtK Lt true k Const; JumpUnlessLtK Lt false k Const;
+            JumpIfLeK Le true k Const; JumpUnlessLeK Le false k Const;
+            JumpIfGtK Gt true k Const; JumpUnlessGtK Gt false k Const;
+            JumpIfGeK Ge true k Const; JumpUnlessGeK Ge false k Const;
+            JumpIfStrictEqK StrictEq true k Const; JumpIfStrictNeK StrictEq false k Const;
         }
     }
     /// True when control never falls through to the next instruction.
@@ -432,9 +596,85 @@ impl Op {
     }
 }
 
+/// The comparison a fused compare-and-branch makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cmp {
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+    /// `===` (`!==` is its negation)
+    StrictEq,
+}
+
+/// The right operand of a fused compare-and-branch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Right {
+    /// A register.
+    Reg(Src),
+    /// A constant.
+    Const(Const),
+}
+
+/// A fused compare-and-branch taken apart: it jumps to `target` when `a cmp right` is `when`
+/// (`JumpIf*`: true; `JumpUnless*`: false, also when a comparison with NaN is false).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fused {
+    /// The comparison.
+    pub cmp: Cmp,
+    /// The comparison's outcome that takes the branch.
+    pub when: bool,
+    /// The left operand.
+    pub a: Src,
+    /// The right operand.
+    pub right: Right,
+    /// Where the branch goes.
+    pub target: Target24,
+}
+
+impl Fused {
+    /// The instruction.
+    pub fn op(self) -> Op {
+        let Fused {
+            cmp,
+            when,
+            a,
+            right,
+            target,
+        } = self;
+        macro_rules! pick {
+            ($($cmp:ident $yes:ident $no:ident $yes_k:ident $no_k:ident;)*) => {
+                match (cmp, right) {
+                    $((Cmp::$cmp, Right::Reg(b)) => if when {
+                        Op::$yes { a, b, target }
+                    } else {
+                        Op::$no { a, b, target }
+                    },
+                    (Cmp::$cmp, Right::Const(k)) => if when {
+                        Op::$yes_k { a, k, target }
+                    } else {
+                        Op::$no_k { a, k, target }
+                    },)*
+                }
+            };
+        }
+        pick! {
+            Lt JumpIfLt JumpUnlessLt JumpIfLtK JumpUnlessLtK;
+            Le JumpIfLe JumpUnlessLe JumpIfLeK JumpUnlessLeK;
+            Gt JumpIfGt JumpUnlessGt JumpIfGtK JumpUnlessGtK;
+            Ge JumpIfGe JumpUnlessGe JumpIfGeK JumpUnlessGeK;
+            StrictEq JumpIfStrictEq JumpIfStrictNe JumpIfStrictEqK JumpIfStrictNeK;
+        }
+    }
+}
+
 impl fmt::Display for Op {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:<16}", self.name())?;
+        write!(f, "{:<15} ", self.name())?;
         let mut first = true;
         let mut res = Ok(());
         self.operands(|o| {
@@ -517,25 +757,13 @@ pub fn insert_charges<S: Copy>(code: &[Op], spans: &[S]) -> (Vec<Op>, Vec<S>) {
         out_spans.push(spans[i]);
         for k in i..j {
             let mut op = code[k];
-            remap(&mut op, |t| map.get(t as usize).copied().unwrap_or(t));
+            op.map_target(|t| map.get(t as usize).copied().unwrap_or(t));
             out.push(op);
             out_spans.push(spans[k]);
         }
         i = j;
     }
     (out, out_spans)
-}
-
-fn remap(op: &mut Op, f: impl Fn(u32) -> u32) {
-    match op {
-        Op::Jump { target }
-        | Op::JumpIfTrue { target, .. }
-        | Op::JumpIfFalse { target, .. }
-        | Op::JumpIfNullish { target, .. }
-        | Op::JumpIfNotNullish { target, .. } => target.0 = f(target.0),
-        Op::TryEnter { handler } => handler.0 = f(handler.0),
-        _ => {}
-    }
 }
 
 #[cfg(test)]
@@ -566,6 +794,11 @@ mod tests {
                 cond: Src(9),
                 target: Target(70000),
             },
+            Op::JumpUnlessLtK {
+                a: Src(3),
+                k: Const(9),
+                target: Target24::new(0xab_cdef),
+            },
             Op::TryExit {},
         ];
         let mut bytes = Vec::new();
@@ -579,6 +812,56 @@ mod tests {
             at += len;
         }
         assert_eq!(at, bytes.len());
+    }
+
+    #[test]
+    fn a_comparison_and_its_branch_fuse() {
+        let lt = Op::Lt {
+            dst: Dst(4),
+            a: Src(1),
+            b: Src(2),
+        };
+        let t = Target24::new((1 << 24) - 1);
+        assert_eq!(t.get(), (1 << 24) - 1);
+        assert_eq!(
+            lt.fused_branch(4, false, t.get()),
+            Some(Op::JumpUnlessLt {
+                a: Src(1),
+                b: Src(2),
+                target: t
+            })
+        );
+        // only a comparison writing the register branched on
+        assert_eq!(lt.fused_branch(3, false, 0), None);
+        let ne = Op::StrictNeK {
+            dst: Dst(0),
+            a: Src(1),
+            k: Const(5),
+        };
+        assert_eq!(
+            ne.fused_branch(0, false, 7),
+            Some(Op::JumpIfStrictEqK {
+                a: Src(1),
+                k: Const(5),
+                target: Target24::new(7)
+            })
+        );
+        let mut j = lt.fused_branch(4, true, 7).unwrap();
+        let mut parts = j.fused().unwrap();
+        assert_eq!(parts.right, Right::Reg(Src(2)));
+        parts.right = Right::Const(Const(3));
+        assert_eq!(
+            parts.op(),
+            Op::JumpIfLtK {
+                a: Src(1),
+                k: Const(3),
+                target: Target24::new(7)
+            }
+        );
+        j.map_target(|t| t + 10);
+        assert_eq!(j.jump_target(), Some(17));
+        assert!(j.ends_block() && !j.is_terminator());
+        assert_eq!(j.cost(), 2 * BASE);
     }
 
     #[test]

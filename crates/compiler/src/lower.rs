@@ -10,7 +10,9 @@ use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
 
-use ajs_bytecode::isa::{Atom, Base, Const, Count, Dst, Imm, Key, Native, Operand, Src, Target};
+use ajs_bytecode::isa::{
+    Atom, Base, Const, Count, Dst, Imm, Key, Native, Operand, Right, Src, Target,
+};
 use ajs_bytecode::natives::{NativeId, MATH_CONSTANTS, NUMBER_CONSTANTS};
 use ajs_bytecode::program::{Constant, DebugInfo, Function, SourcePos, MAX_CONSTANTS};
 use ajs_bytecode::{Op, Program};
@@ -792,16 +794,49 @@ impl<'o> Lowerer<'o> {
 
     fn patch(&mut self, at: usize, target: u32) {
         if let Some(op) = self.code.get_mut(at) {
-            match op {
-                Op::Jump { target: t }
-                | Op::JumpIfTrue { target: t, .. }
-                | Op::JumpIfFalse { target: t, .. }
-                | Op::JumpIfNullish { target: t, .. }
-                | Op::JumpIfNotNullish { target: t, .. } => t.0 = target,
-                Op::TryEnter { handler } => handler.0 = target,
-                _ => {}
+            op.map_target(|_| target);
+        }
+    }
+
+    /// Emits the branch to `target` on the test `c` (whose instructions start at `start`),
+    /// taken when `c` is `when`; returns its index (for [`Self::patch`]) and, when it was fused,
+    /// the comparison it was fused with. A test ending with a comparison into a temporary (at
+    /// or above `mark`: nothing else reads it) that no jump of the test lands after becomes one
+    /// fused compare-and-branch in the comparison's place (its span, which error messages use).
+    fn emit_branch(
+        &mut self,
+        c: u16,
+        mark: u16,
+        start: u32,
+        when: bool,
+        target: u32,
+        span: Span,
+    ) -> (usize, Option<Op>) {
+        let here = self.here();
+        if c >= mark && here > start {
+            let last = self.code[here as usize - 1];
+            if let Some(fused) = last.fused_branch(c, when, target) {
+                let lands_after = self.code[start as usize..]
+                    .iter()
+                    .any(|op| op.jump_target() == Some(here));
+                if !lands_after {
+                    self.code[here as usize - 1] = fused;
+                    return (here as usize - 1, Some(last));
+                }
             }
         }
+        let op = if when {
+            Op::JumpIfTrue {
+                cond: Src(c),
+                target: Target(target),
+            }
+        } else {
+            Op::JumpIfFalse {
+                cond: Src(c),
+                target: Target(target),
+            }
+        };
+        (self.emit_jump(op, span), None)
     }
 
     /// Appends a copy of the straight-line test `start..end` (jumps only inside it or to its
@@ -1204,24 +1239,14 @@ impl<'o> Lowerer<'o> {
         for (k, (op, off)) in prologue.enumerate() {
             out.push(op, off, k == 0);
         }
-        let new_target = |t: &mut Target| {
-            t.0 = match at.get(t.0 as usize) {
-                Some(&new) => new >> 1,
-                None => t.0.wrapping_add(shift as u32),
-            };
+        let new_target = |t: u32| match at.get(t as usize) {
+            Some(&new) => new >> 1,
+            None => t.wrapping_add(shift as u32),
         };
         for ((op, &off), &mark) in self.code.iter().zip(&self.spans).zip(at) {
             let mut op = *op;
             op.map_registers(&map);
-            match &mut op {
-                Op::Jump { target }
-                | Op::JumpIfTrue { target, .. }
-                | Op::JumpIfFalse { target, .. }
-                | Op::JumpIfNullish { target, .. }
-                | Op::JumpIfNotNullish { target, .. } => new_target(target),
-                Op::TryEnter { handler } => new_target(handler),
-                _ => {}
-            }
+            op.map_target(new_target);
             out.push(op, off, mark & 1 == 1);
         }
         let (code, pos) = out.finish();
@@ -1436,9 +1461,9 @@ impl<'o> Lowerer<'o> {
             }
             Statement::VariableDeclaration(d) => self.var_decl(d),
             Statement::IfStatement(i) => {
-                let mark = self.top;
+                let (mark, start) = (self.top, self.here());
                 let c = self.expr(&i.test)?;
-                let jf = self.emit_jump(Op::JumpIfFalse { cond: Src(c), target: Target(0) }, i.test.span());
+                let (jf, _) = self.emit_branch(c, mark, start, false, 0, i.test.span());
                 self.top = mark;
                 self.sub_stmt(&i.consequent)?;
                 if let Some(alt) = &i.alternate {
@@ -1460,7 +1485,12 @@ impl<'o> Lowerer<'o> {
                 let mark = self.top;
                 let c = self.expr(&w.test)?;
                 let test_end = self.here();
-                let jf = self.emit_jump(Op::JumpIfFalse { cond: Src(c), target: Target(0) }, w.test.span());
+                let (jf, cmp) = self.emit_branch(c, mark, start, false, 0, w.test.span());
+                // (a fused test's comparison is not copied: it is fused again at the bottom)
+                let (copied_end, cmp_span) = match cmp {
+                    Some(_) => (test_end - 1, self.spans[jf]),
+                    None => (test_end, 0),
+                };
                 self.top = mark;
                 let body = self.here();
                 self.loops.push(LoopCtx { breaks: Vec::new(), continues: Vec::new(), try_depth: self.try_depth });
@@ -1468,8 +1498,14 @@ impl<'o> Lowerer<'o> {
                 let ctx = self.loops.pop();
                 r?;
                 let bottom = self.here();
-                let to = if self.copy_test(start, test_end) {
-                    self.emit(Op::JumpIfTrue { cond: Src(c), target: Target(body) }, w.test.span());
+                let to = if self.copy_test(start, copied_end) {
+                    match cmp.and_then(|cmp| cmp.fused_branch(c, true, body)) {
+                        Some(fused) => {
+                            self.code.push(fused);
+                            self.spans.push(cmp_span);
+                        }
+                        None => self.emit(Op::JumpIfTrue { cond: Src(c), target: Target(body) }, w.test.span()),
+                    }
                     bottom
                 } else {
                     self.emit(Op::Jump { target: Target(start) }, w.span);
@@ -2003,9 +2039,9 @@ impl<'o> Lowerer<'o> {
                 self.patch_here(j);
             }
             Expression::ConditionalExpression(c) => {
-                let mark = self.top;
+                let (mark, start) = (self.top, self.here());
                 let t = self.expr(&c.test)?;
-                let jf = self.emit_jump(Op::JumpIfFalse { cond: Src(t), target: Target(0) }, c.test.span());
+                let (jf, _) = self.emit_branch(t, mark, start, false, 0, c.test.span());
                 self.top = mark;
                 self.expr_to(&c.consequent, dst)?;
                 let je = self.emit_jump(Op::Jump { target: Target(0) }, c.consequent.span());
@@ -2825,9 +2861,17 @@ pub(crate) fn js_number_to_string(v: f64) -> String {
 }
 
 /// `op` with its right operand named as the constant it is (`Sub r, a, <const k>` becomes
-/// `SubK r, a, k`), when `op` is an arithmetic or comparison operator and `const_of` says its
+/// `SubK r, a, k`), when `op` is an arithmetic or comparison operator (or a fused
+/// compare-and-branch) and `const_of` says its
 /// right operand register holds a constant.
 fn with_const_operand(op: Op, const_of: &dyn Fn(u16) -> Option<u16>) -> Option<Op> {
+    if let Some(mut fused) = op.fused() {
+        let Right::Reg(b) = fused.right else {
+            return None;
+        };
+        fused.right = Right::Const(Const(const_of(b.0)?));
+        return Some(fused.op());
+    }
     let (dst, a, b) = match op {
         Op::Add { dst, a, b }
         | Op::Sub { dst, a, b }

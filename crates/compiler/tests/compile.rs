@@ -144,23 +144,21 @@ fn0 <eval>(a, b) regs=3 (entry)
 }
 
 #[test]
-fn while_loop_costs_three_instructions_per_iteration() {
+fn while_loop_is_one_block_of_two_instructions_per_iteration() {
     let p = ok(
         Mode::Eval,
         "let i = 0\nwhile (i < 1000) { i = i + 1 }\nreturn i",
         &[],
     );
     let code = &p.functions[0].code;
-    // the test once at the top (Charge, LtK, JumpIfFalse), then each iteration is one block:
-    // Charge, AddK, LtK, JumpIfTrue back to the block's head
+    // the test once at the top (Charge, then `i < 1000` fused with its branch out), then each
+    // iteration is one block: Charge, AddK, and the test fused with the branch back to the
+    // block's head; it costs what AddK, LtK and JumpIfTrue cost
     let back = code
         .iter()
-        .rposition(|o| matches!(o, Op::JumpIfTrue { .. }))
+        .rposition(|o| matches!(o, Op::JumpIfLtK { .. }))
         .unwrap();
-    let Op::JumpIfTrue { target, .. } = code[back] else {
-        unreachable!()
-    };
-    let head = target.0 as usize;
+    let head = code[back].jump_target().unwrap() as usize;
     assert!(
         matches!(code[head], Op::Charge { amount } if amount.0 == 300),
         "{}",
@@ -168,10 +166,14 @@ fn while_loop_costs_three_instructions_per_iteration() {
     );
     let body: Vec<_> = code[head + 1..=back].iter().collect();
     assert!(
-        matches!(
-            body[..],
-            [Op::AddK { .. }, Op::LtK { .. }, Op::JumpIfTrue { .. }]
-        ),
+        matches!(body[..], [Op::AddK { .. }, Op::JumpIfLtK { .. }]),
+        "{}",
+        p.disassemble()
+    );
+    assert!(
+        code[..head]
+            .iter()
+            .any(|o| matches!(o, Op::JumpUnlessLtK { .. })),
         "{}",
         p.disassemble()
     );
@@ -194,7 +196,10 @@ fn constants_named_by_the_instruction_are_not_loaded_at_entry() {
         "{}",
         p.disassemble()
     );
-    assert!(fib.code.iter().any(|o| matches!(o, Op::LtK { .. })));
+    assert!(fib
+        .code
+        .iter()
+        .any(|o| matches!(o, Op::JumpUnlessLtK { .. })));
     assert_eq!(
         fib.code
             .iter()
@@ -451,4 +456,45 @@ fn a_recycled_program_changes_nothing_in_the_next_compile() {
         ok(Mode::Eval, "a + b", &["a", "b", "cfg"]).to_bytes(),
         fresh[0].to_bytes()
     );
+}
+
+#[test]
+fn a_comparison_fuses_with_its_branch_only_when_nothing_else_reads_it() {
+    let fused = |o: &Op| {
+        o.jump_target().is_some()
+            && !matches!(
+                o,
+                Op::Jump { .. }
+                    | Op::JumpIfTrue { .. }
+                    | Op::JumpIfFalse { .. }
+                    | Op::JumpIfNullish { .. }
+                    | Op::JumpIfNotNullish { .. }
+                    | Op::TryEnter { .. }
+            )
+    };
+    let plain = |o: &Op| matches!(o, Op::JumpIfFalse { .. } | Op::JumpIfTrue { .. });
+    for (src, want_fused) in [
+        ("if (a < b) { return 1 }\nreturn 0", true),
+        ("if (a < 2) { return 1 }\nreturn 0", true),
+        ("return a === b ? 1 : 0", true),
+        // the branch tests `a` when `||` short-circuits: it cannot be the comparison's
+        ("if (a || b < 2) { return 1 }\nreturn 0", false),
+        // `t` is read again after the branch
+        ("const t = a < b\nif (t) { return t }\nreturn 0", false),
+    ] {
+        let p = ok(Mode::Eval, src, &["a", "b"]);
+        let code = &p.functions[0].code;
+        assert_eq!(
+            code.iter().any(fused),
+            want_fused,
+            "{src}\n{}",
+            p.disassemble()
+        );
+        assert_eq!(
+            code.iter().any(plain),
+            !want_fused,
+            "{src}\n{}",
+            p.disassemble()
+        );
+    }
 }

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use ajs_bytecode::isa::{Count, Op, MILLI};
+use ajs_bytecode::isa::{Cmp, Count, Op, Right, MILLI};
 use ajs_bytecode::{Constant, NativeId, SourcePos, VerifiedProgram};
 
 use crate::error::{guest, ErrorKind, Fault, OpResult, RunError};
@@ -1094,12 +1094,12 @@ impl Vm {
                             Some(&Op::JumpIfFalse { cond, target }) if cond.0 == $dst.0 => {
                                 pc = if $t { pc + 2 } else { target.0 as usize };
                                 enter_block!();
-                                continue;
+                                continue 'run;
                             }
                             Some(&Op::JumpIfTrue { cond, target }) if cond.0 == $dst.0 => {
                                 pc = if $t { target.0 as usize } else { pc + 2 };
                                 enter_block!();
-                                continue;
+                                continue 'run;
                             }
                             _ => {}
                         }
@@ -1144,6 +1144,23 @@ impl Vm {
                 }
                 w = window!();
             }
+            // A fused compare-and-branch: numbers compared inline, anything else after the match
+            // (one place for them all: each place that derives the window again costs the whole
+            // loop); the branch is taken when the comparison is `$when`. Both ways lead a block.
+            macro_rules! cmp_jump {
+                    ($x:expr, $y:expr, $target:expr, $when:expr, |$a:ident, $b:ident| $e:expr) => {{
+                        if let (Value::Num($a), Value::Num($b)) = ($x, $y) {
+                            pc = if ($e) == $when { $target.get() as usize } else { pc + 1 };
+                            enter_block!();
+                            continue 'run;
+                        }
+                        // anything else: compared out of line, which leaves the pc it goes
+                        // on at in the frame
+                        other!();
+                        pc = self.frames.last().map_or(0, |f| f.pc as usize);
+                        continue 'run;
+                    }};
+                }
             match op {
                 #[cfg(feature = "unmetered")]
                 Op::Charge { .. } => {}
@@ -1196,10 +1213,70 @@ impl Vm {
                 Op::GeK { dst, a, k } => cmp_op!(dst, r!(a), k!(k), |x, y| x >= y),
                 Op::StrictEqK { dst, a, k } => cmp_op!(dst, r!(a), k!(k), |x, y| x == y),
                 Op::StrictNeK { dst, a, k } => cmp_op!(dst, r!(a), k!(k), |x, y| x != y),
+                Op::JumpIfLt { a, b, target } => {
+                    cmp_jump!(r!(a), r!(b), target, true, |x, y| x < y)
+                }
+                Op::JumpUnlessLt { a, b, target } => {
+                    cmp_jump!(r!(a), r!(b), target, false, |x, y| x < y)
+                }
+                Op::JumpIfLtK { a, k, target } => {
+                    cmp_jump!(r!(a), k!(k), target, true, |x, y| x < y)
+                }
+                Op::JumpUnlessLtK { a, k, target } => {
+                    cmp_jump!(r!(a), k!(k), target, false, |x, y| x < y)
+                }
+                Op::JumpIfLe { a, b, target } => {
+                    cmp_jump!(r!(a), r!(b), target, true, |x, y| x <= y)
+                }
+                Op::JumpUnlessLe { a, b, target } => {
+                    cmp_jump!(r!(a), r!(b), target, false, |x, y| x <= y)
+                }
+                Op::JumpIfLeK { a, k, target } => {
+                    cmp_jump!(r!(a), k!(k), target, true, |x, y| x <= y)
+                }
+                Op::JumpUnlessLeK { a, k, target } => {
+                    cmp_jump!(r!(a), k!(k), target, false, |x, y| x <= y)
+                }
+                Op::JumpIfGt { a, b, target } => {
+                    cmp_jump!(r!(a), r!(b), target, true, |x, y| x > y)
+                }
+                Op::JumpUnlessGt { a, b, target } => {
+                    cmp_jump!(r!(a), r!(b), target, false, |x, y| x > y)
+                }
+                Op::JumpIfGtK { a, k, target } => {
+                    cmp_jump!(r!(a), k!(k), target, true, |x, y| x > y)
+                }
+                Op::JumpUnlessGtK { a, k, target } => {
+                    cmp_jump!(r!(a), k!(k), target, false, |x, y| x > y)
+                }
+                Op::JumpIfGe { a, b, target } => {
+                    cmp_jump!(r!(a), r!(b), target, true, |x, y| x >= y)
+                }
+                Op::JumpUnlessGe { a, b, target } => {
+                    cmp_jump!(r!(a), r!(b), target, false, |x, y| x >= y)
+                }
+                Op::JumpIfGeK { a, k, target } => {
+                    cmp_jump!(r!(a), k!(k), target, true, |x, y| x >= y)
+                }
+                Op::JumpUnlessGeK { a, k, target } => {
+                    cmp_jump!(r!(a), k!(k), target, false, |x, y| x >= y)
+                }
+                Op::JumpIfStrictEq { a, b, target } => {
+                    cmp_jump!(r!(a), r!(b), target, true, |x, y| x == y)
+                }
+                Op::JumpIfStrictEqK { a, k, target } => {
+                    cmp_jump!(r!(a), k!(k), target, true, |x, y| x == y)
+                }
+                Op::JumpIfStrictNe { a, b, target } => {
+                    cmp_jump!(r!(a), r!(b), target, true, |x, y| x != y)
+                }
+                Op::JumpIfStrictNeK { a, k, target } => {
+                    cmp_jump!(r!(a), k!(k), target, true, |x, y| x != y)
+                }
                 Op::Jump { target } => {
                     pc = target.0 as usize;
                     enter_block!();
-                    continue;
+                    continue 'run;
                 }
                 Op::JumpIfTrue { cond, target } => {
                     let t = match r!(cond) {
@@ -1212,7 +1289,7 @@ impl Vm {
                     };
                     if t {
                         pc = target.0 as usize;
-                        continue;
+                        continue 'run;
                     }
                 }
                 Op::JumpIfFalse { cond, target } => {
@@ -1226,19 +1303,19 @@ impl Vm {
                     };
                     if !t {
                         pc = target.0 as usize;
-                        continue;
+                        continue 'run;
                     }
                 }
                 Op::JumpIfNullish { src, target } => {
                     if matches!(r!(src), Value::Null | Value::Undefined) {
                         pc = target.0 as usize;
-                        continue;
+                        continue 'run;
                     }
                 }
                 Op::JumpIfNotNullish { src, target } => {
                     if !matches!(r!(src), Value::Null | Value::Undefined) {
                         pc = target.0 as usize;
-                        continue;
+                        continue 'run;
                     }
                 }
                 Op::Return { src } => {
@@ -1254,7 +1331,7 @@ impl Vm {
                         }
                         self.frames.truncate(n - 1);
                         switch_to!(caller);
-                        continue;
+                        continue 'run;
                     }
                     let v = r!(src);
                     let depth = n.saturating_sub(1);
@@ -1280,7 +1357,7 @@ impl Vm {
                         break 'run Ok(Exit::Done(v));
                     };
                     switch_to!(caller);
-                    continue;
+                    continue 'run;
                 }
                 Op::GetIndex { dst, obj, key } => {
                     // an array element by a number in range: the common case, inline
@@ -1291,7 +1368,7 @@ impl Vm {
                                 if let Some(&v) = items.get(i) {
                                     r!(dst) = v;
                                     pc += 1;
-                                    continue;
+                                    continue 'run;
                                 }
                             }
                         }
@@ -1395,7 +1472,7 @@ impl Vm {
                         }
                     }
                     enter_block!();
-                    continue;
+                    continue 'run;
                 }
                 Op::CallAtom { dst, atom, arg } => {
                     let input = r!(arg);
@@ -1497,6 +1574,32 @@ impl Vm {
             Op::GeK { dst, a, k } => r!(dst) = self.binary(Bin::Ge, r!(a), k!(k))?,
             Op::StrictEqK { dst, a, k } => r!(dst) = self.binary(Bin::StrictEq, r!(a), k!(k))?,
             Op::StrictNeK { dst, a, k } => r!(dst) = self.binary(Bin::StrictNe, r!(a), k!(k))?,
+            // a fused compare-and-branch of anything but two numbers: the pc it goes on at
+            Op::JumpIfLt { .. }
+            | Op::JumpUnlessLt { .. }
+            | Op::JumpIfLtK { .. }
+            | Op::JumpUnlessLtK { .. }
+            | Op::JumpIfLe { .. }
+            | Op::JumpUnlessLe { .. }
+            | Op::JumpIfLeK { .. }
+            | Op::JumpUnlessLeK { .. }
+            | Op::JumpIfGt { .. }
+            | Op::JumpUnlessGt { .. }
+            | Op::JumpIfGtK { .. }
+            | Op::JumpUnlessGtK { .. }
+            | Op::JumpIfGe { .. }
+            | Op::JumpUnlessGe { .. }
+            | Op::JumpIfGeK { .. }
+            | Op::JumpUnlessGeK { .. }
+            | Op::JumpIfStrictEq { .. }
+            | Op::JumpIfStrictEqK { .. }
+            | Op::JumpIfStrictNe { .. }
+            | Op::JumpIfStrictNeK { .. } => {
+                let to = self.compare_slow(op, base)?;
+                if let Some(f) = self.frames.last_mut() {
+                    f.pc = to.unwrap_or(f.pc + 1);
+                }
+            }
             Op::Pow { dst, a, b } => {
                 let (x, y) = self.num_pair(r!(a), r!(b), "**")?;
                 r!(dst) = Value::Num(js_pow(x, y));
@@ -1694,6 +1797,30 @@ impl Vm {
     }
 
     /// A binary operator on two values, the general case (`exec` handles numbers inline).
+    /// A fused compare-and-branch of anything but two numbers: its target when it jumps.
+    #[inline(never)]
+    fn compare_slow(&mut self, op: Op, base: usize) -> OpResult<Option<u32>> {
+        let Some(f) = op.fused() else {
+            return Ok(None);
+        };
+        let y = match f.right {
+            Right::Reg(b) => self.regs.get(base + b.0 as usize),
+            Right::Const(k) => self.consts.get(k.0 as usize),
+        };
+        let (Some(&x), Some(&y)) = (self.regs.get(base + f.a.0 as usize), y) else {
+            return Ok(None);
+        };
+        let bin = match f.cmp {
+            Cmp::Lt => Bin::Lt,
+            Cmp::Le => Bin::Le,
+            Cmp::Gt => Bin::Gt,
+            Cmp::Ge => Bin::Ge,
+            Cmp::StrictEq => Bin::StrictEq,
+        };
+        let t = matches!(self.binary(bin, x, y)?, Value::Bool(true));
+        Ok((t == f.when).then_some(f.target.get()))
+    }
+
     fn binary(&mut self, op: Bin, x: Value, y: Value) -> OpResult<Value> {
         Ok(match op {
             Bin::Add => match (x, y) {
