@@ -848,3 +848,44 @@ fn fused_branches_match_node() {
         common::compare_with_node(&chunk, common::Form::Block);
     }
 }
+
+/// Tests made of `&&`, `||` and `!` are lowered as branches (no value is made): the same
+/// outcome, the same operands evaluated in the same order, as Node, for `if`, `while` (its test
+/// at the top and again at the bottom) and `?:`, over truthy and falsy values of every kind.
+#[test]
+fn logical_tests_match_node() {
+    let values = ["true", "false", "0", "1", "''", "'s'", "null", "NaN"];
+    let shapes = [
+        "(A && B) || C",
+        "A && (B || C)",
+        "!(A || B) && C",
+        "!A || !(B && C)",
+        "A || B || C",
+        "(A || B) && !C",
+        "!!A && (B || !C)",
+    ];
+    let mut cases = Vec::new();
+    for shape in shapes {
+        for (i, x) in values.iter().enumerate() {
+            let (y, z) = (
+                values[(i + 3) % values.len()],
+                values[(i + 5) % values.len()],
+            );
+            // each operand logs that it ran; the comparison in it fuses with its branch
+            let test = shape
+                .replace('A', "(log.push('a') > 0 && x)")
+                .replace('B', "(log.push('b') > 0 && y)")
+                .replace('C', "(log.push('c') > 0 && z)");
+            cases.push(format!(
+                "const x = {x}\nconst y = {y}\nconst z = {z}\nconst log = []\n\
+                 if ({test}) {{ log.push('then') }} else {{ log.push('else') }}\n\
+                 let n = 0\n\
+                 while (n < 3 && ({test})) {{ n = n + 1\n log.push('n') }}\n\
+                 log.push(({test}) ? 'yes' : 'no')\n\
+                 return [log, n]"
+            ));
+        }
+    }
+    let cases: Vec<&str> = cases.iter().map(String::as_str).collect();
+    common::compare_with_node(&cases, common::Form::Block);
+}

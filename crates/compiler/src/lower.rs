@@ -798,6 +798,46 @@ impl<'o> Lowerer<'o> {
         }
     }
 
+    fn patch_all_here(&mut self, jumps: &[usize]) {
+        for &j in jumps {
+            self.patch_here(j);
+        }
+    }
+
+    /// Lowers `test` for its truthiness alone, as branches: returns the jumps (for
+    /// [`Self::patch`]) taken when it is `when`, and falls through when it is not. `&&`, `||`
+    /// and `!` become control flow (no value is made: `a && b` is false when either is), a
+    /// comparison fuses with its branch ([`Self::emit_branch`]).
+    fn cond_jump(&mut self, test: &Expression, when: bool) -> R<Jumps> {
+        match test.without_parentheses() {
+            Expression::LogicalExpression(l) if l.operator != LogicalOperator::Coalesce => {
+                let and = l.operator == LogicalOperator::And;
+                if and != when {
+                    // `a && b` is false when either is; `a || b` is true when either is
+                    let mut jumps = self.cond_jump(&l.left, when)?;
+                    jumps.extend(self.cond_jump(&l.right, when)?);
+                    Ok(jumps)
+                } else {
+                    // `a && b` is true when both are: a false `a` skips `b`'s branch
+                    let skip = self.cond_jump(&l.left, !when)?;
+                    let jumps = self.cond_jump(&l.right, when)?;
+                    self.patch_all_here(&skip);
+                    Ok(jumps)
+                }
+            }
+            Expression::UnaryExpression(u) if u.operator == UnaryOperator::LogicalNot => {
+                self.cond_jump(&u.argument, !when)
+            }
+            e => {
+                let (mark, start) = (self.top, self.here());
+                let c = self.expr(e)?;
+                let (jump, _) = self.emit_branch(c, mark, start, when, 0, e.span());
+                self.top = mark;
+                Ok(Jumps::from_elem(jump, 1))
+            }
+        }
+    }
+
     /// Emits the branch to `target` on the test `c` (whose instructions start at `start`),
     /// taken when `c` is `when`; returns its index (for [`Self::patch`]) and, when it was fused,
     /// the comparison it was fused with. A test ending with a comparison into a temporary (at
@@ -1461,18 +1501,15 @@ impl<'o> Lowerer<'o> {
             }
             Statement::VariableDeclaration(d) => self.var_decl(d),
             Statement::IfStatement(i) => {
-                let (mark, start) = (self.top, self.here());
-                let c = self.expr(&i.test)?;
-                let (jf, _) = self.emit_branch(c, mark, start, false, 0, i.test.span());
-                self.top = mark;
+                let jf = self.cond_jump(&i.test, false)?;
                 self.sub_stmt(&i.consequent)?;
                 if let Some(alt) = &i.alternate {
                     let je = self.emit_jump(Op::Jump { target: Target(0) }, alt.span());
-                    self.patch_here(jf);
+                    self.patch_all_here(&jf);
                     self.sub_stmt(alt)?;
                     self.patch_here(je);
                 } else {
-                    self.patch_here(jf);
+                    self.patch_all_here(&jf);
                 }
                 Ok(())
             }
@@ -1481,14 +1518,24 @@ impl<'o> Lowerer<'o> {
                 // of its instructions), so that an iteration is one block: `body; test;
                 // JumpIfTrue body`. A test too long or with jumps leaving it is not copied: the
                 // bottom then jumps back to it.
+                //
+                // A test of `&&`, `||` and `!` is lowered as branches (`cond_jump`) and lowered
+                // again at the bottom, branching back to the body, when it is as short.
                 let start = self.here();
+                let logical = is_logical(&w.test);
                 let mark = self.top;
-                let c = self.expr(&w.test)?;
-                let test_end = self.here();
-                let (jf, cmp) = self.emit_branch(c, mark, start, false, 0, w.test.span());
+                let (jf, c, test_end, cmp) = if logical {
+                    (self.cond_jump(&w.test, false)?, 0, 0, None)
+                } else {
+                    let c = self.expr(&w.test)?;
+                    let test_end = self.here();
+                    let (jf, cmp) = self.emit_branch(c, mark, start, false, 0, w.test.span());
+                    (Jumps::from_elem(jf, 1), c, test_end, cmp)
+                };
+                let test_len = self.here() - start;
                 // (a fused test's comparison is not copied: it is fused again at the bottom)
                 let (copied_end, cmp_span) = match cmp {
-                    Some(_) => (test_end - 1, self.spans[jf]),
+                    Some(_) => (test_end - 1, self.spans[jf[0]]),
                     None => (test_end, 0),
                 };
                 self.top = mark;
@@ -1498,7 +1545,12 @@ impl<'o> Lowerer<'o> {
                 let ctx = self.loops.pop();
                 r?;
                 let bottom = self.here();
-                let to = if self.copy_test(start, copied_end) {
+                let to = if logical && test_len as usize <= MAX_COPIED_TEST {
+                    for j in self.cond_jump(&w.test, true)? {
+                        self.patch(j, body);
+                    }
+                    bottom
+                } else if !logical && self.copy_test(start, copied_end) {
                     match cmp.and_then(|cmp| cmp.fused_branch(c, true, body)) {
                         Some(fused) => {
                             self.code.push(fused);
@@ -1511,7 +1563,7 @@ impl<'o> Lowerer<'o> {
                     self.emit(Op::Jump { target: Target(start) }, w.span);
                     start
                 };
-                self.patch_here(jf);
+                self.patch_all_here(&jf);
                 if let Some(ctx) = ctx {
                     for b in ctx.breaks {
                         self.patch_here(b);
@@ -2039,13 +2091,10 @@ impl<'o> Lowerer<'o> {
                 self.patch_here(j);
             }
             Expression::ConditionalExpression(c) => {
-                let (mark, start) = (self.top, self.here());
-                let t = self.expr(&c.test)?;
-                let (jf, _) = self.emit_branch(t, mark, start, false, 0, c.test.span());
-                self.top = mark;
+                let jf = self.cond_jump(&c.test, false)?;
                 self.expr_to(&c.consequent, dst)?;
                 let je = self.emit_jump(Op::Jump { target: Target(0) }, c.consequent.span());
-                self.patch_here(jf);
+                self.patch_all_here(&jf);
                 self.expr_to(&c.alternate, dst)?;
                 self.patch_here(je);
             }
@@ -2858,6 +2907,19 @@ pub(crate) fn js_number_to_string(v: f64) -> String {
         s.push_str(&(n - 1).abs().to_string());
     }
     s
+}
+
+/// Branches to patch to one target (most tests make one or two).
+type Jumps = SmallVec<[usize; 4]>;
+
+/// True when `test` is made of `&&`, `||` or `!` at its top ([`Lowerer::cond_jump`] lowers it as
+/// branches).
+fn is_logical(test: &Expression) -> bool {
+    match test.without_parentheses() {
+        Expression::LogicalExpression(l) => l.operator != LogicalOperator::Coalesce,
+        Expression::UnaryExpression(u) => u.operator == UnaryOperator::LogicalNot,
+        _ => false,
+    }
 }
 
 /// `op` with its right operand named as the constant it is (`Sub r, a, <const k>` becomes

@@ -477,8 +477,10 @@ fn a_comparison_fuses_with_its_branch_only_when_nothing_else_reads_it() {
         ("if (a < b) { return 1 }\nreturn 0", true),
         ("if (a < 2) { return 1 }\nreturn 0", true),
         ("return a === b ? 1 : 0", true),
-        // the branch tests `a` when `||` short-circuits: it cannot be the comparison's
-        ("if (a || b < 2) { return 1 }\nreturn 0", false),
+        // `||` in a test is lowered as branches: both of its sides fuse
+        ("if (a < 1 || b < 2) { return 1 }\nreturn 0", true),
+        // the branch tests `a` when `??` short-circuits: it cannot be the comparison's
+        ("if (a ?? b < 2) { return 1 }\nreturn 0", false),
         // `t` is read again after the branch
         ("const t = a < b\nif (t) { return t }\nreturn 0", false),
     ] {
