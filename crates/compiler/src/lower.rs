@@ -838,6 +838,37 @@ impl<'o> Lowerer<'o> {
         }
     }
 
+    /// Emits the comparison `cmp` and a branch on its result taken when it is `when`, fused
+    /// into one instruction (the caller makes sure nothing else reads the result); returns the
+    /// branch's index for [`Self::patch`].
+    pub(crate) fn emit_test(&mut self, cmp: Op, when: bool, span: Span) -> usize {
+        let mut cond = 0;
+        cmp.operands(|o| {
+            if let Operand::Write(r) = o {
+                cond = r;
+            }
+        });
+        match cmp.fused_branch(cond, when, 0) {
+            Some(fused) => self.emit_jump(fused, span),
+            None => {
+                self.emit(cmp, span);
+                let target = Target(0);
+                let jump = if when {
+                    Op::JumpIfTrue {
+                        cond: Src(cond),
+                        target,
+                    }
+                } else {
+                    Op::JumpIfFalse {
+                        cond: Src(cond),
+                        target,
+                    }
+                };
+                self.emit_jump(jump, span)
+            }
+        }
+    }
+
     /// Emits the branch to `target` on the test `c` (whose instructions start at `start`),
     /// taken when `c` is `when`; returns its index (for [`Self::patch`]) and, when it was fused,
     /// the comparison it was fused with. A test ending with a comparison into a temporary (at

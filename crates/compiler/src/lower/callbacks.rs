@@ -220,32 +220,20 @@ impl Lowerer<'_> {
         }
 
         let start = self.here();
-        if backwards {
-            self.emit(
-                Op::Ge {
-                    dst: Dst(cond),
-                    a: Src(i),
-                    b: Src(zero),
-                },
-                span,
-            );
+        let test = if backwards {
+            Op::Ge {
+                dst: Dst(cond),
+                a: Src(i),
+                b: Src(zero),
+            }
         } else {
-            self.emit(
-                Op::Lt {
-                    dst: Dst(cond),
-                    a: Src(i),
-                    b: Src(len),
-                },
-                span,
-            );
-        }
-        let exit = self.emit_jump(
-            Op::JumpIfFalse {
-                cond: Src(cond),
-                target: Target(0),
-            },
-            span,
-        );
+            Op::Lt {
+                dst: Dst(cond),
+                a: Src(i),
+                b: Src(len),
+            }
+        };
+        let exit = self.emit_test(test, false, span);
         self.emit(
             Op::GetIndex {
                 dst: Dst(elem),
@@ -654,19 +642,13 @@ impl Lowerer<'_> {
         );
         // while (width < n)
         let outer = self.here();
-        self.emit(
+        let outer_exit = self.emit_test(
             Op::Lt {
                 dst: Dst(c),
                 a: Src(width),
                 b: Src(n),
             },
-            span,
-        );
-        let outer_exit = self.emit_jump(
-            Op::JumpIfFalse {
-                cond: Src(c),
-                target: Target(0),
-            },
+            false,
             span,
         );
         self.emit(
@@ -686,19 +668,13 @@ impl Lowerer<'_> {
         );
         // while (lo < n): merge the runs [lo, mid) and [mid, hi)
         let runs = self.here();
-        self.emit(
+        let runs_exit = self.emit_test(
             Op::Lt {
                 dst: Dst(c),
                 a: Src(lo),
                 b: Src(n),
             },
-            span,
-        );
-        let runs_exit = self.emit_jump(
-            Op::JumpIfFalse {
-                cond: Src(c),
-                target: Target(0),
-            },
+            false,
             span,
         );
         for (to, from) in [(mid, lo), (hi, mid)] {
@@ -710,19 +686,13 @@ impl Lowerer<'_> {
                 },
                 span,
             );
-            self.emit(
+            let ok = self.emit_test(
                 Op::Gt {
                     dst: Dst(c),
                     a: Src(to),
                     b: Src(n),
                 },
-                span,
-            );
-            let ok = self.emit_jump(
-                Op::JumpIfFalse {
-                    cond: Src(c),
-                    target: Target(0),
-                },
+                false,
                 span,
             );
             self.emit(
@@ -749,34 +719,22 @@ impl Lowerer<'_> {
             span,
         );
         let merge = self.here();
-        self.emit(
+        let m_exit1 = self.emit_test(
             Op::Lt {
                 dst: Dst(c),
                 a: Src(i),
                 b: Src(mid),
             },
+            false,
             span,
         );
-        let m_exit1 = self.emit_jump(
-            Op::JumpIfFalse {
-                cond: Src(c),
-                target: Target(0),
-            },
-            span,
-        );
-        self.emit(
+        let m_exit2 = self.emit_test(
             Op::Lt {
                 dst: Dst(c),
                 a: Src(j),
                 b: Src(hi),
             },
-            span,
-        );
-        let m_exit2 = self.emit_jump(
-            Op::JumpIfFalse {
-                cond: Src(c),
-                target: Target(0),
-            },
+            false,
             span,
         );
         self.emit(
@@ -797,19 +755,13 @@ impl Lowerer<'_> {
         );
         self.callback_body(cb, &[x, y], v, false)?;
         // y goes first only when cmp(x, y) > 0: stable, and NaN or undefined count as 0
-        self.emit(
+        let take_x = self.emit_test(
             Op::Gt {
                 dst: Dst(c),
                 a: Src(v),
                 b: Src(zero),
             },
-            span,
-        );
-        let take_x = self.emit_jump(
-            Op::JumpIfFalse {
-                cond: Src(c),
-                target: Target(0),
-            },
+            false,
             span,
         );
         self.push(b, y, span);
@@ -847,19 +799,13 @@ impl Lowerer<'_> {
         self.patch_here(m_exit2);
         for (k, end) in [(i, mid), (j, hi)] {
             let top = self.here();
-            self.emit(
+            let exit = self.emit_test(
                 Op::Lt {
                     dst: Dst(c),
                     a: Src(k),
                     b: Src(end),
                 },
-                span,
-            );
-            let exit = self.emit_jump(
-                Op::JumpIfFalse {
-                    cond: Src(c),
-                    target: Target(0),
-                },
+                false,
                 span,
             );
             self.emit(
