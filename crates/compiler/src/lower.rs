@@ -309,6 +309,8 @@ pub(crate) struct Buffers {
     /// [`Lowerer::finish_function`]'s block-leader marks.
     marks: Vec<u32>,
     recent: Recent,
+    /// See [`Lowerer::const_regs`].
+    const_regs: Vec<Option<u16>>,
 }
 
 thread_local! {
@@ -335,11 +337,14 @@ impl Buffers {
     /// compile, unless they grew large (a few spare scopes at most).
     pub(crate) fn keep(mut self) {
         self.spare_scopes.truncate(KEEP_SCOPES);
+        // (indexed by the constants of the program just compiled: none of them is the next's)
+        self.const_regs.clear();
         let too_big = self.code.capacity().max(self.spans.capacity()) > KEEP_BUFFER_LEN
             || self.specials.capacity() > KEEP_BUFFER_LEN
             || self.names.0.capacity() > KEEP_BUFFER_LEN
             || self.units.capacity() > KEEP_BUFFER_LEN
             || self.marks.capacity() > KEEP_BUFFER_LEN
+            || self.const_regs.capacity() > KEEP_BUFFER_LEN
             || self.scopes.capacity() > KEEP_BUFFER_LEN
             || self
                 .spare_scopes
@@ -639,8 +644,13 @@ pub(crate) struct Lowerer<'o> {
     str_map: StrMap,
     atoms: Vec<String>,
     specials: Vec<(Special, u32)>,
-    /// The register of each special value loaded so far, by [`SpecialKey::index`].
+    /// The register of each special value other than a constant loaded so far, by
+    /// [`SpecialKey::index`].
     special_regs: Regs,
+    /// The register of each constant loaded so far in this function, by constant index (kept
+    /// between the functions of a program: [`Self::finish_function`] empties the slots it set,
+    /// so a later function does not resize a table by the whole pool).
+    const_regs: Vec<Option<u16>>,
     /// The register of each external used so far, by its index in `opts.externals`.
     ext_regs: Regs,
     top: u16,
@@ -737,6 +747,7 @@ impl<'o> Lowerer<'o> {
             units,
             marks,
             recent,
+            const_regs,
         } = pool.bufs;
         Lowerer {
             opts,
@@ -748,6 +759,7 @@ impl<'o> Lowerer<'o> {
             atoms: pool.atoms,
             specials,
             special_regs: Regs::default(),
+            const_regs,
             ext_regs: Regs::default(),
             top: 0,
             max_top: 0,
@@ -869,6 +881,20 @@ impl<'o> Lowerer<'o> {
     }
 
     fn special(&mut self, key: SpecialKey, span: Span) -> R<u16> {
+        if let SpecialKey::Const(k) = key {
+            if let Some(&Some(r)) = self.const_regs.get(k as usize) {
+                return Ok(r);
+            }
+            let r = self.new_special(Special::Const(k), span.start)?;
+            let k = k as usize;
+            if self.const_regs.len() <= k {
+                self.const_regs.resize(self.constants.len().max(k + 1), None);
+            }
+            if let Some(slot) = self.const_regs.get_mut(k) {
+                *slot = Some(r);
+            }
+            return Ok(r);
+        }
         if let Some(r) = self.special_regs.get(key.index()) {
             return Ok(r);
         }
@@ -1038,6 +1064,7 @@ impl<'o> Lowerer<'o> {
                 units: take(&mut self.units),
                 marks: take(&mut self.marks),
                 recent: take(&mut self.recent),
+                const_regs: take(&mut self.const_regs),
             },
         }
     }
@@ -1137,8 +1164,14 @@ impl<'o> Lowerer<'o> {
         }
         let shift = nspecial - params.len();
         let total = shift + self.code.len();
-        // the prologue loads every used special that is not a parameter, in order
+        // the prologue loads every used special that is not a parameter, in order (and the
+        // constants' slots of `const_regs` are emptied for the next function)
         for (k, (s, _)) in self.specials.iter().enumerate() {
+            if let Special::Const(c) = *s {
+                if let Some(slot) = self.const_regs.get_mut(c as usize) {
+                    *slot = None;
+                }
+            }
             if used[k] && !matches!(s, Special::Ext(_)) {
                 final_of[k] = next;
                 next += 1;
