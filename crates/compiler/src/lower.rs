@@ -1120,12 +1120,14 @@ impl<'o> Lowerer<'o> {
                 Operand::Base(v) if v as u32 >= boundary => used.iter_mut().for_each(|u| *u = true),
                 _ => {}
             });
-            if let Some(t) = op.jump_target() {
+            // (`ends_block`, with the jump target found once)
+            let target = op.jump_target();
+            if let Some(t) = target {
                 if let Some(slot) = marks.get_mut(t as usize) {
                     *slot = 1;
                 }
             }
-            if op.ends_block() {
+            if target.is_some() || op.is_terminator() {
                 if let Some(slot) = marks.get_mut(i + 1) {
                     *slot = 1;
                 }

@@ -168,8 +168,22 @@ pub(crate) struct Cursor<'i, 's> {
 
 impl Cursor<'_, '_> {
     /// [`LineIndex::pos`] of `o`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn pos(&mut self, o: u32) -> SourcePos {
+        // on the line of the previous offset of an ASCII source (the usual case)
+        let off = o as usize;
+        if self.idx.ascii && off >= self.start && off < self.end {
+            return SourcePos {
+                line: self.line as u32 + 1,
+                col: (off - self.start) as u32,
+            };
+        }
+        self.pos_elsewhere(o)
+    }
+
+    /// [`Self::pos`] of an offset off the line of the previous one, or of a non-ASCII source.
+    #[inline(never)]
+    fn pos_elsewhere(&mut self, o: u32) -> SourcePos {
         if let Some((lo, lp)) = self.last {
             if lo == o {
                 return lp;
