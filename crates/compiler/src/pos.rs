@@ -671,6 +671,38 @@ const ODD: u8 = 2;
 /// The end of the word going on at `i`, and whether it is made of ASCII letters, digits, `_` and
 /// `$` only.
 fn word_end(b: &[u8], i: usize) -> (usize, bool) {
+    // the plain bytes first, four at a time
+    let word = |c: u8| WORD_BYTES[c as usize] == WORD;
+    let mut j = i;
+    while let Some(&[c0, c1, c2, c3]) = b.get(j..).and_then(|r| r.first_chunk::<4>()) {
+        if !word(c0) {
+            break;
+        }
+        if !word(c1) {
+            j += 1;
+            break;
+        }
+        if !word(c2) {
+            j += 2;
+            break;
+        }
+        if !word(c3) {
+            j += 3;
+            break;
+        }
+        j += 4;
+    }
+    while b.get(j).is_some_and(|&c| word(c)) {
+        j += 1;
+    }
+    match b.get(j) {
+        Some(&c) if WORD_BYTES[c as usize] == ODD => odd_word_end(b, j),
+        _ => (j, true),
+    }
+}
+
+/// [`word_end`] from `i`, where a byte that is not plain goes on the word.
+fn odd_word_end(b: &[u8], i: usize) -> (usize, bool) {
     let rest = b.get(i..).unwrap_or(&[]);
     let mut kinds = 0u8;
     for (k, &c) in rest.iter().enumerate() {
@@ -715,6 +747,20 @@ fn bound(src: &str, mut nest: Option<&mut Nest>) -> Result<usize, Fail> {
     while i < b.len() {
         let c = b[i];
         let p = i;
+        if matches!(c, b' ' | b'\t' | b'\n' | b'\r') {
+            // white space, before the nesting scan is brought here: that scan reads white space
+            // as nothing, so where it is behind it reads it later to the same effect
+            i += 1;
+            while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r') {
+                i += 1;
+            }
+            if let Some(ns) = nest.as_deref_mut() {
+                if ns.i == p && !ns.in_text {
+                    ns.i = i;
+                }
+            }
+            continue;
+        }
         // the nesting scan, when it is exactly here: the token's effect is applied directly
         let ns = match nest.as_deref_mut() {
             Some(ns) => {
@@ -727,15 +773,6 @@ fn bound(src: &str, mut nest: Option<&mut Nest>) -> Result<usize, Fail> {
             None => None,
         };
         match c {
-            b' ' | b'\t' | b'\n' | b'\r' => {
-                i += 1;
-                while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r') {
-                    i += 1;
-                }
-                if let Some(ns) = ns {
-                    ns.i = i;
-                }
-            }
             0x0B | 0x0C => {
                 i += 1;
                 if let Some(ns) = ns {
