@@ -2239,13 +2239,14 @@ impl<'o> Lowerer<'o> {
 
     fn template(&mut self, t: &TemplateLiteral, dst: u16) -> R<()> {
         let span = t.span;
-        let mut parts: Vec<Result<&Expression, (Vec<u16>, Span)>> = Vec::new();
+        // (a text part is encoded into UTF-16 when its constant is looked up: no copy unless new)
+        let mut parts: SmallVec<[Result<&Expression, (&str, Span)>; 8]> = SmallVec::new();
         for (i, q) in t.quasis.iter().enumerate() {
             let Some(cooked) = &q.value.cooked else {
                 return fail(q.span, "invalid escape sequence in template literal");
             };
             if !cooked.as_str().is_empty() {
-                parts.push(Err((cooked.as_str().encode_utf16().collect(), q.span)));
+                parts.push(Err((cooked.as_str(), q.span)));
             }
             if let Some(e) = t.expressions.get(i) {
                 parts.push(Ok(e));
@@ -2274,8 +2275,8 @@ impl<'o> Lowerer<'o> {
             let r = base + i as u16;
             match p {
                 Ok(e) => self.expr_to(e, r)?,
-                Err((units, sp)) => {
-                    let k = self.str_const_units(units, sp)?;
+                Err((text, sp)) => {
+                    let k = self.str_const(text, sp)?;
                     self.emit(
                         Op::LoadConst {
                             dst: Dst(r),
