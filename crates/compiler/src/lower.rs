@@ -664,7 +664,7 @@ pub(crate) struct Lowerer<'o> {
     callbacks: Vec<CallbackCtx>,
     /// Helper functions of an agent program: name -> (function index, arity); one table shared
     /// by every function of the program.
-    helpers: Option<std::rc::Rc<HashMap<String, (u16, usize)>>>,
+    helpers: Option<&'o HashMap<&'o str, (u16, usize)>>,
     /// The text of every variable name of `scopes`.
     names: Names,
     /// Emptied scopes, whose vectors the next scopes reuse.
@@ -782,7 +782,7 @@ impl<'o> Lowerer<'o> {
 
     /// The function index and arity of the helper function `name`, if the program has one.
     fn helper(&self, name: &str) -> Option<(u16, usize)> {
-        self.helpers.as_ref()?.get(name).copied()
+        self.helpers?.get(name).copied()
     }
 
     // ---------------------------------------------------------------- emission and registers
@@ -1147,13 +1147,7 @@ impl<'o> Lowerer<'o> {
             if let Special::Ext(i) = s {
                 final_of[k] = next;
                 let text = self.opts.externals.get(*i).map_or("", String::as_str);
-                match params.get_mut(next as usize) {
-                    Some(p) => {
-                        p.clear();
-                        p.push_str(text);
-                    }
-                    None => params.push(text.to_string()),
-                }
+                put_str(&mut params, next as usize, text);
                 next += 1;
             }
         }
@@ -2858,6 +2852,18 @@ pub(crate) fn js_number_to_string(v: f64) -> String {
         s.push_str(&(n - 1).abs().to_string());
     }
     s
+}
+
+/// Sets string `i` of `v` (at most one past its end) to `text`, reusing the string there.
+#[inline]
+fn put_str(v: &mut Vec<String>, i: usize, text: &str) {
+    match v.get_mut(i) {
+        Some(s) => {
+            s.clear();
+            s.push_str(text);
+        }
+        None => v.push(text.to_string()),
+    }
 }
 
 /// `op` with its right operand named as the constant it is (`Sub r, a, <const k>` becomes
