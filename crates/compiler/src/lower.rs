@@ -1424,18 +1424,23 @@ impl<'o> Lowerer<'o> {
         }
     }
 
-    fn block(&mut self, stmts: &[Statement], top: bool, _span: Span) -> R<()> {
+    /// A new scope for the block `stmts`, its let/const names pending.
+    fn block_scope(&mut self, stmts: &[Statement]) -> Scope {
         let mut scope = self.new_scope();
-        let pending = &mut scope.pending;
         for s in stmts {
             if let Statement::VariableDeclaration(d) = s {
                 for decl in &d.declarations {
                     if let BindingPattern::BindingIdentifier(b) = &decl.id {
-                        pending.push(self.names.add(b.name.as_str()));
+                        scope.pending.push(self.names.add(b.name.as_str()));
                     }
                 }
             }
         }
+        scope
+    }
+
+    fn block(&mut self, stmts: &[Statement], top: bool, _span: Span) -> R<()> {
+        let mut scope = self.block_scope(stmts);
         let mark = self.top;
         scope.is_top = top;
         self.scopes.push(scope);
@@ -1690,21 +1695,8 @@ impl<'o> Lowerer<'o> {
         self.patch_here(enter);
         // the catch body scope holds the catch parameter
         let mark = self.top;
-        let mut pending = Vec::new();
-        for s in &handler.body.body {
-            if let Statement::VariableDeclaration(d) = s {
-                for decl in &d.declarations {
-                    if let BindingPattern::BindingIdentifier(b) = &decl.id {
-                        pending.push(self.names.add(b.name.as_str()));
-                    }
-                }
-            }
-        }
-        self.scopes.push(Scope {
-            vars: Vec::new(),
-            pending,
-            is_top: false,
-        });
+        let scope = self.block_scope(&handler.body.body);
+        self.scopes.push(scope);
         let r = (|| {
             match &handler.param {
                 Some(p) => {
@@ -1723,7 +1715,7 @@ impl<'o> Lowerer<'o> {
             }
             handler.body.body.iter().try_for_each(|s| self.stmt(s))
         })();
-        self.scopes.pop();
+        self.pop_scope();
         self.top = mark;
         r?;
         self.patch_here(jend);

@@ -256,13 +256,10 @@ impl Lowerer<'_> {
         );
 
         // the callback's parameters: (item, index, array) or, for reduce, (acc, item, index, array)
-        let sources: Vec<u16> = if is_reduce {
-            vec![acc, elem, i, recv]
-        } else {
-            vec![elem, i, recv]
-        };
+        let all = [acc, elem, i, recv];
+        let sources = if is_reduce { &all[..] } else { &all[1..] };
         let value = self.alloc(span)?;
-        self.callback_body(cb, &sources, value, par)?;
+        self.callback_body(cb, sources, value, par)?;
 
         let mut early_exit = None;
         match m {
@@ -439,11 +436,12 @@ impl Lowerer<'_> {
         par: bool,
     ) -> R<()> {
         let mark = self.top;
-        self.scopes.push(Scope::default());
+        let scope = self.new_scope();
+        self.scopes.push(scope);
         let floor = self.scopes.len() - 1;
         for (k, p) in cb.params.items.iter().enumerate() {
             if p.initializer.is_some() {
-                self.scopes.pop();
+                self.pop_scope();
                 return fail(p.span, "default values for callback parameters are not supported; use ?? inside the body");
             }
             let src = sources.get(k).copied();
@@ -465,7 +463,7 @@ impl Lowerer<'_> {
                 pattern => {
                     // object and array patterns, defaults and rest, as in `let`
                     let Some(s) = src else {
-                        self.scopes.pop();
+                        self.pop_scope();
                         return fail(
                             p.span,
                             "this callback parameter receives nothing to destructure",
@@ -517,7 +515,7 @@ impl Lowerer<'_> {
             }
         };
         self.loops = outer_loops;
-        self.scopes.pop();
+        self.pop_scope();
         self.top = mark;
         r
     }
