@@ -531,7 +531,9 @@ const RECENT_NUMBERS: usize = 64;
 impl Recent {
     /// The slot of the string `units`: a multiplicative hash of its length and of at most its
     /// first and last eight units.
-    fn string_slot(units: &[u16]) -> usize {
+    /// (Of the units of a string, or of the bytes of an ASCII string: the same slot.)
+    #[inline]
+    fn string_slot<T: Copy + Into<u32>>(units: &[T]) -> usize {
         let mut h = (units.len() as u32).wrapping_mul(0x9E37_79B9);
         let (head, tail) = if units.len() > 16 {
             (&units[..8], &units[units.len() - 8..])
@@ -539,7 +541,7 @@ impl Recent {
             (units, &[][..])
         };
         for &u in head.iter().chain(tail) {
-            h = (h ^ u32::from(u)).wrapping_mul(0x9E37_79B9);
+            h = (h ^ u.into()).wrapping_mul(0x9E37_79B9);
         }
         (h >> (32 - RECENT_STRINGS.trailing_zeros())) as usize
     }
@@ -555,6 +557,20 @@ impl Recent {
         let k = *self.0.get(slot)?;
         match constants.get(k as usize) {
             Some(Constant::String(s)) if s.as_slice() == units => Some(k),
+            _ => None,
+        }
+    }
+
+    /// [`Self::string`] of the string of ASCII `bytes`.
+    fn ascii(&self, slot: usize, bytes: &[u8], constants: &[Constant]) -> Option<u16> {
+        let k = *self.0.get(slot)?;
+        match constants.get(k as usize) {
+            Some(Constant::String(s))
+                if s.len() == bytes.len()
+                    && s.iter().zip(bytes).all(|(&u, &c)| u == u16::from(c)) =>
+            {
+                Some(k)
+            }
             _ => None,
         }
     }
@@ -946,6 +962,11 @@ impl<'o> Lowerer<'o> {
         if let Some(k) = self.recent.string(slot, units, &self.constants) {
             return Ok(k);
         }
+        self.str_const_missed(units, slot, span)
+    }
+
+    /// [`Self::str_const_slice`] when slot `slot` of the recent constants does not hold it.
+    fn str_const_missed(&mut self, units: &[u16], slot: usize, span: Span) -> R<u16> {
         let (hash, collided) = match self.str_map.find(units, &self.constants) {
             Ok(k) => {
                 self.recent.remember(slot, k);
@@ -984,10 +1005,20 @@ impl<'o> Lowerer<'o> {
     }
 
     fn str_const(&mut self, s: &str, span: Span) -> R<u16> {
+        // an ASCII string seen recently is found without encoding it
+        let ascii = s.is_ascii();
+        let mut slot = None;
+        if ascii {
+            let at = Recent::string_slot(s.as_bytes());
+            if let Some(k) = self.recent.ascii(at, s.as_bytes(), &self.constants) {
+                return Ok(k);
+            }
+            slot = Some(at);
+        }
         // encode into the scratch buffer: a constant seen before costs no allocation
         let mut units = std::mem::take(&mut self.units);
         units.clear();
-        if s.is_ascii() {
+        if ascii {
             units.extend(s.bytes().map(u16::from));
         } else {
             units.reserve(s.len());
@@ -995,7 +1026,10 @@ impl<'o> Lowerer<'o> {
                 units.push(u);
             }
         }
-        let r = self.str_const_slice(&units, span);
+        let r = match slot {
+            Some(at) => self.str_const_missed(&units, at, span),
+            None => self.str_const_slice(&units, span),
+        };
         self.units = units;
         r
     }
