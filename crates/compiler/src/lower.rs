@@ -1132,7 +1132,8 @@ impl<'o> Lowerer<'o> {
                 _ => None,
             }
         };
-        let mut used: SmallVec<[bool; 32]> = smallvec::smallvec![false; nspecial_all];
+        let (mut used_short, mut used_long) = ([false; SHORT_TABLE], Vec::new());
+        let used = zeroed(&mut used_short, &mut used_long, nspecial_all);
         // Block leaders of the body, by index in it: every jump target, every instruction after
         // a block end (the laid-out code is [prologue][body]; the prologue has no jumps, and
         // its first instruction, or the body's when there is none, leads too). `marks[j]`: 1
@@ -1170,11 +1171,12 @@ impl<'o> Lowerer<'o> {
         let nspecial = self
             .specials
             .iter()
-            .zip(&used)
+            .zip(used.iter())
             .filter(|((s, _), u)| **u || matches!(s, Special::Ext(_)))
             .count();
         // final register of every special (an unused one has none: nothing names it)
-        let mut final_of: SmallVec<[u16; 32]> = smallvec::smallvec![0u16; nspecial_all];
+        let (mut final_short, mut final_long) = ([0u16; SHORT_TABLE], Vec::new());
+        let final_of = zeroed(&mut final_short, &mut final_long, nspecial_all);
         // the parameter names, written over the recycled ones where there are
         let mut next = 0u16;
         for (k, (s, _)) in self.specials.iter().enumerate() {
@@ -1207,7 +1209,7 @@ impl<'o> Lowerer<'o> {
                 next += 1;
             }
         }
-        let used: &[bool] = &used;
+        let used: &[bool] = used;
         let prologue = self
             .specials
             .iter()
@@ -1232,7 +1234,7 @@ impl<'o> Lowerer<'o> {
         if total > ajs_bytecode::program::MAX_CODE_LEN / 2 {
             return Err(Fail::new(0, "program too long"));
         }
-        let final_of: &[u16] = &final_of;
+        let final_of: &[u16] = final_of;
         let map = |v: u16| -> u16 {
             if v as u32 >= boundary {
                 final_of[(u16::MAX - v) as usize]
@@ -2878,6 +2880,24 @@ pub(crate) fn js_number_to_string(v: f64) -> String {
         s.push_str(&(n - 1).abs().to_string());
     }
     s
+}
+
+/// Entries of a per-special table of [`Lowerer::finish_function`] kept on the stack.
+const SHORT_TABLE: usize = 32;
+
+/// `n` default values: the first `n` of `short` when they fit, else `long`, filled.
+#[inline]
+fn zeroed<'t, T: Copy + Default>(
+    short: &'t mut [T; SHORT_TABLE],
+    long: &'t mut Vec<T>,
+    n: usize,
+) -> &'t mut [T] {
+    if n <= SHORT_TABLE {
+        &mut short[..n]
+    } else {
+        long.resize(n, T::default());
+        long
+    }
 }
 
 /// Sets string `i` of `v` (at most one past its end) to `text`, reusing the string there.
