@@ -17,7 +17,8 @@ pub(crate) struct RawParam<'s> {
 /// The parameters of one top-level function, in source order.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub(crate) struct RawFunction<'s> {
-    pub params: Vec<RawParam<'s>>,
+    /// (a few inline: no allocation per function)
+    pub params: smallvec::SmallVec<[RawParam<'s>; 4]>,
 }
 
 struct Scanner<'a> {
@@ -373,8 +374,8 @@ mod tests {
             "function summarize({ texts= ['a'], n = 2, k }) { return { x: 1 } }"
         );
         assert_eq!(
-            fns[0].params,
-            vec![
+            fns[0].params[..],
+            [
                 RawParam {
                     name: "texts".into(),
                     required: false
