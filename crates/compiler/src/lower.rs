@@ -283,7 +283,6 @@ struct LoopCtx {
 const MAX_COPIED_TEST: usize = 24;
 
 /// What the functions of one program share: constants and the atoms table.
-#[derive(Default)]
 pub(crate) struct Pool {
     constants: Vec<Constant>,
     num_map: HashMap<u64, u16>,
@@ -299,17 +298,25 @@ pub(crate) struct Pool {
 /// none of them.
 #[derive(Default)]
 pub(crate) struct Buffers {
+    /// The instructions of the function being lowered, and the source offset of each.
     code: Vec<Op>,
     spans: Vec<u32>,
+    /// The specials of the function (externals and the constant values it loads).
     specials: Vec<(Special, u32)>,
+    /// The text of every variable name of `scopes`.
     names: Names,
     scopes: Vec<Scope>,
+    /// Emptied scopes, whose vectors the next scopes reuse.
     spare_scopes: Vec<Scope>,
+    /// Scratch buffer for the UTF-16 units of a string constant being looked up.
     units: Vec<u16>,
     /// [`Lowerer::finish_function`]'s block-leader marks.
     marks: Vec<u32>,
+    /// Constants looked up recently.
     recent: Recent,
-    /// See [`Lowerer::const_regs`].
+    /// The register of each constant loaded so far in this function, by constant index (kept
+    /// between the functions of a program: [`Lowerer::finish_function`] empties the slots it
+    /// set, so a later function does not resize a table by the whole pool).
     const_regs: Vec<Option<u16>>,
 }
 
@@ -653,25 +660,19 @@ enum Resolved {
 
 pub(crate) struct Lowerer<'o> {
     opts: &'o CompileOptions<'o>,
-    code: Vec<Op>,
-    spans: Vec<u32>,
+    /// The working buffers (moved in and out whole: see [`Buffers`]).
+    bufs: Buffers,
     constants: Vec<Constant>,
     num_map: HashMap<u64, u16>,
     str_map: StrMap,
     atoms: Vec<String>,
-    specials: Vec<(Special, u32)>,
     /// The register of each special value other than a constant loaded so far, by
     /// [`SpecialKey::index`].
     special_regs: Regs,
-    /// The register of each constant loaded so far in this function, by constant index (kept
-    /// between the functions of a program: [`Self::finish_function`] empties the slots it set,
-    /// so a later function does not resize a table by the whole pool).
-    const_regs: Vec<Option<u16>>,
     /// The register of each external used so far, by its index in `opts.externals`.
     ext_regs: Regs,
     top: u16,
     max_top: u16,
-    scopes: Vec<Scope>,
     loops: Vec<LoopCtx>,
     try_depth: u32,
     depth: u32,
@@ -681,16 +682,6 @@ pub(crate) struct Lowerer<'o> {
     /// Helper functions of an agent program: name -> (function index, arity); one table shared
     /// by every function of the program.
     helpers: Option<&'o HashMap<&'o str, (u16, usize)>>,
-    /// The text of every variable name of `scopes`.
-    names: Names,
-    /// Emptied scopes, whose vectors the next scopes reuse.
-    spare_scopes: Vec<Scope>,
-    /// Scratch buffer of [`Self::finish_function`].
-    marks: Vec<u32>,
-    /// Constants looked up recently.
-    recent: Recent,
-    /// Scratch buffer for the UTF-16 units of a string constant being looked up.
-    units: Vec<u16>,
     /// A register holding the array a callback method iterates, when it was built already
     /// (`Array.from(x, cb)`).
     callback_source: Option<u16>,
@@ -704,7 +695,7 @@ pub(crate) fn lower_expression(src: &str, e: &Expression, opts: &CompileOptions)
     let mut l = Lowerer::new(opts);
     let mut scope = l.new_scope();
     scope.is_top = true;
-    l.scopes.push(scope);
+    l.bufs.scopes.push(scope);
     let mark = l.top;
     let r = l.expr(e)?;
     l.emit(Op::Return { src: Src(r) }, e.span());
@@ -744,8 +735,11 @@ impl<'o> Lowerer<'o> {
         Self::with_pool(
             opts,
             Pool {
+                constants: Vec::new(),
+                num_map: HashMap::new(),
+                str_map: StrMap::default(),
+                atoms: Vec::new(),
                 bufs: Buffers::take(),
-                ..Pool::default()
             },
         )
     }
@@ -753,44 +747,23 @@ impl<'o> Lowerer<'o> {
     /// A lowerer continuing `pool`: the constants, atoms and buffers of the previous functions
     /// of the program.
     fn with_pool(opts: &'o CompileOptions<'o>, pool: Pool) -> Self {
-        let Buffers {
-            code,
-            spans,
-            specials,
-            names,
-            scopes,
-            spare_scopes,
-            units,
-            marks,
-            recent,
-            const_regs,
-        } = pool.bufs;
         Lowerer {
             opts,
-            code,
-            spans,
+            bufs: pool.bufs,
             constants: pool.constants,
             num_map: pool.num_map,
             str_map: pool.str_map,
             atoms: pool.atoms,
-            specials,
             special_regs: Regs::default(),
-            const_regs,
             ext_regs: Regs::default(),
             top: 0,
             max_top: 0,
-            scopes,
             loops: Vec::new(),
             try_depth: 0,
             depth: 0,
             chain: None,
             callbacks: Vec::new(),
             helpers: None,
-            units,
-            names,
-            spare_scopes,
-            marks,
-            recent,
             callback_source: None,
             parallel_map: false,
         }
@@ -804,22 +777,22 @@ impl<'o> Lowerer<'o> {
     // ---------------------------------------------------------------- emission and registers
 
     fn emit(&mut self, op: Op, span: Span) {
-        self.code.push(op);
-        self.spans.push(span.start);
+        self.bufs.code.push(op);
+        self.bufs.spans.push(span.start);
     }
 
     fn here(&self) -> u32 {
-        self.code.len() as u32
+        self.bufs.code.len() as u32
     }
 
     /// Emits a jump with a placeholder target; returns its index for [`Self::patch`].
     fn emit_jump(&mut self, op: Op, span: Span) -> usize {
         self.emit(op, span);
-        self.code.len() - 1
+        self.bufs.code.len() - 1
     }
 
     fn patch(&mut self, at: usize, target: u32) {
-        if let Some(op) = self.code.get_mut(at) {
+        if let Some(op) = self.bufs.code.get_mut(at) {
             match op {
                 Op::Jump { target: t }
                 | Op::JumpIfTrue { target: t, .. }
@@ -839,7 +812,7 @@ impl<'o> Lowerer<'o> {
         if e - s > MAX_COPIED_TEST {
             return false;
         }
-        let test = &self.code[s..e];
+        let test = &self.bufs.code[s..e];
         let movable = test.iter().all(|op| match op.jump_target() {
             _ if matches!(
                 op,
@@ -856,11 +829,11 @@ impl<'o> Lowerer<'o> {
         }
         let shift = self.here() - start;
         for i in s..e {
-            let (op, span) = (self.code[i], self.spans[i]);
-            self.code.push(op);
-            self.spans.push(span);
+            let (op, span) = (self.bufs.code[i], self.bufs.spans[i]);
+            self.bufs.code.push(op);
+            self.bufs.spans.push(span);
             if let Some(t) = op.jump_target() {
-                self.patch(self.code.len() - 1, t + shift);
+                self.patch(self.bufs.code.len() - 1, t + shift);
             }
         }
         true
@@ -872,7 +845,7 @@ impl<'o> Lowerer<'o> {
     }
 
     fn alloc(&mut self, span: Span) -> R<u16> {
-        if self.top as usize + 1 + self.specials.len() > u16::MAX as usize {
+        if self.top as usize + 1 + self.bufs.specials.len() > u16::MAX as usize {
             return fail(
                 span,
                 "too many registers (more than 65535 values live at once)",
@@ -885,28 +858,30 @@ impl<'o> Lowerer<'o> {
     }
 
     fn new_special(&mut self, s: Special, offset: u32) -> R<u16> {
-        if self.max_top as usize + self.specials.len() + 1 > u16::MAX as usize {
+        if self.max_top as usize + self.bufs.specials.len() + 1 > u16::MAX as usize {
             return Err(Fail::new(
                 offset,
                 "too many registers (more than 65535 constants and values)",
             ));
         }
-        let k = self.specials.len();
-        self.specials.push((s, offset));
+        let k = self.bufs.specials.len();
+        self.bufs.specials.push((s, offset));
         Ok(u16::MAX - k as u16)
     }
 
     fn special(&mut self, key: SpecialKey, span: Span) -> R<u16> {
         if let SpecialKey::Const(k) = key {
-            if let Some(&Some(r)) = self.const_regs.get(k as usize) {
+            if let Some(&Some(r)) = self.bufs.const_regs.get(k as usize) {
                 return Ok(r);
             }
             let r = self.new_special(Special::Const(k), span.start)?;
             let k = k as usize;
-            if self.const_regs.len() <= k {
-                self.const_regs.resize(self.constants.len().max(k + 1), None);
+            if self.bufs.const_regs.len() <= k {
+                self.bufs
+                    .const_regs
+                    .resize(self.constants.len().max(k + 1), None);
             }
-            if let Some(slot) = self.const_regs.get_mut(k) {
+            if let Some(slot) = self.bufs.const_regs.get_mut(k) {
                 *slot = Some(r);
             }
             return Ok(r);
@@ -937,7 +912,7 @@ impl<'o> Lowerer<'o> {
     fn num_const(&mut self, v: f64, span: Span) -> R<u16> {
         let bits = num_bits(v);
         let slot = Recent::number_slot(bits);
-        if let Some(k) = self.recent.number(slot, bits, &self.constants) {
+        if let Some(k) = self.bufs.recent.number(slot, bits, &self.constants) {
             return Ok(k);
         }
         let k = match self.num_map.entry(bits) {
@@ -952,14 +927,14 @@ impl<'o> Lowerer<'o> {
                 k
             }
         };
-        self.recent.remember(slot, k);
+        self.bufs.recent.remember(slot, k);
         Ok(k)
     }
 
     /// The constant of the string of UTF-16 `units` (added when new).
     fn str_const_slice(&mut self, units: &[u16], span: Span) -> R<u16> {
         let slot = Recent::string_slot(units);
-        if let Some(k) = self.recent.string(slot, units, &self.constants) {
+        if let Some(k) = self.bufs.recent.string(slot, units, &self.constants) {
             return Ok(k);
         }
         self.str_const_missed(units, slot, span)
@@ -969,25 +944,25 @@ impl<'o> Lowerer<'o> {
     fn str_const_missed(&mut self, units: &[u16], slot: usize, span: Span) -> R<u16> {
         let (hash, collided) = match self.str_map.find(units, &self.constants) {
             Ok(k) => {
-                self.recent.remember(slot, k);
+                self.bufs.recent.remember(slot, k);
                 return Ok(k);
             }
             Err(miss) => miss,
         };
         let k = self.add_constant(Constant::String(units.to_vec()), span)?;
         self.str_map.insert(hash, collided, units, k);
-        self.recent.remember(slot, k);
+        self.bufs.recent.remember(slot, k);
         Ok(k)
     }
 
     fn str_const_units(&mut self, units: Vec<u16>, span: Span) -> R<u16> {
         let slot = Recent::string_slot(&units);
-        if let Some(k) = self.recent.string(slot, &units, &self.constants) {
+        if let Some(k) = self.bufs.recent.string(slot, &units, &self.constants) {
             return Ok(k);
         }
         let (hash, collided) = match self.str_map.find(&units, &self.constants) {
             Ok(k) => {
-                self.recent.remember(slot, k);
+                self.bufs.recent.remember(slot, k);
                 return Ok(k);
             }
             Err(miss) => miss,
@@ -995,12 +970,12 @@ impl<'o> Lowerer<'o> {
         if collided {
             let k = self.add_constant(Constant::String(units.clone()), span)?;
             self.str_map.insert(hash, true, &units, k);
-            self.recent.remember(slot, k);
+            self.bufs.recent.remember(slot, k);
             return Ok(k);
         }
         let k = self.add_constant(Constant::String(units), span)?;
         self.str_map.insert(hash, false, &[], k);
-        self.recent.remember(slot, k);
+        self.bufs.recent.remember(slot, k);
         Ok(k)
     }
 
@@ -1010,13 +985,13 @@ impl<'o> Lowerer<'o> {
         let mut slot = None;
         if ascii {
             let at = Recent::string_slot(s.as_bytes());
-            if let Some(k) = self.recent.ascii(at, s.as_bytes(), &self.constants) {
+            if let Some(k) = self.bufs.recent.ascii(at, s.as_bytes(), &self.constants) {
                 return Ok(k);
             }
             slot = Some(at);
         }
         // encode into the scratch buffer: a constant seen before costs no allocation
-        let mut units = std::mem::take(&mut self.units);
+        let mut units = std::mem::take(&mut self.bufs.units);
         units.clear();
         if ascii {
             units.extend(s.bytes().map(u16::from));
@@ -1030,7 +1005,7 @@ impl<'o> Lowerer<'o> {
             Some(at) => self.str_const_missed(&units, at, span),
             None => self.str_const_slice(&units, span),
         };
-        self.units = units;
+        self.bufs.units = units;
         r
     }
 
@@ -1054,11 +1029,11 @@ impl<'o> Lowerer<'o> {
 
     /// Finishes the program of this one function (its buffers are kept for the thread's next
     /// compile).
-    fn finish(&mut self, src: &str, name: &str) -> R<Program> {
+    fn finish(mut self, src: &str, name: &str) -> R<Program> {
         let mut spare = take_spare();
         let reuse = Reuse::from(&mut spare);
         let (function, pos) = self.finish_function(&LineIndex::new(src), name, reuse)?;
-        let pool = self.take_pool();
+        let pool = self.into_pool();
         pool.bufs.keep();
         // the outer vectors of the recycled program, if any (what is left in them is dropped)
         let (mut functions, mut spans) = match spare {
@@ -1081,25 +1056,13 @@ impl<'o> Lowerer<'o> {
 
     /// Moves out what the next function of the program continues from: the constant pool, the
     /// atoms table and the (emptied) buffers.
-    fn take_pool(&mut self) -> Pool {
-        use std::mem::take;
+    fn into_pool(self) -> Pool {
         Pool {
-            constants: take(&mut self.constants),
-            num_map: take(&mut self.num_map),
-            str_map: take(&mut self.str_map),
-            atoms: take(&mut self.atoms),
-            bufs: Buffers {
-                code: take(&mut self.code),
-                spans: take(&mut self.spans),
-                specials: take(&mut self.specials),
-                names: take(&mut self.names),
-                scopes: take(&mut self.scopes),
-                spare_scopes: take(&mut self.spare_scopes),
-                units: take(&mut self.units),
-                marks: take(&mut self.marks),
-                recent: take(&mut self.recent),
-                const_regs: take(&mut self.const_regs),
-            },
+            constants: self.constants,
+            num_map: self.num_map,
+            str_map: self.str_map,
+            atoms: self.atoms,
+            bufs: self.bufs,
         }
     }
 
@@ -1121,13 +1084,13 @@ impl<'o> Lowerer<'o> {
             ),
         };
         let mut pos = reuse.pos.unwrap_or_default();
-        let nspecial_all = self.specials.len();
+        let nspecial_all = self.bufs.specials.len();
         // virtual ids at or above `boundary` are specials
         let boundary = 65536 - nspecial_all as u32;
         // An operator whose right operand is a constant names the constant itself (`n - 1`
         // becomes `SubK`); a constant no instruction reads any more is not loaded at entry.
         let const_of = |v: u16| -> Option<u16> {
-            match self.specials.get((u16::MAX - v) as usize) {
+            match self.bufs.specials.get((u16::MAX - v) as usize) {
                 Some((Special::Const(c), _)) if v as u32 >= boundary => Some(*c),
                 _ => None,
             }
@@ -1139,11 +1102,11 @@ impl<'o> Lowerer<'o> {
         // its first instruction, or the body's when there is none, leads too). `marks[j]`: 1
         // when body instruction j leads a block, then (below) its new index, or the index of
         // the `Charge` before it when it leads a block, times two, plus that 1.
-        let mut marks = std::mem::take(&mut self.marks);
+        let mut marks = std::mem::take(&mut self.bufs.marks);
         marks.clear();
-        marks.resize(self.code.len(), 0);
+        marks.resize(self.bufs.code.len(), 0);
         // one pass: constant operands, the specials read, the leaders
-        for (i, op) in self.code.iter_mut().enumerate() {
+        for (i, op) in self.bufs.code.iter_mut().enumerate() {
             if let Some(k) = with_const_operand(*op, &const_of) {
                 *op = k;
             }
@@ -1169,6 +1132,7 @@ impl<'o> Lowerer<'o> {
             }
         }
         let nspecial = self
+            .bufs
             .specials
             .iter()
             .zip(used.iter())
@@ -1179,7 +1143,7 @@ impl<'o> Lowerer<'o> {
         let final_of = zeroed(&mut final_short, &mut final_long, nspecial_all);
         // the parameter names, written over the recycled ones where there are
         let mut next = 0u16;
-        for (k, (s, _)) in self.specials.iter().enumerate() {
+        for (k, (s, _)) in self.bufs.specials.iter().enumerate() {
             if let Special::Ext(i) = s {
                 final_of[k] = next;
                 let text = self.opts.externals.get(*i).map_or("", String::as_str);
@@ -1195,12 +1159,12 @@ impl<'o> Lowerer<'o> {
             ));
         }
         let shift = nspecial - params.len();
-        let total = shift + self.code.len();
+        let total = shift + self.bufs.code.len();
         // the prologue loads every used special that is not a parameter, in order (and the
         // constants' slots of `const_regs` are emptied for the next function)
-        for (k, (s, _)) in self.specials.iter().enumerate() {
+        for (k, (s, _)) in self.bufs.specials.iter().enumerate() {
             if let Special::Const(c) = *s {
-                if let Some(slot) = self.const_regs.get_mut(c as usize) {
+                if let Some(slot) = self.bufs.const_regs.get_mut(c as usize) {
                     *slot = None;
                 }
             }
@@ -1211,6 +1175,7 @@ impl<'o> Lowerer<'o> {
         }
         let used: &[bool] = used;
         let prologue = self
+            .bufs
             .specials
             .iter()
             .enumerate()
@@ -1275,7 +1240,7 @@ impl<'o> Lowerer<'o> {
                 None => t.0.wrapping_add(shift as u32),
             };
         };
-        for ((op, &off), &mark) in self.code.iter().zip(&self.spans).zip(at) {
+        for ((op, &off), &mark) in self.bufs.code.iter().zip(&self.bufs.spans).zip(at) {
             let mut op = *op;
             op.map_registers(&map);
             match &mut op {
@@ -1290,7 +1255,7 @@ impl<'o> Lowerer<'o> {
             out.push(op, off, mark & 1 == 1);
         }
         let (code, pos) = out.finish();
-        self.marks = marks;
+        self.bufs.marks = marks;
         fname.clear();
         fname.push_str(name);
         let function = Function {
@@ -1299,14 +1264,14 @@ impl<'o> Lowerer<'o> {
             nregs: nregs as u16,
             code,
         };
-        self.code.clear();
-        self.spans.clear();
-        self.specials.clear();
-        self.names.0.clear();
-        while let Some(sc) = self.scopes.pop() {
-            self.spare_scopes.push(sc);
+        self.bufs.code.clear();
+        self.bufs.spans.clear();
+        self.bufs.specials.clear();
+        self.bufs.names.0.clear();
+        while let Some(sc) = self.bufs.scopes.pop() {
+            self.bufs.spare_scopes.push(sc);
         }
-        for sc in &mut self.spare_scopes {
+        for sc in &mut self.bufs.spare_scopes {
             sc.vars.clear();
             sc.pending.clear();
             sc.is_top = false;
@@ -1317,8 +1282,8 @@ impl<'o> Lowerer<'o> {
     // ---------------------------------------------------------------- names
 
     fn lookup_local(&self, name: &str, span: Span) -> R<Option<(u16, bool)>> {
-        let names = &self.names;
-        for sc in self.scopes.iter().rev() {
+        let names = &self.bufs.names;
+        for sc in self.bufs.scopes.iter().rev() {
             if let Some(v) = sc.vars.iter().rev().find(|v| names.is(v.name, name)) {
                 return Ok(Some((v.reg, v.is_const)));
             }
@@ -1339,8 +1304,8 @@ impl<'o> Lowerer<'o> {
 
     /// True when `name` is neither a local nor a parameter (so a builtin or atom of that name is meant).
     fn is_global(&self, name: &str) -> bool {
-        let names = &self.names;
-        let local = self.scopes.iter().any(|sc| {
+        let names = &self.bufs.names;
+        let local = self.bufs.scopes.iter().any(|sc| {
             sc.vars.iter().any(|v| names.is(v.name, name))
                 || sc.pending.iter().any(|&p| names.is(p, name))
         });
@@ -1409,11 +1374,12 @@ impl<'o> Lowerer<'o> {
         if forbidden(name) {
             return fail(span, forbidden_msg(name));
         }
-        let is_top = self.scopes.last().is_some_and(|s| s.is_top);
+        let is_top = self.bufs.scopes.last().is_some_and(|s| s.is_top);
         let dup = self
+            .bufs
             .scopes
             .last()
-            .is_some_and(|s| s.vars.iter().any(|v| self.names.is(v.name, name)))
+            .is_some_and(|s| s.vars.iter().any(|v| self.bufs.names.is(v.name, name)))
             || (is_top && self.param_index(name).is_some());
         if dup {
             return fail(
@@ -1426,12 +1392,12 @@ impl<'o> Lowerer<'o> {
     }
 
     fn bind(&mut self, name: &str, reg: u16, is_const: bool) {
-        if self.scopes.is_empty() {
+        if self.bufs.scopes.is_empty() {
             return;
         }
-        let n = self.names.add(name);
-        let names = &self.names;
-        if let Some(sc) = self.scopes.last_mut() {
+        let n = self.bufs.names.add(name);
+        let names = &self.bufs.names;
+        if let Some(sc) = self.bufs.scopes.last_mut() {
             if let Some(p) = sc.pending.iter().position(|&p| names.is(p, name)) {
                 sc.pending.remove(p);
             }
@@ -1447,16 +1413,16 @@ impl<'o> Lowerer<'o> {
 
     /// An empty scope (one used before, when there is one: its vectors are reused).
     fn new_scope(&mut self) -> Scope {
-        self.spare_scopes.pop().unwrap_or_default()
+        self.bufs.spare_scopes.pop().unwrap_or_default()
     }
 
     /// Closes the innermost scope, keeping its vectors for the next.
     fn pop_scope(&mut self) {
-        if let Some(mut sc) = self.scopes.pop() {
+        if let Some(mut sc) = self.bufs.scopes.pop() {
             sc.vars.clear();
             sc.pending.clear();
             sc.is_top = false;
-            self.spare_scopes.push(sc);
+            self.bufs.spare_scopes.push(sc);
         }
     }
 
@@ -1467,7 +1433,7 @@ impl<'o> Lowerer<'o> {
             if let Statement::VariableDeclaration(d) = s {
                 for decl in &d.declarations {
                     if let BindingPattern::BindingIdentifier(b) = &decl.id {
-                        scope.pending.push(self.names.add(b.name.as_str()));
+                        scope.pending.push(self.bufs.names.add(b.name.as_str()));
                     }
                 }
             }
@@ -1479,7 +1445,7 @@ impl<'o> Lowerer<'o> {
         let mut scope = self.block_scope(stmts);
         let mark = self.top;
         scope.is_top = top;
-        self.scopes.push(scope);
+        self.bufs.scopes.push(scope);
         let r = stmts.iter().try_for_each(|s| self.stmt(s));
         self.pop_scope();
         self.top = mark;
@@ -1654,7 +1620,7 @@ impl<'o> Lowerer<'o> {
     fn sub_stmt(&mut self, s: &Statement) -> R<()> {
         let mark = self.top;
         let scope = self.new_scope();
-        self.scopes.push(scope);
+        self.bufs.scopes.push(scope);
         let r = self.stmt(s);
         self.pop_scope();
         self.top = mark;
@@ -1732,7 +1698,7 @@ impl<'o> Lowerer<'o> {
         // the catch body scope holds the catch parameter
         let mark = self.top;
         let scope = self.block_scope(&handler.body.body);
-        self.scopes.push(scope);
+        self.bufs.scopes.push(scope);
         let r = (|| {
             match &handler.param {
                 Some(p) => {

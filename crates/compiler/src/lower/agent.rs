@@ -125,7 +125,7 @@ pub(crate) fn lower_agent(
             atoms: opts.atoms,
             source_name: opts.source_name,
         };
-        let mut l = Lowerer::with_pool(&fopts, std::mem::take(&mut pool));
+        let mut l = Lowerer::with_pool(&fopts, pool);
         l.helpers = helpers;
         for (k, p) in params.iter().enumerate() {
             if forbidden(p.name) {
@@ -160,7 +160,7 @@ pub(crate) fn lower_agent(
         l.emit(Op::LoadUndef { dst: Dst(u) }, end);
         l.emit(Op::Return { src: Src(u) }, end);
         let (function, pos) = l.finish_function(&idx, name, Reuse::from(&mut spare))?;
-        pool = l.take_pool();
+        pool = l.into_pool();
         functions.push(function);
         spans.push(pos);
     }

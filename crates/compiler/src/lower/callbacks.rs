@@ -437,8 +437,8 @@ impl Lowerer<'_> {
     ) -> R<()> {
         let mark = self.top;
         let scope = self.new_scope();
-        self.scopes.push(scope);
-        let floor = self.scopes.len() - 1;
+        self.bufs.scopes.push(scope);
+        let floor = self.bufs.scopes.len() - 1;
         for (k, p) in cb.params.items.iter().enumerate() {
             if p.initializer.is_some() {
                 self.pop_scope();
@@ -552,8 +552,8 @@ impl Lowerer<'_> {
         let Some(floor) = self.callbacks.last().map(|c| c.scope_floor) else {
             return Ok(());
         };
-        let names = &self.names;
-        let inner = self.scopes[floor.min(self.scopes.len())..]
+        let names = &self.bufs.names;
+        let inner = self.bufs.scopes[floor.min(self.bufs.scopes.len())..]
             .iter()
             .any(|sc| {
                 sc.vars.iter().any(|v| names.is(v.name, name))
