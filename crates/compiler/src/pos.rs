@@ -162,7 +162,7 @@ pub(crate) struct Cursor<'i, 's> {
     line: usize,
     start: usize,
     end: usize,
-    /// The last offset asked and its position.
+    /// The last offset asked and its position (of a non-ASCII source).
     last: Option<(u32, SourcePos)>,
 }
 
@@ -184,53 +184,46 @@ impl Cursor<'_, '_> {
     /// [`Self::pos`] of an offset off the line of the previous one, or of a non-ASCII source.
     #[inline(never)]
     fn pos_elsewhere(&mut self, o: u32) -> SourcePos {
-        if let Some((lo, lp)) = self.last {
-            if lo == o {
-                return lp;
-            }
-        }
         let idx = self.idx;
-        let off = o as usize;
-        let p = if !idx.ascii {
-            idx.pos(o)
-        } else {
-            // the line of the previous offset, or one of the next few
-            let mut found = None;
-            let mut line = self.line;
-            let (mut start, mut end) = (self.start, self.end);
-            for _ in 0..4 {
-                if off >= start && off < end {
-                    found = Some(line);
-                    break;
+        if !idx.ascii {
+            if let Some((lo, lp)) = self.last {
+                if lo == o {
+                    return lp;
                 }
-                if off < end || line + 1 >= idx.starts.len() {
+            }
+            let p = idx.pos(o);
+            self.last = Some((o, p));
+            return p;
+        }
+        let off = o as usize;
+        let starts: &[usize] = &idx.starts;
+        let len = idx.src.len();
+        // one of the next few lines (the usual move: on to the next one)
+        if off >= self.end {
+            let (mut line, mut end) = (self.line, self.end);
+            for _ in 0..3 {
+                if line + 1 >= starts.len() {
                     break;
                 }
                 line += 1;
-                start = end;
-                end = idx.starts.get(line + 1).copied().unwrap_or(idx.src.len());
-            }
-            match found {
-                Some(line) => {
+                let start = end;
+                end = starts.get(line + 1).copied().unwrap_or(len);
+                if off < end {
                     self.line = line;
                     self.start = start;
                     self.end = end;
-                    SourcePos {
+                    return SourcePos {
                         line: line as u32 + 1,
                         col: (off - start) as u32,
-                    }
-                }
-                None => {
-                    let p = idx.pos(o);
-                    let i = p.line as usize - 1;
-                    self.line = i;
-                    self.start = idx.starts.get(i).copied().unwrap_or(0);
-                    self.end = idx.starts.get(i + 1).copied().unwrap_or(idx.src.len());
-                    p
+                    };
                 }
             }
-        };
-        self.last = Some((o, p));
+        }
+        let p = idx.pos(o);
+        let i = p.line as usize - 1;
+        self.line = i;
+        self.start = starts.get(i).copied().unwrap_or(0);
+        self.end = starts.get(i + 1).copied().unwrap_or(len);
         p
     }
 }
