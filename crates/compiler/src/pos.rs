@@ -529,7 +529,7 @@ struct Frames {
     open: Vec<(usize, bool)>,
     /// Units of every open frame and of what they directly contain.
     units: usize,
-    /// The most `units` reached.
+    /// The most `units` reached before the last time they went down (see [`Self::peak`]).
     max: usize,
 }
 
@@ -539,24 +539,29 @@ impl Frames {
             f.0 += n;
         }
         self.units += n;
-        self.max = self.max.max(self.units);
     }
 
     fn open(&mut self, template: bool) {
         self.open.push((0, template));
         self.units += BRACKET_UNITS;
-        self.max = self.max.max(self.units);
     }
 
     /// Closes the innermost frame; true when it was a template substitution.
     fn close(&mut self) -> bool {
         match self.open.pop() {
             Some((n, template)) => {
+                // (the units only go down here: the most so far is taken before)
+                self.max = self.max.max(self.units);
                 self.units -= BRACKET_UNITS + n;
                 template
             }
             None => false,
         }
+    }
+
+    /// The most `units` reached.
+    fn peak(&self) -> usize {
+        self.max.max(self.units)
     }
 
     /// Template text from `i` (after a backtick or a substitution's `}`): returns the index after
@@ -976,13 +981,13 @@ fn bound(src: &str, mut nest: Option<&mut Nest>) -> Result<usize, Fail> {
             _ => return Ok(poisoned(&mut f, b, i)),
         }
     }
-    Ok(f.max)
+    Ok(f.peak())
 }
 
 /// The bound when the rest of the source from `i` cannot be lexed with confidence.
 fn poisoned(f: &mut Frames, b: &[u8], i: usize) -> usize {
     f.uncertain(b, i, false);
-    f.max
+    f.peak()
 }
 
 #[cfg(test)]
