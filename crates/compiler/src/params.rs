@@ -240,26 +240,16 @@ static BODY_BYTES: [bool; 256] = {
 };
 
 /// The index of the first byte of [`BODY_BYTES`] at or after `i` (or the length of `b`), found
-/// four bytes at a time.
+/// sixteen bytes at a time.
 #[inline]
 fn skip_plain(b: &[u8], mut i: usize) -> usize {
-    let plain = |c: u8| !BODY_BYTES[c as usize];
-    while let Some(&[c0, c1, c2, c3]) = b.get(i..).and_then(|r| r.first_chunk::<4>()) {
-        if !plain(c0) {
-            return i;
+    while let Some(chunk) = b.get(i..).and_then(|r| r.first_chunk::<16>()) {
+        if let Some(k) = chunk.iter().position(|&c| BODY_BYTES[c as usize]) {
+            return i + k;
         }
-        if !plain(c1) {
-            return i + 1;
-        }
-        if !plain(c2) {
-            return i + 2;
-        }
-        if !plain(c3) {
-            return i + 3;
-        }
-        i += 4;
+        i += 16;
     }
-    while b.get(i).is_some_and(|&c| plain(c)) {
+    while b.get(i).is_some_and(|&c| !BODY_BYTES[c as usize]) {
         i += 1;
     }
     i
