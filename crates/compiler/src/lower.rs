@@ -251,9 +251,14 @@ impl Names {
         Name(start as u32, name.len() as u32)
     }
 
-    /// Whether `n` is `name`.
+    /// Whether `n` is `name` (the first bytes compared before the rest: names of one length
+    /// usually differ there).
     fn is(&self, n: Name, name: &str) -> bool {
-        n.1 as usize == name.len() && self.0.get(n.0 as usize..(n.0 + n.1) as usize) == Some(name)
+        n.1 as usize == name.len()
+            && self
+                .0
+                .get(n.0 as usize..(n.0 + n.1) as usize)
+                .is_some_and(|t| t.as_bytes().first() == name.as_bytes().first() && t == name)
     }
 }
 
@@ -2185,20 +2190,22 @@ impl<'o> Lowerer<'o> {
     fn namespace<'e>(&self, e: &'e Expression) -> Option<&'e str> {
         if let Expression::Identifier(id) = e.without_parentheses() {
             let n = id.name.as_str();
-            let is_ns = matches!(
-                n,
-                "Math"
-                    | "console"
-                    | "JSON"
-                    | "Array"
-                    | "Object"
-                    | "String"
-                    | "Number"
-                    | "Boolean"
-                    | "Schema"
-                    | "Date"
-                    | "Set"
-            );
+            // (each capitalized but `console`: a lower-case name is looked at no further)
+            let is_ns = (n.starts_with(|c: char| c.is_ascii_uppercase()) || n == "console")
+                && matches!(
+                    n,
+                    "Math"
+                        | "console"
+                        | "JSON"
+                        | "Array"
+                        | "Object"
+                        | "String"
+                        | "Number"
+                        | "Boolean"
+                        | "Schema"
+                        | "Date"
+                        | "Set"
+                );
             if is_ns && self.is_global(n) {
                 return Some(n);
             }
