@@ -55,7 +55,7 @@ pub(crate) fn lower_agent(
     };
     let entry_name = entry.id.as_ref().map_or("", |i| i.name.as_str());
     // helper table: name -> (function index, arity)
-    let mut helpers: HashMap<&str, (u16, usize)> = HashMap::new();
+    let mut helpers: HashMap<&str, (u16, usize)> = HashMap::with_capacity(fns.len() - 1);
     for (i, f) in fns.iter().enumerate().take(fns.len() - 1) {
         let Some(id) = &f.id else {
             return fail(f.span, "Helper function must have a name");
