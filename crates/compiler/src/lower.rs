@@ -1038,8 +1038,13 @@ impl<'o> Lowerer<'o> {
         let mut spare = take_spare();
         let reuse = Reuse::from(&mut spare);
         let (function, pos) = self.finish_function(&LineIndex::new(src), name, reuse)?;
-        let pool = self.into_pool();
-        pool.bufs.keep();
+        let Lowerer {
+            bufs,
+            constants,
+            atoms,
+            ..
+        } = self;
+        bufs.keep();
         // the outer vectors of the recycled program, if any (what is left in them is dropped)
         let (mut functions, mut spans) = match spare {
             Some(p) => (p.functions, p.debug.map(|d| d.spans).unwrap_or_default()),
@@ -1051,8 +1056,8 @@ impl<'o> Lowerer<'o> {
         spans.push(pos);
         Ok(Program {
             functions,
-            constants: pool.constants,
-            atoms: pool.atoms,
+            constants,
+            atoms,
             entry: 0,
             debug: Some(DebugInfo { spans }),
             signature: None,
