@@ -54,32 +54,42 @@ const SHORTEST_BUILTIN: usize = 3;
 /// Whether `name` is a builtin name of AJS (builtins win over context keys).
 fn is_builtin_name(name: &str) -> bool {
     name.len() >= SHORTEST_BUILTIN
+        && (is_namespace_name(name)
+            || matches!(
+                name,
+                "Error"
+                    | "parseInt"
+                    | "parseFloat"
+                    | "isNaN"
+                    | "isFinite"
+                    | "encodeURI"
+                    | "decodeURI"
+                    | "encodeURIComponent"
+                    | "decodeURIComponent"
+                    | "filter"
+                    | "undefined"
+                    | "NaN"
+                    | "Infinity"
+            ))
+}
+
+/// Whether `name` is the name of a namespace of builtins (`Math`, `JSON`, `console`, …).
+fn is_namespace_name(name: &str) -> bool {
+    // (each is capitalized but `console`: a lower-case name is looked at no further)
+    (name.starts_with(|c: char| c.is_ascii_uppercase()) || name == "console")
         && matches!(
             name,
             "Math"
+                | "console"
                 | "JSON"
                 | "Array"
                 | "Object"
                 | "String"
                 | "Number"
                 | "Boolean"
-                | "console"
                 | "Schema"
                 | "Date"
                 | "Set"
-                | "Error"
-                | "parseInt"
-                | "parseFloat"
-                | "isNaN"
-                | "isFinite"
-                | "encodeURI"
-                | "decodeURI"
-                | "encodeURIComponent"
-                | "decodeURIComponent"
-                | "filter"
-                | "undefined"
-                | "NaN"
-                | "Infinity"
         )
 }
 
@@ -2195,23 +2205,7 @@ impl<'o> Lowerer<'o> {
     fn namespace<'e>(&self, e: &'e Expression) -> Option<&'e str> {
         if let Expression::Identifier(id) = e.without_parentheses() {
             let n = id.name.as_str();
-            // (each capitalized but `console`: a lower-case name is looked at no further)
-            let is_ns = (n.starts_with(|c: char| c.is_ascii_uppercase()) || n == "console")
-                && matches!(
-                    n,
-                    "Math"
-                        | "console"
-                        | "JSON"
-                        | "Array"
-                        | "Object"
-                        | "String"
-                        | "Number"
-                        | "Boolean"
-                        | "Schema"
-                        | "Date"
-                        | "Set"
-                );
-            if is_ns && self.is_global(n) {
+            if is_namespace_name(n) && self.is_global(n) {
                 return Some(n);
             }
         }
