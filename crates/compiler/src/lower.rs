@@ -1151,13 +1151,6 @@ impl<'o> Lowerer<'o> {
                 }
             }
         }
-        let nspecial = self
-            .bufs
-            .specials
-            .iter()
-            .zip(used.iter())
-            .filter(|((s, _), u)| **u || matches!(s, Special::Ext(_)))
-            .count();
         // final register of every special (an unused one has none: nothing names it)
         let (mut final_short, mut final_long) = ([0u16; SHORT_TABLE], Vec::new());
         let final_of = zeroed(&mut final_short, &mut final_long, nspecial_all);
@@ -1178,8 +1171,6 @@ impl<'o> Lowerer<'o> {
                 "too many parameters or context keys used (more than 255)",
             ));
         }
-        let shift = nspecial - params.len();
-        let total = shift + self.bufs.code.len();
         // the prologue loads every used special that is not a parameter, in order (and the
         // constants' slots of `const_regs` are emptied for the next function)
         for (k, (s, _)) in self.bufs.specials.iter().enumerate() {
@@ -1193,6 +1184,10 @@ impl<'o> Lowerer<'o> {
                 next += 1;
             }
         }
+        // the specials given a register: the parameters, then the prologue's
+        let nspecial = next as usize;
+        let shift = nspecial - params.len();
+        let total = shift + self.bufs.code.len();
         let used: &[bool] = used;
         let prologue = self
             .bufs
