@@ -223,8 +223,10 @@ impl Regs {
     fn insert(&mut self, i: usize, reg: u16) {
         // (one more, the usual case, is pushed: cheaper than resizing)
         if self.0.len() == i {
-            self.0.push(None);
-        } else if self.0.len() < i {
+            self.0.push(Some(reg));
+            return;
+        }
+        if self.0.len() < i {
             self.0.resize(i + 1, None);
         }
         if let Some(slot) = self.0.get_mut(i) {
