@@ -564,7 +564,11 @@ impl Recent {
         } else {
             (units, &[][..])
         };
-        for &u in head.iter().chain(tail) {
+        // (two loops: a chained iterator costs more per unit)
+        for &u in head {
+            h = (h ^ u.into()).wrapping_mul(0x9E37_79B9);
+        }
+        for &u in tail {
             h = (h ^ u.into()).wrapping_mul(0x9E37_79B9);
         }
         (h >> (32 - RECENT_STRINGS.trailing_zeros())) as usize
