@@ -456,11 +456,12 @@ struct Layout<'i, 's> {
 }
 
 impl Layout<'_, '_> {
-    /// Appends `op` (from source offset `off`), after a new `Charge` when it leads a block.
+    /// Appends `op` (from source offset `off`), after a new `Charge` when it leads a block
+    /// (the first instruction of a function always does).
     #[inline(always)]
     fn push(&mut self, op: Op, off: u32, lead: bool) {
         let p = self.cursor.pos(off);
-        if lead || self.charge.is_none() {
+        if lead {
             self.close();
             self.charge = Some(self.code.len());
             self.code.push(Op::Charge { amount: Imm(0) });
