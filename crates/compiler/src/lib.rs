@@ -192,15 +192,23 @@ fn compile_inner(
         return Err(Fail::new(0, "source is too large"));
     }
     nesting?;
+    // (identifier hashes are for maps keyed by oxc's `Ident`: neither the parser nor the
+    // lowering keys any map by one, names are compared as strings)
+    let plain_opts = ParseOptions {
+        enable_ident_hashes: false,
+        ..ParseOptions::default()
+    };
     let script_opts = ParseOptions {
         allow_return_outside_function: true,
-        ..ParseOptions::default()
+        ..plain_opts
     };
     match opts.mode {
         Mode::Agent => {
             let (rewritten, raw) = params::rewrite(source);
             with_arena(|alloc| {
-                let ret = Parser::new(alloc, &rewritten, SourceType::script()).parse();
+                let ret = Parser::new(alloc, &rewritten, SourceType::script())
+                    .with_options(plain_opts)
+                    .parse();
                 if ret.panicked || !ret.diagnostics.is_empty() {
                     return Err(diag_fail(&rewritten, first_diag!(ret.diagnostics)));
                 }
@@ -218,7 +226,10 @@ fn compile_inner(
         }),
         Mode::Eval => {
             let expr_err = match with_arena(|alloc| {
-                match Parser::new(alloc, source, SourceType::script()).parse_expression() {
+                match Parser::new(alloc, source, SourceType::script())
+                    .with_options(plain_opts)
+                    .parse_expression()
+                {
                     Ok(expr) => Ok(lower::lower_expression(source, &expr, opts)),
                     Err(d) => Err(diag_fail(source, first_diag!(d))),
                 }

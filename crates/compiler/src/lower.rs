@@ -56,32 +56,42 @@ const SHORTEST_BUILTIN: usize = 3;
 /// Whether `name` is a builtin name of AJS (builtins win over context keys).
 fn is_builtin_name(name: &str) -> bool {
     name.len() >= SHORTEST_BUILTIN
+        && (is_namespace_name(name)
+            || matches!(
+                name,
+                "Error"
+                    | "parseInt"
+                    | "parseFloat"
+                    | "isNaN"
+                    | "isFinite"
+                    | "encodeURI"
+                    | "decodeURI"
+                    | "encodeURIComponent"
+                    | "decodeURIComponent"
+                    | "filter"
+                    | "undefined"
+                    | "NaN"
+                    | "Infinity"
+            ))
+}
+
+/// Whether `name` is the name of a namespace of builtins (`Math`, `JSON`, `console`, …).
+fn is_namespace_name(name: &str) -> bool {
+    // (each is capitalized but `console`: a lower-case name is looked at no further)
+    (name.starts_with(|c: char| c.is_ascii_uppercase()) || name == "console")
         && matches!(
             name,
             "Math"
+                | "console"
                 | "JSON"
                 | "Array"
                 | "Object"
                 | "String"
                 | "Number"
                 | "Boolean"
-                | "console"
                 | "Schema"
                 | "Date"
                 | "Set"
-                | "Error"
-                | "parseInt"
-                | "parseFloat"
-                | "isNaN"
-                | "isFinite"
-                | "encodeURI"
-                | "decodeURI"
-                | "encodeURIComponent"
-                | "decodeURIComponent"
-                | "filter"
-                | "undefined"
-                | "NaN"
-                | "Infinity"
         )
 }
 
@@ -215,8 +225,10 @@ impl Regs {
     fn insert(&mut self, i: usize, reg: u16) {
         // (one more, the usual case, is pushed: cheaper than resizing)
         if self.0.len() == i {
-            self.0.push(None);
-        } else if self.0.len() < i {
+            self.0.push(Some(reg));
+            return;
+        }
+        if self.0.len() < i {
             self.0.resize(i + 1, None);
         }
         if let Some(slot) = self.0.get_mut(i) {
@@ -253,9 +265,14 @@ impl Names {
         Name(start as u32, name.len() as u32)
     }
 
-    /// Whether `n` is `name`.
+    /// Whether `n` is `name` (the first bytes compared before the rest: names of one length
+    /// usually differ there).
     fn is(&self, n: Name, name: &str) -> bool {
-        n.1 as usize == name.len() && self.0.get(n.0 as usize..(n.0 + n.1) as usize) == Some(name)
+        n.1 as usize == name.len()
+            && self
+                .0
+                .get(n.0 as usize..(n.0 + n.1) as usize)
+                .is_some_and(|t| t.as_bytes().first() == name.as_bytes().first() && t == name)
     }
 }
 
@@ -285,7 +302,6 @@ struct LoopCtx {
 const MAX_COPIED_TEST: usize = 24;
 
 /// What the functions of one program share: constants and the atoms table.
-#[derive(Default)]
 pub(crate) struct Pool {
     constants: Vec<Constant>,
     num_map: HashMap<u64, u16>,
@@ -301,16 +317,26 @@ pub(crate) struct Pool {
 /// none of them.
 #[derive(Default)]
 pub(crate) struct Buffers {
+    /// The instructions of the function being lowered, and the source offset of each.
     code: Vec<Op>,
     spans: Vec<u32>,
+    /// The specials of the function (externals and the constant values it loads).
     specials: Vec<(Special, u32)>,
+    /// The text of every variable name of `scopes`.
     names: Names,
     scopes: Vec<Scope>,
+    /// Emptied scopes, whose vectors the next scopes reuse.
     spare_scopes: Vec<Scope>,
+    /// Scratch buffer for the UTF-16 units of a string constant being looked up.
     units: Vec<u16>,
     /// [`Lowerer::finish_function`]'s block-leader marks.
     marks: Vec<u32>,
+    /// Constants looked up recently.
     recent: Recent,
+    /// The register of each constant loaded so far in this function, by constant index (kept
+    /// between the functions of a program: [`Lowerer::finish_function`] empties the slots it
+    /// set, so a later function does not resize a table by the whole pool).
+    const_regs: Vec<Option<u16>>,
 }
 
 thread_local! {
@@ -337,11 +363,14 @@ impl Buffers {
     /// compile, unless they grew large (a few spare scopes at most).
     pub(crate) fn keep(mut self) {
         self.spare_scopes.truncate(KEEP_SCOPES);
+        // (indexed by the constants of the program just compiled: none of them is the next's)
+        self.const_regs.clear();
         let too_big = self.code.capacity().max(self.spans.capacity()) > KEEP_BUFFER_LEN
             || self.specials.capacity() > KEEP_BUFFER_LEN
             || self.names.0.capacity() > KEEP_BUFFER_LEN
             || self.units.capacity() > KEEP_BUFFER_LEN
             || self.marks.capacity() > KEEP_BUFFER_LEN
+            || self.const_regs.capacity() > KEEP_BUFFER_LEN
             || self.scopes.capacity() > KEEP_BUFFER_LEN
             || self
                 .spare_scopes
@@ -429,11 +458,12 @@ struct Layout<'i, 's> {
 }
 
 impl Layout<'_, '_> {
-    /// Appends `op` (from source offset `off`), after a new `Charge` when it leads a block.
+    /// Appends `op` (from source offset `off`), after a new `Charge` when it leads a block
+    /// (the first instruction of a function always does).
     #[inline(always)]
     fn push(&mut self, op: Op, off: u32, lead: bool) {
         let p = self.cursor.pos(off);
-        if lead || self.charge.is_none() {
+        if lead {
             self.close();
             self.charge = Some(self.code.len());
             self.code.push(Op::Charge { amount: Imm(0) });
@@ -528,15 +558,21 @@ const RECENT_NUMBERS: usize = 64;
 impl Recent {
     /// The slot of the string `units`: a multiplicative hash of its length and of at most its
     /// first and last eight units.
-    fn string_slot(units: &[u16]) -> usize {
+    /// (Of the units of a string, or of the bytes of an ASCII string: the same slot.)
+    #[inline]
+    fn string_slot<T: Copy + Into<u32>>(units: &[T]) -> usize {
         let mut h = (units.len() as u32).wrapping_mul(0x9E37_79B9);
         let (head, tail) = if units.len() > 16 {
             (&units[..8], &units[units.len() - 8..])
         } else {
             (units, &[][..])
         };
-        for &u in head.iter().chain(tail) {
-            h = (h ^ u32::from(u)).wrapping_mul(0x9E37_79B9);
+        // (two loops: a chained iterator costs more per unit)
+        for &u in head {
+            h = (h ^ u.into()).wrapping_mul(0x9E37_79B9);
+        }
+        for &u in tail {
+            h = (h ^ u.into()).wrapping_mul(0x9E37_79B9);
         }
         (h >> (32 - RECENT_STRINGS.trailing_zeros())) as usize
     }
@@ -552,6 +588,20 @@ impl Recent {
         let k = *self.0.get(slot)?;
         match constants.get(k as usize) {
             Some(Constant::String(s)) if s.as_slice() == units => Some(k),
+            _ => None,
+        }
+    }
+
+    /// [`Self::string`] of the string of ASCII `bytes`.
+    fn ascii(&self, slot: usize, bytes: &[u8], constants: &[Constant]) -> Option<u16> {
+        let k = *self.0.get(slot)?;
+        match constants.get(k as usize) {
+            Some(Constant::String(s))
+                if s.len() == bytes.len()
+                    && s.iter().zip(bytes).all(|(&u, &c)| u == u16::from(c)) =>
+            {
+                Some(k)
+            }
             _ => None,
         }
     }
@@ -634,20 +684,19 @@ enum Resolved {
 
 pub(crate) struct Lowerer<'o> {
     opts: &'o CompileOptions<'o>,
-    code: Vec<Op>,
-    spans: Vec<u32>,
+    /// The working buffers (moved in and out whole: see [`Buffers`]).
+    bufs: Buffers,
     constants: Vec<Constant>,
     num_map: HashMap<u64, u16>,
     str_map: StrMap,
     atoms: Vec<String>,
-    specials: Vec<(Special, u32)>,
-    /// The register of each special value loaded so far, by [`SpecialKey::index`].
+    /// The register of each special value other than a constant loaded so far, by
+    /// [`SpecialKey::index`].
     special_regs: Regs,
     /// The register of each external used so far, by its index in `opts.externals`.
     ext_regs: Regs,
     top: u16,
     max_top: u16,
-    scopes: Vec<Scope>,
     loops: Vec<LoopCtx>,
     try_depth: u32,
     depth: u32,
@@ -656,17 +705,7 @@ pub(crate) struct Lowerer<'o> {
     callbacks: Vec<CallbackCtx>,
     /// Helper functions of an agent program: name -> (function index, arity); one table shared
     /// by every function of the program.
-    helpers: Option<std::rc::Rc<HashMap<String, (u16, usize)>>>,
-    /// The text of every variable name of `scopes`.
-    names: Names,
-    /// Emptied scopes, whose vectors the next scopes reuse.
-    spare_scopes: Vec<Scope>,
-    /// Scratch buffer of [`Self::finish_function`].
-    marks: Vec<u32>,
-    /// Constants looked up recently.
-    recent: Recent,
-    /// Scratch buffer for the UTF-16 units of a string constant being looked up.
-    units: Vec<u16>,
+    helpers: Option<&'o HashMap<&'o str, (u16, usize)>>,
     /// A register holding the array a callback method iterates, when it was built already
     /// (`Array.from(x, cb)`).
     callback_source: Option<u16>,
@@ -680,7 +719,7 @@ pub(crate) fn lower_expression(src: &str, e: &Expression, opts: &CompileOptions)
     let mut l = Lowerer::new(opts);
     let mut scope = l.new_scope();
     scope.is_top = true;
-    l.scopes.push(scope);
+    l.bufs.scopes.push(scope);
     let mark = l.top;
     let r = l.expr(e)?;
     l.emit(Op::Return { src: Src(r) }, e.span());
@@ -720,8 +759,11 @@ impl<'o> Lowerer<'o> {
         Self::with_pool(
             opts,
             Pool {
+                constants: Vec::new(),
+                num_map: HashMap::new(),
+                str_map: StrMap::default(),
+                atoms: Vec::new(),
                 bufs: Buffers::take(),
-                ..Pool::default()
             },
         )
     }
@@ -729,42 +771,23 @@ impl<'o> Lowerer<'o> {
     /// A lowerer continuing `pool`: the constants, atoms and buffers of the previous functions
     /// of the program.
     fn with_pool(opts: &'o CompileOptions<'o>, pool: Pool) -> Self {
-        let Buffers {
-            code,
-            spans,
-            specials,
-            names,
-            scopes,
-            spare_scopes,
-            units,
-            marks,
-            recent,
-        } = pool.bufs;
         Lowerer {
             opts,
-            code,
-            spans,
+            bufs: pool.bufs,
             constants: pool.constants,
             num_map: pool.num_map,
             str_map: pool.str_map,
             atoms: pool.atoms,
-            specials,
             special_regs: Regs::default(),
             ext_regs: Regs::default(),
             top: 0,
             max_top: 0,
-            scopes,
             loops: Vec::new(),
             try_depth: 0,
             depth: 0,
             chain: None,
             callbacks: Vec::new(),
             helpers: None,
-            units,
-            names,
-            spare_scopes,
-            marks,
-            recent,
             callback_source: None,
             parallel_map: false,
         }
@@ -772,28 +795,28 @@ impl<'o> Lowerer<'o> {
 
     /// The function index and arity of the helper function `name`, if the program has one.
     fn helper(&self, name: &str) -> Option<(u16, usize)> {
-        self.helpers.as_ref()?.get(name).copied()
+        self.helpers?.get(name).copied()
     }
 
     // ---------------------------------------------------------------- emission and registers
 
     fn emit(&mut self, op: Op, span: Span) {
-        self.code.push(op);
-        self.spans.push(span.start);
+        self.bufs.code.push(op);
+        self.bufs.spans.push(span.start);
     }
 
     fn here(&self) -> u32 {
-        self.code.len() as u32
+        self.bufs.code.len() as u32
     }
 
     /// Emits a jump with a placeholder target; returns its index for [`Self::patch`].
     fn emit_jump(&mut self, op: Op, span: Span) -> usize {
         self.emit(op, span);
-        self.code.len() - 1
+        self.bufs.code.len() - 1
     }
 
     fn patch(&mut self, at: usize, target: u32) {
-        if let Some(op) = self.code.get_mut(at) {
+        if let Some(op) = self.bufs.code.get_mut(at) {
             op.map_target(|_| target);
         }
     }
@@ -885,13 +908,13 @@ impl<'o> Lowerer<'o> {
     ) -> (usize, Option<Op>) {
         let here = self.here();
         if c >= mark && here > start {
-            let last = self.code[here as usize - 1];
+            let last = self.bufs.code[here as usize - 1];
             if let Some(fused) = last.fused_branch(c, when, target) {
-                let lands_after = self.code[start as usize..]
+                let lands_after = self.bufs.code[start as usize..]
                     .iter()
                     .any(|op| op.jump_target() == Some(here));
                 if !lands_after {
-                    self.code[here as usize - 1] = fused;
+                    self.bufs.code[here as usize - 1] = fused;
                     return (here as usize - 1, Some(last));
                 }
             }
@@ -917,7 +940,7 @@ impl<'o> Lowerer<'o> {
         if e - s > MAX_COPIED_TEST {
             return false;
         }
-        let test = &self.code[s..e];
+        let test = &self.bufs.code[s..e];
         let movable = test.iter().all(|op| match op.jump_target() {
             _ if matches!(
                 op,
@@ -934,11 +957,11 @@ impl<'o> Lowerer<'o> {
         }
         let shift = self.here() - start;
         for i in s..e {
-            let (op, span) = (self.code[i], self.spans[i]);
-            self.code.push(op);
-            self.spans.push(span);
+            let (op, span) = (self.bufs.code[i], self.bufs.spans[i]);
+            self.bufs.code.push(op);
+            self.bufs.spans.push(span);
             if let Some(t) = op.jump_target() {
-                self.patch(self.code.len() - 1, t + shift);
+                self.patch(self.bufs.code.len() - 1, t + shift);
             }
         }
         true
@@ -950,7 +973,7 @@ impl<'o> Lowerer<'o> {
     }
 
     fn alloc(&mut self, span: Span) -> R<u16> {
-        if self.top as usize + 1 + self.specials.len() > u16::MAX as usize {
+        if self.top as usize + 1 + self.bufs.specials.len() > u16::MAX as usize {
             return fail(
                 span,
                 "too many registers (more than 65535 values live at once)",
@@ -963,18 +986,34 @@ impl<'o> Lowerer<'o> {
     }
 
     fn new_special(&mut self, s: Special, offset: u32) -> R<u16> {
-        if self.max_top as usize + self.specials.len() + 1 > u16::MAX as usize {
+        if self.max_top as usize + self.bufs.specials.len() + 1 > u16::MAX as usize {
             return Err(Fail::new(
                 offset,
                 "too many registers (more than 65535 constants and values)",
             ));
         }
-        let k = self.specials.len();
-        self.specials.push((s, offset));
+        let k = self.bufs.specials.len();
+        self.bufs.specials.push((s, offset));
         Ok(u16::MAX - k as u16)
     }
 
     fn special(&mut self, key: SpecialKey, span: Span) -> R<u16> {
+        if let SpecialKey::Const(k) = key {
+            if let Some(&Some(r)) = self.bufs.const_regs.get(k as usize) {
+                return Ok(r);
+            }
+            let r = self.new_special(Special::Const(k), span.start)?;
+            let k = k as usize;
+            if self.bufs.const_regs.len() <= k {
+                self.bufs
+                    .const_regs
+                    .resize(self.constants.len().max(k + 1), None);
+            }
+            if let Some(slot) = self.bufs.const_regs.get_mut(k) {
+                *slot = Some(r);
+            }
+            return Ok(r);
+        }
         if let Some(r) = self.special_regs.get(key.index()) {
             return Ok(r);
         }
@@ -1001,7 +1040,7 @@ impl<'o> Lowerer<'o> {
     fn num_const(&mut self, v: f64, span: Span) -> R<u16> {
         let bits = num_bits(v);
         let slot = Recent::number_slot(bits);
-        if let Some(k) = self.recent.number(slot, bits, &self.constants) {
+        if let Some(k) = self.bufs.recent.number(slot, bits, &self.constants) {
             return Ok(k);
         }
         let k = match self.num_map.entry(bits) {
@@ -1016,37 +1055,42 @@ impl<'o> Lowerer<'o> {
                 k
             }
         };
-        self.recent.remember(slot, k);
+        self.bufs.recent.remember(slot, k);
         Ok(k)
     }
 
     /// The constant of the string of UTF-16 `units` (added when new).
     fn str_const_slice(&mut self, units: &[u16], span: Span) -> R<u16> {
         let slot = Recent::string_slot(units);
-        if let Some(k) = self.recent.string(slot, units, &self.constants) {
+        if let Some(k) = self.bufs.recent.string(slot, units, &self.constants) {
             return Ok(k);
         }
+        self.str_const_missed(units, slot, span)
+    }
+
+    /// [`Self::str_const_slice`] when slot `slot` of the recent constants does not hold it.
+    fn str_const_missed(&mut self, units: &[u16], slot: usize, span: Span) -> R<u16> {
         let (hash, collided) = match self.str_map.find(units, &self.constants) {
             Ok(k) => {
-                self.recent.remember(slot, k);
+                self.bufs.recent.remember(slot, k);
                 return Ok(k);
             }
             Err(miss) => miss,
         };
         let k = self.add_constant(Constant::String(units.to_vec()), span)?;
         self.str_map.insert(hash, collided, units, k);
-        self.recent.remember(slot, k);
+        self.bufs.recent.remember(slot, k);
         Ok(k)
     }
 
     fn str_const_units(&mut self, units: Vec<u16>, span: Span) -> R<u16> {
         let slot = Recent::string_slot(&units);
-        if let Some(k) = self.recent.string(slot, &units, &self.constants) {
+        if let Some(k) = self.bufs.recent.string(slot, &units, &self.constants) {
             return Ok(k);
         }
         let (hash, collided) = match self.str_map.find(&units, &self.constants) {
             Ok(k) => {
-                self.recent.remember(slot, k);
+                self.bufs.recent.remember(slot, k);
                 return Ok(k);
             }
             Err(miss) => miss,
@@ -1054,20 +1098,30 @@ impl<'o> Lowerer<'o> {
         if collided {
             let k = self.add_constant(Constant::String(units.clone()), span)?;
             self.str_map.insert(hash, true, &units, k);
-            self.recent.remember(slot, k);
+            self.bufs.recent.remember(slot, k);
             return Ok(k);
         }
         let k = self.add_constant(Constant::String(units), span)?;
         self.str_map.insert(hash, false, &[], k);
-        self.recent.remember(slot, k);
+        self.bufs.recent.remember(slot, k);
         Ok(k)
     }
 
     fn str_const(&mut self, s: &str, span: Span) -> R<u16> {
+        // an ASCII string seen recently is found without encoding it
+        let ascii = s.is_ascii();
+        let mut slot = None;
+        if ascii {
+            let at = Recent::string_slot(s.as_bytes());
+            if let Some(k) = self.bufs.recent.ascii(at, s.as_bytes(), &self.constants) {
+                return Ok(k);
+            }
+            slot = Some(at);
+        }
         // encode into the scratch buffer: a constant seen before costs no allocation
-        let mut units = std::mem::take(&mut self.units);
+        let mut units = std::mem::take(&mut self.bufs.units);
         units.clear();
-        if s.is_ascii() {
+        if ascii {
             units.extend(s.bytes().map(u16::from));
         } else {
             units.reserve(s.len());
@@ -1075,8 +1129,11 @@ impl<'o> Lowerer<'o> {
                 units.push(u);
             }
         }
-        let r = self.str_const_slice(&units, span);
-        self.units = units;
+        let r = match slot {
+            Some(at) => self.str_const_missed(&units, at, span),
+            None => self.str_const_slice(&units, span),
+        };
+        self.bufs.units = units;
         r
     }
 
@@ -1100,12 +1157,17 @@ impl<'o> Lowerer<'o> {
 
     /// Finishes the program of this one function (its buffers are kept for the thread's next
     /// compile).
-    fn finish(&mut self, src: &str, name: &str) -> R<Program> {
+    fn finish(mut self, src: &str, name: &str) -> R<Program> {
         let mut spare = take_spare();
         let reuse = Reuse::from(&mut spare);
         let (function, pos) = self.finish_function(&LineIndex::new(src), name, reuse)?;
-        let pool = self.take_pool();
-        pool.bufs.keep();
+        let Lowerer {
+            bufs,
+            constants,
+            atoms,
+            ..
+        } = self;
+        bufs.keep();
         // the outer vectors of the recycled program, if any (what is left in them is dropped)
         let (mut functions, mut spans) = match spare {
             Some(p) => (p.functions, p.debug.map(|d| d.spans).unwrap_or_default()),
@@ -1117,8 +1179,8 @@ impl<'o> Lowerer<'o> {
         spans.push(pos);
         Ok(Program {
             functions,
-            constants: pool.constants,
-            atoms: pool.atoms,
+            constants,
+            atoms,
             entry: 0,
             debug: Some(DebugInfo { spans }),
             signature: None,
@@ -1127,24 +1189,13 @@ impl<'o> Lowerer<'o> {
 
     /// Moves out what the next function of the program continues from: the constant pool, the
     /// atoms table and the (emptied) buffers.
-    fn take_pool(&mut self) -> Pool {
-        use std::mem::take;
+    fn into_pool(self) -> Pool {
         Pool {
-            constants: take(&mut self.constants),
-            num_map: take(&mut self.num_map),
-            str_map: take(&mut self.str_map),
-            atoms: take(&mut self.atoms),
-            bufs: Buffers {
-                code: take(&mut self.code),
-                spans: take(&mut self.spans),
-                specials: take(&mut self.specials),
-                names: take(&mut self.names),
-                scopes: take(&mut self.scopes),
-                spare_scopes: take(&mut self.spare_scopes),
-                units: take(&mut self.units),
-                marks: take(&mut self.marks),
-                recent: take(&mut self.recent),
-            },
+            constants: self.constants,
+            num_map: self.num_map,
+            str_map: self.str_map,
+            atoms: self.atoms,
+            bufs: self.bufs,
         }
     }
 
@@ -1166,28 +1217,29 @@ impl<'o> Lowerer<'o> {
             ),
         };
         let mut pos = reuse.pos.unwrap_or_default();
-        let nspecial_all = self.specials.len();
+        let nspecial_all = self.bufs.specials.len();
         // virtual ids at or above `boundary` are specials
         let boundary = 65536 - nspecial_all as u32;
         // An operator whose right operand is a constant names the constant itself (`n - 1`
         // becomes `SubK`); a constant no instruction reads any more is not loaded at entry.
         let const_of = |v: u16| -> Option<u16> {
-            match self.specials.get((u16::MAX - v) as usize) {
+            match self.bufs.specials.get((u16::MAX - v) as usize) {
                 Some((Special::Const(c), _)) if v as u32 >= boundary => Some(*c),
                 _ => None,
             }
         };
-        let mut used: SmallVec<[bool; 32]> = smallvec::smallvec![false; nspecial_all];
+        let (mut used_short, mut used_long) = ([false; SHORT_TABLE], Vec::new());
+        let used = zeroed(&mut used_short, &mut used_long, nspecial_all);
         // Block leaders of the body, by index in it: every jump target, every instruction after
         // a block end (the laid-out code is [prologue][body]; the prologue has no jumps, and
         // its first instruction, or the body's when there is none, leads too). `marks[j]`: 1
         // when body instruction j leads a block, then (below) its new index, or the index of
         // the `Charge` before it when it leads a block, times two, plus that 1.
-        let mut marks = std::mem::take(&mut self.marks);
+        let mut marks = std::mem::take(&mut self.bufs.marks);
         marks.clear();
-        marks.resize(self.code.len(), 0);
+        marks.resize(self.bufs.code.len(), 0);
         // one pass: constant operands, the specials read, the leaders
-        for (i, op) in self.code.iter_mut().enumerate() {
+        for (i, op) in self.bufs.code.iter_mut().enumerate() {
             if let Some(k) = with_const_operand(*op, &const_of) {
                 *op = k;
             }
@@ -1199,38 +1251,29 @@ impl<'o> Lowerer<'o> {
                 Operand::Base(v) if v as u32 >= boundary => used.iter_mut().for_each(|u| *u = true),
                 _ => {}
             });
-            if let Some(t) = op.jump_target() {
+            // (`ends_block`, with the jump target found once)
+            let target = op.jump_target();
+            if let Some(t) = target {
                 if let Some(slot) = marks.get_mut(t as usize) {
                     *slot = 1;
                 }
             }
-            if op.ends_block() {
+            if target.is_some() || op.is_terminator() {
                 if let Some(slot) = marks.get_mut(i + 1) {
                     *slot = 1;
                 }
             }
         }
-        let nspecial = self
-            .specials
-            .iter()
-            .zip(&used)
-            .filter(|((s, _), u)| **u || matches!(s, Special::Ext(_)))
-            .count();
         // final register of every special (an unused one has none: nothing names it)
-        let mut final_of: SmallVec<[u16; 32]> = smallvec::smallvec![0u16; nspecial_all];
+        let (mut final_short, mut final_long) = ([0u16; SHORT_TABLE], Vec::new());
+        let final_of = zeroed(&mut final_short, &mut final_long, nspecial_all);
         // the parameter names, written over the recycled ones where there are
         let mut next = 0u16;
-        for (k, (s, _)) in self.specials.iter().enumerate() {
+        for (k, (s, _)) in self.bufs.specials.iter().enumerate() {
             if let Special::Ext(i) = s {
                 final_of[k] = next;
                 let text = self.opts.externals.get(*i).map_or("", String::as_str);
-                match params.get_mut(next as usize) {
-                    Some(p) => {
-                        p.clear();
-                        p.push_str(text);
-                    }
-                    None => params.push(text.to_string()),
-                }
+                put_str(&mut params, next as usize, text);
                 next += 1;
             }
         }
@@ -1241,17 +1284,26 @@ impl<'o> Lowerer<'o> {
                 "too many parameters or context keys used (more than 255)",
             ));
         }
-        let shift = nspecial - params.len();
-        let total = shift + self.code.len();
-        // the prologue loads every used special that is not a parameter, in order
-        for (k, (s, _)) in self.specials.iter().enumerate() {
+        // the prologue loads every used special that is not a parameter, in order (and the
+        // constants' slots of `const_regs` are emptied for the next function)
+        for (k, (s, _)) in self.bufs.specials.iter().enumerate() {
+            if let Special::Const(c) = *s {
+                if let Some(slot) = self.bufs.const_regs.get_mut(c as usize) {
+                    *slot = None;
+                }
+            }
             if used[k] && !matches!(s, Special::Ext(_)) {
                 final_of[k] = next;
                 next += 1;
             }
         }
-        let used: &[bool] = &used;
+        // the specials given a register: the parameters, then the prologue's
+        let nspecial = next as usize;
+        let shift = nspecial - params.len();
+        let total = shift + self.bufs.code.len();
+        let used: &[bool] = used;
         let prologue = self
+            .bufs
             .specials
             .iter()
             .enumerate()
@@ -1275,7 +1327,7 @@ impl<'o> Lowerer<'o> {
         if total > ajs_bytecode::program::MAX_CODE_LEN / 2 {
             return Err(Fail::new(0, "program too long"));
         }
-        let final_of: &[u16] = &final_of;
+        let final_of: &[u16] = final_of;
         let map = |v: u16| -> u16 {
             if v as u32 >= boundary {
                 final_of[(u16::MAX - v) as usize]
@@ -1314,14 +1366,14 @@ impl<'o> Lowerer<'o> {
             Some(&new) => new >> 1,
             None => t.wrapping_add(shift as u32),
         };
-        for ((op, &off), &mark) in self.code.iter().zip(&self.spans).zip(at) {
+        for ((op, &off), &mark) in self.bufs.code.iter().zip(&self.bufs.spans).zip(at) {
             let mut op = *op;
             op.map_registers(&map);
             op.map_target(new_target);
             out.push(op, off, mark & 1 == 1);
         }
         let (code, pos) = out.finish();
-        self.marks = marks;
+        self.bufs.marks = marks;
         fname.clear();
         fname.push_str(name);
         let function = Function {
@@ -1330,14 +1382,14 @@ impl<'o> Lowerer<'o> {
             nregs: nregs as u16,
             code,
         };
-        self.code.clear();
-        self.spans.clear();
-        self.specials.clear();
-        self.names.0.clear();
-        while let Some(sc) = self.scopes.pop() {
-            self.spare_scopes.push(sc);
+        self.bufs.code.clear();
+        self.bufs.spans.clear();
+        self.bufs.specials.clear();
+        self.bufs.names.0.clear();
+        while let Some(sc) = self.bufs.scopes.pop() {
+            self.bufs.spare_scopes.push(sc);
         }
-        for sc in &mut self.spare_scopes {
+        for sc in &mut self.bufs.spare_scopes {
             sc.vars.clear();
             sc.pending.clear();
             sc.is_top = false;
@@ -1348,8 +1400,8 @@ impl<'o> Lowerer<'o> {
     // ---------------------------------------------------------------- names
 
     fn lookup_local(&self, name: &str, span: Span) -> R<Option<(u16, bool)>> {
-        let names = &self.names;
-        for sc in self.scopes.iter().rev() {
+        let names = &self.bufs.names;
+        for sc in self.bufs.scopes.iter().rev() {
             if let Some(v) = sc.vars.iter().rev().find(|v| names.is(v.name, name)) {
                 return Ok(Some((v.reg, v.is_const)));
             }
@@ -1370,8 +1422,8 @@ impl<'o> Lowerer<'o> {
 
     /// True when `name` is neither a local nor a parameter (so a builtin or atom of that name is meant).
     fn is_global(&self, name: &str) -> bool {
-        let names = &self.names;
-        let local = self.scopes.iter().any(|sc| {
+        let names = &self.bufs.names;
+        let local = self.bufs.scopes.iter().any(|sc| {
             sc.vars.iter().any(|v| names.is(v.name, name))
                 || sc.pending.iter().any(|&p| names.is(p, name))
         });
@@ -1440,11 +1492,12 @@ impl<'o> Lowerer<'o> {
         if forbidden(name) {
             return fail(span, forbidden_msg(name));
         }
-        let is_top = self.scopes.last().is_some_and(|s| s.is_top);
+        let is_top = self.bufs.scopes.last().is_some_and(|s| s.is_top);
         let dup = self
+            .bufs
             .scopes
             .last()
-            .is_some_and(|s| s.vars.iter().any(|v| self.names.is(v.name, name)))
+            .is_some_and(|s| s.vars.iter().any(|v| self.bufs.names.is(v.name, name)))
             || (is_top && self.param_index(name).is_some());
         if dup {
             return fail(
@@ -1457,12 +1510,12 @@ impl<'o> Lowerer<'o> {
     }
 
     fn bind(&mut self, name: &str, reg: u16, is_const: bool) {
-        if self.scopes.is_empty() {
+        if self.bufs.scopes.is_empty() {
             return;
         }
-        let n = self.names.add(name);
-        let names = &self.names;
-        if let Some(sc) = self.scopes.last_mut() {
+        let n = self.bufs.names.add(name);
+        let names = &self.bufs.names;
+        if let Some(sc) = self.bufs.scopes.last_mut() {
             if let Some(p) = sc.pending.iter().position(|&p| names.is(p, name)) {
                 sc.pending.remove(p);
             }
@@ -1478,34 +1531,39 @@ impl<'o> Lowerer<'o> {
 
     /// An empty scope (one used before, when there is one: its vectors are reused).
     fn new_scope(&mut self) -> Scope {
-        self.spare_scopes.pop().unwrap_or_default()
+        self.bufs.spare_scopes.pop().unwrap_or_default()
     }
 
     /// Closes the innermost scope, keeping its vectors for the next.
     fn pop_scope(&mut self) {
-        if let Some(mut sc) = self.scopes.pop() {
+        if let Some(mut sc) = self.bufs.scopes.pop() {
             sc.vars.clear();
             sc.pending.clear();
             sc.is_top = false;
-            self.spare_scopes.push(sc);
+            self.bufs.spare_scopes.push(sc);
         }
     }
 
-    fn block(&mut self, stmts: &[Statement], top: bool, _span: Span) -> R<()> {
+    /// A new scope for the block `stmts`, its let/const names pending.
+    fn block_scope(&mut self, stmts: &[Statement]) -> Scope {
         let mut scope = self.new_scope();
-        let pending = &mut scope.pending;
         for s in stmts {
             if let Statement::VariableDeclaration(d) = s {
                 for decl in &d.declarations {
                     if let BindingPattern::BindingIdentifier(b) = &decl.id {
-                        pending.push(self.names.add(b.name.as_str()));
+                        scope.pending.push(self.bufs.names.add(b.name.as_str()));
                     }
                 }
             }
         }
+        scope
+    }
+
+    fn block(&mut self, stmts: &[Statement], top: bool, _span: Span) -> R<()> {
+        let mut scope = self.block_scope(stmts);
         let mark = self.top;
         scope.is_top = top;
-        self.scopes.push(scope);
+        self.bufs.scopes.push(scope);
         let r = stmts.iter().try_for_each(|s| self.stmt(s));
         self.pop_scope();
         self.top = mark;
@@ -1566,7 +1624,7 @@ impl<'o> Lowerer<'o> {
                 let test_len = self.here() - start;
                 // (a fused test's comparison is not copied: it is fused again at the bottom)
                 let (copied_end, cmp_span) = match cmp {
-                    Some(_) => (test_end - 1, self.spans[jf[0]]),
+                    Some(_) => (test_end - 1, self.bufs.spans[jf[0]]),
                     None => (test_end, 0),
                 };
                 self.top = mark;
@@ -1584,8 +1642,8 @@ impl<'o> Lowerer<'o> {
                 } else if !logical && self.copy_test(start, copied_end) {
                     match cmp.and_then(|cmp| cmp.fused_branch(c, true, body)) {
                         Some(fused) => {
-                            self.code.push(fused);
-                            self.spans.push(cmp_span);
+                            self.bufs.code.push(fused);
+                            self.bufs.spans.push(cmp_span);
                         }
                         None => self.emit(Op::JumpIfTrue { cond: Src(c), target: Target(body) }, w.test.span()),
                     }
@@ -1703,7 +1761,7 @@ impl<'o> Lowerer<'o> {
     fn sub_stmt(&mut self, s: &Statement) -> R<()> {
         let mark = self.top;
         let scope = self.new_scope();
-        self.scopes.push(scope);
+        self.bufs.scopes.push(scope);
         let r = self.stmt(s);
         self.pop_scope();
         self.top = mark;
@@ -1780,21 +1838,8 @@ impl<'o> Lowerer<'o> {
         self.patch_here(enter);
         // the catch body scope holds the catch parameter
         let mark = self.top;
-        let mut pending = Vec::new();
-        for s in &handler.body.body {
-            if let Statement::VariableDeclaration(d) = s {
-                for decl in &d.declarations {
-                    if let BindingPattern::BindingIdentifier(b) = &decl.id {
-                        pending.push(self.names.add(b.name.as_str()));
-                    }
-                }
-            }
-        }
-        self.scopes.push(Scope {
-            vars: Vec::new(),
-            pending,
-            is_top: false,
-        });
+        let scope = self.block_scope(&handler.body.body);
+        self.bufs.scopes.push(scope);
         let r = (|| {
             match &handler.param {
                 Some(p) => {
@@ -1813,7 +1858,7 @@ impl<'o> Lowerer<'o> {
             }
             handler.body.body.iter().try_for_each(|s| self.stmt(s))
         })();
-        self.scopes.pop();
+        self.pop_scope();
         self.top = mark;
         r?;
         self.patch_here(jend);
@@ -2278,21 +2323,7 @@ impl<'o> Lowerer<'o> {
     fn namespace<'e>(&self, e: &'e Expression) -> Option<&'e str> {
         if let Expression::Identifier(id) = e.without_parentheses() {
             let n = id.name.as_str();
-            let is_ns = matches!(
-                n,
-                "Math"
-                    | "console"
-                    | "JSON"
-                    | "Array"
-                    | "Object"
-                    | "String"
-                    | "Number"
-                    | "Boolean"
-                    | "Schema"
-                    | "Date"
-                    | "Set"
-            );
-            if is_ns && self.is_global(n) {
+            if is_namespace_name(n) && self.is_global(n) {
                 return Some(n);
             }
         }
@@ -2320,13 +2351,14 @@ impl<'o> Lowerer<'o> {
 
     fn template(&mut self, t: &TemplateLiteral, dst: u16) -> R<()> {
         let span = t.span;
-        let mut parts: Vec<Result<&Expression, (Vec<u16>, Span)>> = Vec::new();
+        // (a text part is encoded into UTF-16 when its constant is looked up: no copy unless new)
+        let mut parts: SmallVec<[Result<&Expression, (&str, Span)>; 8]> = SmallVec::new();
         for (i, q) in t.quasis.iter().enumerate() {
             let Some(cooked) = &q.value.cooked else {
                 return fail(q.span, "invalid escape sequence in template literal");
             };
             if !cooked.as_str().is_empty() {
-                parts.push(Err((cooked.as_str().encode_utf16().collect(), q.span)));
+                parts.push(Err((cooked.as_str(), q.span)));
             }
             if let Some(e) = t.expressions.get(i) {
                 parts.push(Ok(e));
@@ -2355,8 +2387,8 @@ impl<'o> Lowerer<'o> {
             let r = base + i as u16;
             match p {
                 Ok(e) => self.expr_to(e, r)?,
-                Err((units, sp)) => {
-                    let k = self.str_const_units(units, sp)?;
+                Err((text, sp)) => {
+                    let k = self.str_const(text, sp)?;
                     self.emit(
                         Op::LoadConst {
                             dst: Dst(r),
@@ -2950,6 +2982,36 @@ fn is_logical(test: &Expression) -> bool {
         Expression::LogicalExpression(l) => l.operator != LogicalOperator::Coalesce,
         Expression::UnaryExpression(u) => u.operator == UnaryOperator::LogicalNot,
         _ => false,
+    }
+}
+
+/// Entries of a per-special table of [`Lowerer::finish_function`] kept on the stack.
+const SHORT_TABLE: usize = 32;
+
+/// `n` default values: the first `n` of `short` when they fit, else `long`, filled.
+#[inline]
+fn zeroed<'t, T: Copy + Default>(
+    short: &'t mut [T; SHORT_TABLE],
+    long: &'t mut Vec<T>,
+    n: usize,
+) -> &'t mut [T] {
+    if n <= SHORT_TABLE {
+        &mut short[..n]
+    } else {
+        long.resize(n, T::default());
+        long
+    }
+}
+
+/// Sets string `i` of `v` (at most one past its end) to `text`, reusing the string there.
+#[inline]
+fn put_str(v: &mut Vec<String>, i: usize, text: &str) {
+    match v.get_mut(i) {
+        Some(s) => {
+            s.clear();
+            s.push_str(text);
+        }
+        None => v.push(text.to_string()),
     }
 }
 

@@ -17,10 +17,13 @@ pub(crate) struct RawParam<'s> {
 /// The parameters of one top-level function, in source order.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub(crate) struct RawFunction<'s> {
-    pub params: Vec<RawParam<'s>>,
+    /// (a few inline: no allocation per function)
+    pub params: smallvec::SmallVec<[RawParam<'s>; 4]>,
 }
 
 struct Scanner<'a> {
+    /// The source, and its bytes.
+    src: &'a str,
     b: &'a [u8],
     /// The rewritten bytes, copied from `b` at the first rewrite (`None`: nothing rewritten).
     out: Option<Vec<u8>>,
@@ -62,6 +65,20 @@ impl<'a> Scanner<'a> {
         let b = self.b;
         let q = b[i];
         i += 1;
+        if q != b'`' {
+            // up to the closing quote or the end of the line
+            while i < b.len() {
+                let c = b[i];
+                if c == b'\\' {
+                    i += 2;
+                } else if c == q || c == b'\n' {
+                    return i + 1;
+                } else {
+                    i += 1;
+                }
+            }
+            return b.len();
+        }
         let mut depth = 0usize;
         while i < b.len() {
             let c = b[i];
@@ -142,7 +159,11 @@ impl<'a> Scanner<'a> {
     /// and the index after it, or `None` when no name starts there (the parser then reports it).
     fn param(&mut self, i: usize, close: u8, top: bool) -> Option<(RawParam<'a>, usize)> {
         let (name, j) = self.ident(i)?;
-        let name = String::from_utf8_lossy(name);
+        // (a name made of whole characters is borrowed from the source)
+        let name = match self.src.get(i..j) {
+            Some(text) => Cow::Borrowed(text),
+            None => String::from_utf8_lossy(name),
+        };
         let k = self.ws(j);
         let (required, end) = match self.b.get(k) {
             Some(b':') => {
@@ -218,11 +239,59 @@ static BODY_BYTES: [bool; 256] = {
     t
 };
 
+/// The index of the first byte of [`BODY_BYTES`] at or after `i` (or the length of `b`), found
+/// sixteen bytes at a time.
+#[inline]
+fn skip_plain(b: &[u8], mut i: usize) -> usize {
+    while let Some(chunk) = b.get(i..).and_then(|r| r.first_chunk::<16>()) {
+        if let Some(k) = chunk.iter().position(|&c| BODY_BYTES[c as usize]) {
+            return i + k;
+        }
+        i += 16;
+    }
+    while b.get(i).is_some_and(|&c| !BODY_BYTES[c as usize]) {
+        i += 1;
+    }
+    i
+}
+
+impl Scanner<'_> {
+    /// Skips from `i` inside brackets (a function body, usually), `depth` of them open, up to
+    /// the byte after the bracket that closes the last of them or the end of the source: inside
+    /// brackets only strings, comments and brackets matter.
+    fn body(&self, mut i: usize, depth: &mut usize) -> usize {
+        let b = self.b;
+        loop {
+            i = skip_plain(b, i);
+            let Some(&c) = b.get(i) else {
+                return i;
+            };
+            match c {
+                b'\'' | b'"' | b'`' => i = self.string(i),
+                b'/' if matches!(b.get(i + 1), Some(b'/') | Some(b'*')) => i = self.ws(i),
+                b'(' | b'[' | b'{' => {
+                    *depth += 1;
+                    i += 1;
+                }
+                b')' | b']' | b'}' => {
+                    *depth -= 1;
+                    i += 1;
+                    if *depth == 0 {
+                        return i;
+                    }
+                }
+                _ => i += 1,
+            }
+        }
+    }
+}
+
 /// Rewrites the parameter lists of top-level `function` declarations; returns the rewritten
 /// source (same length, same positions; borrowed when nothing is rewritten) and each function's
 /// parameters in source order.
 pub(crate) fn rewrite(source: &str) -> (Cow<'_, str>, Vec<RawFunction<'_>>) {
     let mut s = Scanner {
+        src: source,
         b: source.as_bytes(),
         out: None,
     };
@@ -231,16 +300,11 @@ pub(crate) fn rewrite(source: &str) -> (Cow<'_, str>, Vec<RawFunction<'_>>) {
     let mut depth = 0usize;
     let mut i = 0;
     while i < b.len() {
-        let c = b[i];
-        if depth > 0 && !BODY_BYTES[c as usize] {
-            // inside a function body only strings, comments and brackets matter
-            i += 1;
-            i += b[i.min(b.len())..]
-                .iter()
-                .position(|&c| BODY_BYTES[c as usize])
-                .unwrap_or(b.len().saturating_sub(i));
+        if depth > 0 {
+            i = s.body(i, &mut depth);
             continue;
         }
+        let c = b[i];
         match c {
             b'\'' | b'"' | b'`' => {
                 i = s.string(i);
@@ -300,8 +364,8 @@ mod tests {
             "function summarize({ texts= ['a'], n = 2, k }) { return { x: 1 } }"
         );
         assert_eq!(
-            fns[0].params,
-            vec![
+            fns[0].params[..],
+            [
                 RawParam {
                     name: "texts".into(),
                     required: false

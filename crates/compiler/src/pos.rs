@@ -162,61 +162,68 @@ pub(crate) struct Cursor<'i, 's> {
     line: usize,
     start: usize,
     end: usize,
-    /// The last offset asked and its position.
+    /// The last offset asked and its position (of a non-ASCII source).
     last: Option<(u32, SourcePos)>,
 }
 
 impl Cursor<'_, '_> {
     /// [`LineIndex::pos`] of `o`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn pos(&mut self, o: u32) -> SourcePos {
-        if let Some((lo, lp)) = self.last {
-            if lo == o {
-                return lp;
-            }
-        }
-        let idx = self.idx;
+        // on the line of the previous offset of an ASCII source (the usual case)
         let off = o as usize;
-        let p = if !idx.ascii {
-            idx.pos(o)
-        } else {
-            // the line of the previous offset, or one of the next few
-            let mut found = None;
-            let mut line = self.line;
-            let (mut start, mut end) = (self.start, self.end);
-            for _ in 0..4 {
-                if off >= start && off < end {
-                    found = Some(line);
-                    break;
+        if self.idx.ascii && off >= self.start && off < self.end {
+            return SourcePos {
+                line: self.line as u32 + 1,
+                col: (off - self.start) as u32,
+            };
+        }
+        self.pos_elsewhere(o)
+    }
+
+    /// [`Self::pos`] of an offset off the line of the previous one, or of a non-ASCII source.
+    #[inline(never)]
+    fn pos_elsewhere(&mut self, o: u32) -> SourcePos {
+        let idx = self.idx;
+        if !idx.ascii {
+            if let Some((lo, lp)) = self.last {
+                if lo == o {
+                    return lp;
                 }
-                if off < end || line + 1 >= idx.starts.len() {
+            }
+            let p = idx.pos(o);
+            self.last = Some((o, p));
+            return p;
+        }
+        let off = o as usize;
+        let starts: &[usize] = &idx.starts;
+        let len = idx.src.len();
+        // one of the next few lines (the usual move: on to the next one)
+        if off >= self.end {
+            let (mut line, mut end) = (self.line, self.end);
+            for _ in 0..3 {
+                if line + 1 >= starts.len() {
                     break;
                 }
                 line += 1;
-                start = end;
-                end = idx.starts.get(line + 1).copied().unwrap_or(idx.src.len());
-            }
-            match found {
-                Some(line) => {
+                let start = end;
+                end = starts.get(line + 1).copied().unwrap_or(len);
+                if off < end {
                     self.line = line;
                     self.start = start;
                     self.end = end;
-                    SourcePos {
+                    return SourcePos {
                         line: line as u32 + 1,
                         col: (off - start) as u32,
-                    }
-                }
-                None => {
-                    let p = idx.pos(o);
-                    let i = p.line as usize - 1;
-                    self.line = i;
-                    self.start = idx.starts.get(i).copied().unwrap_or(0);
-                    self.end = idx.starts.get(i + 1).copied().unwrap_or(idx.src.len());
-                    p
+                    };
                 }
             }
-        };
-        self.last = Some((o, p));
+        }
+        let p = idx.pos(o);
+        let i = p.line as usize - 1;
+        self.line = i;
+        self.start = starts.get(i).copied().unwrap_or(0);
+        self.end = starts.get(i + 1).copied().unwrap_or(len);
         p
     }
 }
@@ -522,7 +529,7 @@ struct Frames {
     open: Vec<(usize, bool)>,
     /// Units of every open frame and of what they directly contain.
     units: usize,
-    /// The most `units` reached.
+    /// The most `units` reached before the last time they went down (see [`Self::peak`]).
     max: usize,
 }
 
@@ -532,24 +539,29 @@ impl Frames {
             f.0 += n;
         }
         self.units += n;
-        self.max = self.max.max(self.units);
     }
 
     fn open(&mut self, template: bool) {
         self.open.push((0, template));
         self.units += BRACKET_UNITS;
-        self.max = self.max.max(self.units);
     }
 
     /// Closes the innermost frame; true when it was a template substitution.
     fn close(&mut self) -> bool {
         match self.open.pop() {
             Some((n, template)) => {
+                // (the units only go down here: the most so far is taken before)
+                self.max = self.max.max(self.units);
                 self.units -= BRACKET_UNITS + n;
                 template
             }
             None => false,
         }
+    }
+
+    /// The most `units` reached.
+    fn peak(&self) -> usize {
+        self.max.max(self.units)
     }
 
     /// Template text from `i` (after a backtick or a substitution's `}`): returns the index after
@@ -657,6 +669,38 @@ const ODD: u8 = 2;
 /// The end of the word going on at `i`, and whether it is made of ASCII letters, digits, `_` and
 /// `$` only.
 fn word_end(b: &[u8], i: usize) -> (usize, bool) {
+    // the plain bytes first, four at a time
+    let word = |c: u8| WORD_BYTES[c as usize] == WORD;
+    let mut j = i;
+    while let Some(&[c0, c1, c2, c3]) = b.get(j..).and_then(|r| r.first_chunk::<4>()) {
+        if !word(c0) {
+            break;
+        }
+        if !word(c1) {
+            j += 1;
+            break;
+        }
+        if !word(c2) {
+            j += 2;
+            break;
+        }
+        if !word(c3) {
+            j += 3;
+            break;
+        }
+        j += 4;
+    }
+    while b.get(j).is_some_and(|&c| word(c)) {
+        j += 1;
+    }
+    match b.get(j) {
+        Some(&c) if WORD_BYTES[c as usize] == ODD => odd_word_end(b, j),
+        _ => (j, true),
+    }
+}
+
+/// [`word_end`] from `i`, where a byte that is not plain goes on the word.
+fn odd_word_end(b: &[u8], i: usize) -> (usize, bool) {
     let rest = b.get(i..).unwrap_or(&[]);
     let mut kinds = 0u8;
     for (k, &c) in rest.iter().enumerate() {
@@ -701,6 +745,20 @@ fn bound(src: &str, mut nest: Option<&mut Nest>) -> Result<usize, Fail> {
     while i < b.len() {
         let c = b[i];
         let p = i;
+        if matches!(c, b' ' | b'\t' | b'\n' | b'\r') {
+            // white space, before the nesting scan is brought here: that scan reads white space
+            // as nothing, so where it is behind it reads it later to the same effect
+            i += 1;
+            while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r') {
+                i += 1;
+            }
+            if let Some(ns) = nest.as_deref_mut() {
+                if ns.i == p && !ns.in_text {
+                    ns.i = i;
+                }
+            }
+            continue;
+        }
         // the nesting scan, when it is exactly here: the token's effect is applied directly
         let ns = match nest.as_deref_mut() {
             Some(ns) => {
@@ -713,15 +771,6 @@ fn bound(src: &str, mut nest: Option<&mut Nest>) -> Result<usize, Fail> {
             None => None,
         };
         match c {
-            b' ' | b'\t' | b'\n' | b'\r' => {
-                i += 1;
-                while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r') {
-                    i += 1;
-                }
-                if let Some(ns) = ns {
-                    ns.i = i;
-                }
-            }
             0x0B | 0x0C => {
                 i += 1;
                 if let Some(ns) = ns {
@@ -932,13 +981,13 @@ fn bound(src: &str, mut nest: Option<&mut Nest>) -> Result<usize, Fail> {
             _ => return Ok(poisoned(&mut f, b, i)),
         }
     }
-    Ok(f.max)
+    Ok(f.peak())
 }
 
 /// The bound when the rest of the source from `i` cannot be lexed with confidence.
 fn poisoned(f: &mut Frames, b: &[u8], i: usize) -> usize {
     f.uncertain(b, i, false);
-    f.max
+    f.peak()
 }
 
 #[cfg(test)]

@@ -53,13 +53,9 @@ pub(crate) fn lower_agent(
             "Source must contain a function declaration",
         );
     };
-    let entry_name = entry
-        .id
-        .as_ref()
-        .map(|i| i.name.as_str().to_string())
-        .unwrap_or_default();
+    let entry_name = entry.id.as_ref().map_or("", |i| i.name.as_str());
     // helper table: name -> (function index, arity)
-    let mut helpers: HashMap<String, (u16, usize)> = HashMap::new();
+    let mut helpers: HashMap<&str, (u16, usize)> = HashMap::with_capacity(fns.len() - 1);
     for (i, f) in fns.iter().enumerate().take(fns.len() - 1) {
         let Some(id) = &f.id else {
             return fail(f.span, "Helper function must have a name");
@@ -72,13 +68,13 @@ pub(crate) fn lower_agent(
             );
         }
         if helpers
-            .insert(name.to_string(), (i as u16, f.params.items.len()))
+            .insert(name, (i as u16, f.params.items.len()))
             .is_some()
         {
             return fail(id.span, format!("Duplicate helper function name: {name}"));
         }
     }
-    let helpers = (!helpers.is_empty()).then(|| std::rc::Rc::new(helpers));
+    let helpers = (!helpers.is_empty()).then_some(&helpers);
     // one line index for every function's span table
     let idx = LineIndex::new(src);
     // sized for the source (about one constant per 32 bytes), so the tables seldom grow
@@ -95,20 +91,19 @@ pub(crate) fn lower_agent(
     // a recycled program's functions, whose allocations the new ones are built in
     let mut spare = take_spare();
     let mut signature = None;
+    // the parameter names of the function being lowered, its externals
+    let mut names: Vec<String> = Vec::new();
     for (i, f) in fns.iter().enumerate() {
         let is_entry = i == fns.len() - 1;
-        let name =
-            f.id.as_ref()
-                .map(|i| i.name.as_str().to_string())
-                .unwrap_or_default();
+        let name = f.id.as_ref().map_or("", |i| i.name.as_str());
         if f.r#async || f.generator {
             return fail(f.span, "async functions and generators are not supported: atom calls already look synchronous");
         }
         let raw_params = raw.get(i).map(|r| r.params.as_slice()).unwrap_or(&[]);
-        let params = params_of(f, raw_params, is_entry, &name)?;
+        let params = params_of(f, raw_params, is_entry, name)?;
         if is_entry {
             signature = Some(Signature {
-                name: name.clone(),
+                name: name.to_string(),
                 params: params
                     .iter()
                     .map(|p| ParamSpec {
@@ -119,15 +114,19 @@ pub(crate) fn lower_agent(
                     .collect(),
             });
         }
-        let names: Vec<String> = params.iter().map(|p| p.name.to_string()).collect();
+        // (the previous function's strings, written over)
+        names.truncate(params.len());
+        for (k, p) in params.iter().enumerate() {
+            put_str(&mut names, k, p.name);
+        }
         let fopts = CompileOptions {
             mode: Mode::FunctionBody,
             externals: &names,
             atoms: opts.atoms,
             source_name: opts.source_name,
         };
-        let mut l = Lowerer::with_pool(&fopts, std::mem::take(&mut pool));
-        l.helpers.clone_from(&helpers);
+        let mut l = Lowerer::with_pool(&fopts, pool);
+        l.helpers = helpers;
         for (k, p) in params.iter().enumerate() {
             if forbidden(p.name) {
                 return fail(p.span, forbidden_msg(p.name));
@@ -160,8 +159,8 @@ pub(crate) fn lower_agent(
         let u = l.alloc(end)?;
         l.emit(Op::LoadUndef { dst: Dst(u) }, end);
         l.emit(Op::Return { src: Src(u) }, end);
-        let (function, pos) = l.finish_function(&idx, &name, Reuse::from(&mut spare))?;
-        pool = l.take_pool();
+        let (function, pos) = l.finish_function(&idx, name, Reuse::from(&mut spare))?;
+        pool = l.into_pool();
         functions.push(function);
         spans.push(pos);
     }
@@ -181,7 +180,7 @@ fn params_of<'a, 'b>(
     raw: &[RawParam],
     is_entry: bool,
     fname: &str,
-) -> R<Vec<Param<'a, 'b>>> {
+) -> R<SmallVec<[Param<'a, 'b>; 8]>> {
     let fp = &f.params;
     if let Some(rest) = &fp.rest {
         return fail(
@@ -194,7 +193,7 @@ fn params_of<'a, 'b>(
             .find(|r| r.name == name)
             .is_none_or(|r| r.required)
     };
-    let mut out = Vec::new();
+    let mut out: SmallVec<[Param; 8]> = SmallVec::new();
     for p in &fp.items {
         match &p.pattern {
             BindingPattern::BindingIdentifier(b) => {

@@ -244,13 +244,10 @@ impl Lowerer<'_> {
         );
 
         // the callback's parameters: (item, index, array) or, for reduce, (acc, item, index, array)
-        let sources: Vec<u16> = if is_reduce {
-            vec![acc, elem, i, recv]
-        } else {
-            vec![elem, i, recv]
-        };
+        let all = [acc, elem, i, recv];
+        let sources = if is_reduce { &all[..] } else { &all[1..] };
         let value = self.alloc(span)?;
-        self.callback_body(cb, &sources, value, par)?;
+        self.callback_body(cb, sources, value, par)?;
 
         let mut early_exit = None;
         match m {
@@ -427,11 +424,12 @@ impl Lowerer<'_> {
         par: bool,
     ) -> R<()> {
         let mark = self.top;
-        self.scopes.push(Scope::default());
-        let floor = self.scopes.len() - 1;
+        let scope = self.new_scope();
+        self.bufs.scopes.push(scope);
+        let floor = self.bufs.scopes.len() - 1;
         for (k, p) in cb.params.items.iter().enumerate() {
             if p.initializer.is_some() {
-                self.scopes.pop();
+                self.pop_scope();
                 return fail(p.span, "default values for callback parameters are not supported; use ?? inside the body");
             }
             let src = sources.get(k).copied();
@@ -453,7 +451,7 @@ impl Lowerer<'_> {
                 pattern => {
                     // object and array patterns, defaults and rest, as in `let`
                     let Some(s) = src else {
-                        self.scopes.pop();
+                        self.pop_scope();
                         return fail(
                             p.span,
                             "this callback parameter receives nothing to destructure",
@@ -505,7 +503,7 @@ impl Lowerer<'_> {
             }
         };
         self.loops = outer_loops;
-        self.scopes.pop();
+        self.pop_scope();
         self.top = mark;
         r
     }
@@ -542,8 +540,8 @@ impl Lowerer<'_> {
         let Some(floor) = self.callbacks.last().map(|c| c.scope_floor) else {
             return Ok(());
         };
-        let names = &self.names;
-        let inner = self.scopes[floor.min(self.scopes.len())..]
+        let names = &self.bufs.names;
+        let inner = self.bufs.scopes[floor.min(self.bufs.scopes.len())..]
             .iter()
             .any(|sc| {
                 sc.vars.iter().any(|v| names.is(v.name, name))
