@@ -487,39 +487,53 @@ pub const ISA_HASH: u64 = {
     h
 };
 
+/// Calls `$m!` with the names of the fused compare-and-branch instructions.
+macro_rules! fused_names {
+    ($m:ident) => {
+        $m!(JumpIfLt JumpUnlessLt JumpIfLtK JumpUnlessLtK JumpIfLe JumpUnlessLe JumpIfLeK JumpUnlessLeK JumpIfGt JumpUnlessGt JumpIfGtK JumpUnlessGtK JumpIfGe JumpUnlessGe JumpIfGeK JumpUnlessGeK JumpIfStrictEq JumpIfStrictEqK JumpIfStrictNe JumpIfStrictNeK)
+    };
+}
+
 impl Op {
     /// Where control may go besides the next instruction.
+    #[inline]
     pub fn jump_target(&self) -> Option<u32> {
-        match self.fused() {
-            Some(f) => Some(f.target.get()),
-            None => match *self {
-                Op::Jump { target }
-                | Op::JumpIfTrue { target, .. }
-                | Op::JumpIfFalse { target, .. }
-                | Op::JumpIfNullish { target, .. }
-                | Op::JumpIfNotNullish { target, .. } => Some(target.0),
-                Op::TryEnter { handler } => Some(handler.0),
-                _ => None,
-            },
+        // (one match: the compiler and the verifier ask this of every instruction)
+        macro_rules! get {
+            ($($fused:ident)*) => {
+                match *self {
+                    Op::Jump { target }
+                    | Op::JumpIfTrue { target, .. }
+                    | Op::JumpIfFalse { target, .. }
+                    | Op::JumpIfNullish { target, .. }
+                    | Op::JumpIfNotNullish { target, .. } => Some(target.0),
+                    Op::TryEnter { handler } => Some(handler.0),
+                    $(Op::$fused { target, .. })|* => Some(target.get()),
+                    _ => None,
+                }
+            };
         }
+        fused_names!(get)
     }
     /// Rewrites the jump target (see [`Op::jump_target`]) through `f`; `f` must keep it below
     /// [`crate::program::MAX_CODE_LEN`].
+    #[inline]
     pub fn map_target(&mut self, f: impl FnOnce(u32) -> u32) {
-        if let Some(mut fused) = self.fused() {
-            fused.target = Target24::new(f(fused.target.get()));
-            *self = fused.op();
-            return;
+        macro_rules! set {
+            ($($fused:ident)*) => {
+                match self {
+                    Op::Jump { target }
+                    | Op::JumpIfTrue { target, .. }
+                    | Op::JumpIfFalse { target, .. }
+                    | Op::JumpIfNullish { target, .. }
+                    | Op::JumpIfNotNullish { target, .. } => target.0 = f(target.0),
+                    Op::TryEnter { handler } => handler.0 = f(handler.0),
+                    $(Op::$fused { target, .. })|* => *target = Target24::new(f(target.get())),
+                    _ => {}
+                }
+            };
         }
-        match self {
-            Op::Jump { target }
-            | Op::JumpIfTrue { target, .. }
-            | Op::JumpIfFalse { target, .. }
-            | Op::JumpIfNullish { target, .. }
-            | Op::JumpIfNotNullish { target, .. } => target.0 = f(target.0),
-            Op::TryEnter { handler } => handler.0 = f(handler.0),
-            _ => {}
-        }
+        fused_names!(set)
     }
     /// The fused compare-and-branch for this comparison (`Lt`, `StrictEq`, `LtK`, …) writing
     /// `cond`, followed by a branch to `target` taken when `cond` is `when`: `None` when this is

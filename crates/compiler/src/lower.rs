@@ -3020,13 +3020,6 @@ fn put_str(v: &mut Vec<String>, i: usize, text: &str) {
 /// compare-and-branch) and `const_of` says its
 /// right operand register holds a constant.
 fn with_const_operand(op: Op, const_of: &dyn Fn(u16) -> Option<u16>) -> Option<Op> {
-    if let Some(mut fused) = op.fused() {
-        let Right::Reg(b) = fused.right else {
-            return None;
-        };
-        fused.right = Right::Const(Const(const_of(b.0)?));
-        return Some(fused.op());
-    }
     let (dst, a, b) = match op {
         Op::Add { dst, a, b }
         | Op::Sub { dst, a, b }
@@ -3039,7 +3032,14 @@ fn with_const_operand(op: Op, const_of: &dyn Fn(u16) -> Option<u16>) -> Option<O
         | Op::Ge { dst, a, b }
         | Op::StrictEq { dst, a, b }
         | Op::StrictNe { dst, a, b } => (dst, a, b),
-        _ => return None,
+        _ => {
+            let mut fused = op.fused()?;
+            let Right::Reg(b) = fused.right else {
+                return None;
+            };
+            fused.right = Right::Const(Const(const_of(b.0)?));
+            return Some(fused.op());
+        }
     };
     let k = Const(const_of(b.0)?);
     Some(match op {
