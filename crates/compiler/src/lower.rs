@@ -871,25 +871,10 @@ impl<'o> Lowerer<'o> {
                 cond = r;
             }
         });
-        match cmp.fused_branch(cond, when, 0) {
-            Some(fused) => self.emit_jump(fused, span),
-            None => {
-                self.emit(cmp, span);
-                let target = Target(0);
-                let jump = if when {
-                    Op::JumpIfTrue {
-                        cond: Src(cond),
-                        target,
-                    }
-                } else {
-                    Op::JumpIfFalse {
-                        cond: Src(cond),
-                        target,
-                    }
-                };
-                self.emit_jump(jump, span)
-            }
-        }
+        let start = self.here();
+        self.emit(cmp, span);
+        // (`cond` as the mark: the caller says nothing else reads it)
+        self.emit_branch(cond, cond, start, when, 0, span).0
     }
 
     /// Emits the branch to `target` on the test `c` (whose instructions start at `start`),

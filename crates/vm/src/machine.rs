@@ -1094,12 +1094,12 @@ impl Vm {
                             Some(&Op::JumpIfFalse { cond, target }) if cond.0 == $dst.0 => {
                                 pc = if $t { pc + 2 } else { target.0 as usize };
                                 enter_block!();
-                                continue 'run;
+                                continue;
                             }
                             Some(&Op::JumpIfTrue { cond, target }) if cond.0 == $dst.0 => {
                                 pc = if $t { target.0 as usize } else { pc + 2 };
                                 enter_block!();
-                                continue 'run;
+                                continue;
                             }
                             _ => {}
                         }
@@ -1144,23 +1144,24 @@ impl Vm {
                 }
                 w = window!();
             }
-            // A fused compare-and-branch: numbers compared inline, anything else after the match
-            // (one place for them all: each place that derives the window again costs the whole
-            // loop); the branch is taken when the comparison is `$when`. Both ways lead a block.
+            // A fused compare-and-branch: two numbers compared inline, the branch taken when the
+            // comparison is `$when` (both ways lead a block); anything else compared out of line
+            // by `other!()`, like every other instruction's general case, which leaves in the
+            // frame the pc to go on at. (Its own slow path in each arm, deriving the window again
+            // there, made LLVM lose the window's length: the `while` loop went 113 -> 137 M
+            // instructions.)
             macro_rules! cmp_jump {
-                    ($x:expr, $y:expr, $target:expr, $when:expr, |$a:ident, $b:ident| $e:expr) => {{
-                        if let (Value::Num($a), Value::Num($b)) = ($x, $y) {
-                            pc = if ($e) == $when { $target.get() as usize } else { pc + 1 };
-                            enter_block!();
-                            continue 'run;
-                        }
-                        // anything else: compared out of line, which leaves the pc it goes
-                        // on at in the frame
-                        other!();
-                        pc = self.frames.last().map_or(0, |f| f.pc as usize);
-                        continue 'run;
-                    }};
-                }
+                ($x:expr, $y:expr, $target:expr, $when:expr, |$a:ident, $b:ident| $e:expr) => {{
+                    if let (Value::Num($a), Value::Num($b)) = ($x, $y) {
+                        pc = if ($e) == $when { $target.get() as usize } else { pc + 1 };
+                        enter_block!();
+                        continue;
+                    }
+                    other!();
+                    pc = self.frames.last().map_or(0, |f| f.pc as usize);
+                    continue;
+                }};
+            }
             match op {
                 #[cfg(feature = "unmetered")]
                 Op::Charge { .. } => {}
@@ -1276,7 +1277,7 @@ impl Vm {
                 Op::Jump { target } => {
                     pc = target.0 as usize;
                     enter_block!();
-                    continue 'run;
+                    continue;
                 }
                 Op::JumpIfTrue { cond, target } => {
                     let t = match r!(cond) {
@@ -1289,7 +1290,7 @@ impl Vm {
                     };
                     if t {
                         pc = target.0 as usize;
-                        continue 'run;
+                        continue;
                     }
                 }
                 Op::JumpIfFalse { cond, target } => {
@@ -1303,19 +1304,19 @@ impl Vm {
                     };
                     if !t {
                         pc = target.0 as usize;
-                        continue 'run;
+                        continue;
                     }
                 }
                 Op::JumpIfNullish { src, target } => {
                     if matches!(r!(src), Value::Null | Value::Undefined) {
                         pc = target.0 as usize;
-                        continue 'run;
+                        continue;
                     }
                 }
                 Op::JumpIfNotNullish { src, target } => {
                     if !matches!(r!(src), Value::Null | Value::Undefined) {
                         pc = target.0 as usize;
-                        continue 'run;
+                        continue;
                     }
                 }
                 Op::Return { src } => {
@@ -1331,7 +1332,7 @@ impl Vm {
                         }
                         self.frames.truncate(n - 1);
                         switch_to!(caller);
-                        continue 'run;
+                        continue;
                     }
                     let v = r!(src);
                     let depth = n.saturating_sub(1);
@@ -1357,7 +1358,7 @@ impl Vm {
                         break 'run Ok(Exit::Done(v));
                     };
                     switch_to!(caller);
-                    continue 'run;
+                    continue;
                 }
                 Op::GetIndex { dst, obj, key } => {
                     // an array element by a number in range: the common case, inline
@@ -1368,7 +1369,7 @@ impl Vm {
                                 if let Some(&v) = items.get(i) {
                                     r!(dst) = v;
                                     pc += 1;
-                                    continue 'run;
+                                    continue;
                                 }
                             }
                         }
@@ -1472,7 +1473,7 @@ impl Vm {
                         }
                     }
                     enter_block!();
-                    continue 'run;
+                    continue;
                 }
                 Op::CallAtom { dst, atom, arg } => {
                     let input = r!(arg);
@@ -1796,7 +1797,6 @@ impl Vm {
         Ok(())
     }
 
-    /// A binary operator on two values, the general case (`exec` handles numbers inline).
     /// A fused compare-and-branch of anything but two numbers: its target when it jumps.
     #[inline(never)]
     fn compare_slow(&mut self, op: Op, base: usize) -> OpResult<Option<u32>> {
@@ -1821,6 +1821,7 @@ impl Vm {
         Ok((t == f.when).then_some(f.target.get()))
     }
 
+    /// A binary operator on two values, the general case (`exec` handles numbers inline).
     fn binary(&mut self, op: Bin, x: Value, y: Value) -> OpResult<Value> {
         Ok(match op {
             Bin::Add => match (x, y) {
