@@ -231,3 +231,38 @@ fn a_deferred_call_blocks_where_its_value_is_needed() {
     );
     assert_eq!(vm.log().len(), 1, "nothing ran twice");
 }
+
+/// A helper paused inside its own `try` and restored still closes that handler when it
+/// returns: an error its caller throws afterwards ends the run, as it does when nothing paused,
+/// instead of reaching the helper's dead handler. (A frame that opened a handler returns on the
+/// slow path, which closes it; the restored frame must be known to have opened one.)
+#[test]
+fn a_handler_opened_in_a_paused_helper_closes_when_it_returns() {
+    let src = "function ask(q) {\n  try { return llmPredict({ prompt: q }) } catch (e) { return 'ask caught' }\n}\nfunction main({ n: 1 }) {\n  let a = ask('x')\n  console.log(a)\n  Error('after')\n  return { a }\n}";
+    let p = program(src);
+    for pause_at in [None, Some(0)] {
+        let mut vm = Vm::new(p.clone(), &[JsValue::Number(1.0)], opts()).unwrap();
+        let mut calls = 0;
+        let e = loop {
+            match vm.run(u64::MAX) {
+                Step::Host(c) => {
+                    if Some(calls) == pause_at {
+                        let bytes = vm.snapshot();
+                        vm = Vm::restore(p.clone(), &bytes, None).unwrap();
+                    }
+                    calls += 1;
+                    vm.resume(Ok(answer(&c.input))).unwrap();
+                }
+                Step::Failed(e) => break e,
+                other => panic!("paused at {pause_at:?}: {other:?}"),
+            }
+        };
+        assert!(e.message.contains("after"), "paused at {pause_at:?}: {e:?}");
+        assert_eq!(
+            e.pos.map(|p| p.line),
+            Some(7),
+            "paused at {pause_at:?}: {e:?}"
+        );
+        assert_eq!(vm.log().len(), 1, "paused at {pause_at:?}");
+    }
+}

@@ -164,9 +164,13 @@ struct Deferred {
 #[derive(Clone, Copy, Debug)]
 struct Frame {
     func: u16,
+    /// Whether this frame may have a `try` or a parallel batch open (set when it opens one,
+    /// never cleared; always set on the entry frame): its `Return` then takes the slow path,
+    /// which closes them, and the others return without looking at either list.
+    opened: bool,
     pc: u32,
     base: u32,
-    /// absolute register receiving the result in the caller
+    /// the caller's register (from its base) receiving the result
     ret: u32,
 }
 
@@ -445,6 +449,7 @@ impl Vm {
             regs: vec![Value::Undefined; first_registers(&program, nregs)],
             frames: vec![Frame {
                 func: program.entry,
+                opened: true,
                 pc: 0,
                 base: 0,
                 ret: 0,
@@ -562,6 +567,7 @@ impl Vm {
         frames.clear();
         frames.push(Frame {
             func: program.entry,
+            opened: true,
             pc: 0,
             base: 0,
             ret: 0,
@@ -1321,17 +1327,16 @@ impl Vm {
                 }
                 Op::Return { src } => {
                     let n = self.frames.len();
-                    // the common case: back to a caller, no handler or batch open anywhere
-                    if n >= 2 && self.tries.is_empty() && self.batches.is_empty() {
+                    // the common case: back to a caller from a frame that opened no handler
+                    // or batch (the entry frame is marked as if it had)
+                    if n >= 2 && !self.frames[n - 1].opened {
                         let (done, caller) = (self.frames[n - 1], self.frames[n - 2]);
-                        // (`ret` is in the caller's frame, below this one: the value is copied
-                        // there at once, not kept in registers across the switch)
                         let v = r!(src);
-                        if let Some(slot) = self.regs.get_mut(done.ret as usize) {
-                            *slot = v;
-                        }
                         self.frames.truncate(n - 1);
                         switch_to!(caller);
+                        // (through the caller's window: the verifier checked `dst` against
+                        // the caller's registers)
+                        ri!(done.ret as usize) = v;
                         continue;
                     }
                     let v = r!(src);
@@ -1353,11 +1358,11 @@ impl Vm {
                     let Some(done) = self.frames.pop() else {
                         break 'run Ok(Exit::Done(v));
                     };
-                    self.regs[done.ret as usize] = v;
                     let Some(&caller) = self.frames.last() else {
                         break 'run Ok(Exit::Done(v));
                     };
                     switch_to!(caller);
+                    ri!(done.ret as usize) = v;
                     continue;
                 }
                 Op::GetIndex { dst, obj, key } => {
@@ -1457,9 +1462,10 @@ impl Vm {
                     }
                     self.frames.push(Frame {
                         func: callee.0,
+                        opened: false,
                         pc: 0,
                         base: new_base as u32,
-                        ret: (base + dst.0 as usize) as u32,
+                        ret: dst.0 as u32,
                     });
                     code = &f.code[..];
                     nregs_cur = nregs;
@@ -1759,6 +1765,9 @@ impl Vm {
                 self.par_push(parallel::ParItem::Ready(v))?;
             }
             Op::TryEnter { handler } => {
+                if let Some(f) = self.frames.last_mut() {
+                    f.opened = true;
+                }
                 self.tries.push(TryEntry {
                     frame: self.frames.len() as u32 - 1,
                     handler: handler.0,

@@ -68,6 +68,9 @@ impl Vm {
                 "parallel() is nested more than {MAX_PARALLEL_NESTING} deep"
             ));
         }
+        if let Some(f) = self.frames.last_mut() {
+            f.opened = true;
+        }
         self.batches.push(Batch {
             frame: self.frames.len().saturating_sub(1) as u32,
             tries: self.tries.len() as u32,

@@ -345,7 +345,12 @@ impl Vm {
             frames: self
                 .frames
                 .iter()
-                .map(|f| (f.func, f.pc, f.base, f.ret))
+                .enumerate()
+                // (a snapshot names the register a frame returns into absolutely)
+                .map(|(i, f)| {
+                    let caller_base = i.checked_sub(1).map_or(0, |c| self.frames[c].base);
+                    (f.func, f.pc, f.base, caller_base + f.ret)
+                })
                 .collect(),
             regs: self.live_regs().iter().copied().map(sv).collect(),
             tries: self.tries.iter().map(|t| (t.frame, t.handler)).collect(),
@@ -510,18 +515,23 @@ impl Vm {
             if base as u64 != expected_base {
                 return invalid("frames' register windows are not contiguous");
             }
+            // (kept from the caller's base; the entry frame returns into nothing)
+            let mut ret_reg = 0;
             if let Some((pb, pn)) = prev {
                 if (ret as u64) < pb || ret as u64 >= pb + pn {
                     return invalid("a frame returns into no register of its caller");
                 }
+                ret_reg = (ret as u64 - pb) as u32;
             }
             prev = Some((base as u64, f.nregs as u64));
             expected_base += f.nregs as u64;
             frames.push(Frame {
                 func,
+                // (the frames owning a handler or batch are marked below)
+                opened: frames.is_empty(),
                 pc,
                 base,
-                ret,
+                ret: ret_reg,
             });
         }
         if b.regs.len() as u64 != expected_base {
@@ -539,6 +549,9 @@ impl Vm {
                 return invalid("a try handler is outside its code");
             }
             tries.push(TryEntry { frame, handler });
+            if let Some(f) = frames.get_mut(frame as usize) {
+                f.opened = true;
+            }
         }
         let natoms = program.atoms.len();
         if b.atom_cost.len() != natoms
@@ -709,6 +722,9 @@ impl Vm {
                     SItem::Ready(v) => ParItem::Ready(check.value(*v, false)?),
                     SItem::Failed(m) => ParItem::Failed(m.clone()),
                 });
+            }
+            if let Some(f) = frames.get_mut(sb.frame as usize) {
+                f.opened = true;
             }
             batches.push(Batch {
                 frame: sb.frame,
