@@ -1439,27 +1439,9 @@ impl Vm {
                     // the callee's window starts above the caller's; the register file only
                     // grows (its high-water mark), so a call seldom resizes it
                     let new_base = base + nregs_cur;
-                    let start = base + b.0 as usize;
                     // the callee's window: its arguments, then `undefined` (the verifier
                     // checked argc == params <= nregs)
                     let (argc, nregs) = (argc.0 as usize, f.nregs as usize);
-                    // the common case (one argument, a small frame) is written through the
-                    // callee's fixed window below; the first argument is read before it is
-                    // derived (the slow path's window is the rest of the file: not used so)
-                    let small = !SLOW && argc <= 1 && nregs <= WINDOW_FILL;
-                    let first = ri!(b.0 as usize);
-                    if !small {
-                        // (`nregs` alone would do; with the `max` LLVM lays the dispatch loop
-                        // out better: while 144.0 M instructions without it, 143.0 M with)
-                        let need = new_base + nregs.max(WINDOW_FILL);
-                        if self.regs.len() < need {
-                            self.regs.resize(need, Value::Undefined);
-                        }
-                        self.regs[new_base..new_base + nregs].fill(Value::Undefined);
-                        for i in 0..argc {
-                            self.regs[new_base + i] = self.regs[start + i];
-                        }
-                    }
                     self.frames.push(Frame {
                         func: callee.0,
                         opened: false,
@@ -1470,13 +1452,29 @@ impl Vm {
                     code = &f.code[..];
                     nregs_cur = nregs;
                     pc = 0;
-                    w = window_at!(new_base);
-                    if small {
-                        // a fixed-size copy (no call); what it writes above the frame is dead
+                    if !SLOW && argc <= 1 && nregs <= WINDOW_FILL {
+                        // the common case (one argument, a small frame): a fixed-size copy (no
+                        // call) through the callee's window; what it writes above the frame is
+                        // dead. The argument is read before the window moves.
+                        let first = ri!(b.0 as usize);
+                        w = window_at!(new_base);
                         w[..WINDOW_FILL].copy_from_slice(&UNDEFINED);
                         if argc == 1 {
                             w[0] = first;
                         }
+                    } else {
+                        let start = base + b.0 as usize;
+                        // (`nregs` alone would do; with the `max` LLVM lays the dispatch loop
+                        // out better: while 144.0 M instructions without it, 143.0 M with)
+                        let need = new_base + nregs.max(WINDOW_FILL);
+                        if self.regs.len() < need {
+                            self.regs.resize(need, Value::Undefined);
+                        }
+                        self.regs[new_base..new_base + nregs].fill(Value::Undefined);
+                        for i in 0..argc {
+                            self.regs[new_base + i] = self.regs[start + i];
+                        }
+                        w = window_at!(new_base);
                     }
                     enter_block!();
                     continue;
