@@ -500,6 +500,11 @@ const DIFFERENTIAL: &[&str] = &[
     "Math.sign(-0)",
     "Math.log10(1000)",
     "typeof (1 + 'a')",
+    // `typeof` compared with, and next to, the literals it can give (the VM reuses them)
+    "[typeof 1 === 'number', typeof 'a' === 'string', typeof null === 'object', typeof undefined === 'undefined', typeof true === 'boolean', typeof [] === 'object', typeof {} === 'number', typeof 1 !== 'number']",
+    "typeof 1 + typeof 'x' + ('number' === typeof 2) + 'number'.length + (typeof 3).length",
+    "[typeof 'number', typeof 'number' === 'string', 'string' === typeof 'number', typeof typeof 1]",
+    "[typeof 1, 'number', 'numbers', 'Number', typeof 2 === 'Number'].join('|')",
     "`a${1 + 1}b${'c'}`",
     "'😀x'.length",
     "'abc'[2]",

@@ -8,6 +8,7 @@ use ajs_bytecode::{Constant, NativeId, SourcePos, VerifiedProgram};
 
 use crate::error::{guest, ErrorKind, Fault, OpResult, RunError};
 use crate::heap::{arr_bytes, prop_bytes, str_bytes, Cell, Gc, Heap, PropMap};
+use crate::ops::{type_index, TYPE_NAMES};
 use crate::value::{JsValue, Value, MAX_BOUNDARY_DEPTH};
 
 #[path = "parallel.rs"]
@@ -293,6 +294,16 @@ fn fixed_window<const W: usize>(regs: &mut Vec<Value>, base: usize) -> &mut [Val
     w
 }
 
+/// The index in `TYPE_NAMES` of a string constant that is one of them.
+fn type_name_index(units: &[u16]) -> Option<usize> {
+    if !(6..=9).contains(&units.len()) {
+        return None;
+    }
+    TYPE_NAMES
+        .iter()
+        .position(|n| n.len() == units.len() && n.bytes().zip(units).all(|(b, &u)| b as u16 == u))
+}
+
 pub(crate) const FORBIDDEN: [&str; 3] = ["constructor", "__proto__", "prototype"];
 
 // `get_member` tests a key's length before comparing it with the forbidden names
@@ -312,6 +323,9 @@ pub struct Vm {
     /// the program's constants as this run's values (shared, so that the dispatch loop can
     /// hold them in a local: their address and length stay in registers or on its stack)
     consts: Arc<Vec<Value>>,
+    /// the constant equal to each name `typeof` gives (`TYPE_NAMES`), or `undefined` when the
+    /// program has none: `typeof x === 'number'` then makes no string
+    typeof_consts: [Value; TYPE_NAMES.len()],
     pub(crate) regs: Vec<Value>,
     frames: Vec<Frame>,
     tries: Vec<TryEntry>,
@@ -446,6 +460,7 @@ impl Vm {
         let mut vm = Vm {
             heap: Heap::new(opts.max_heap_bytes),
             consts: Arc::new(Vec::with_capacity(program.constants.len())),
+            typeof_consts: [Value::Undefined; TYPE_NAMES.len()],
             regs: vec![Value::Undefined; first_registers(&program, nregs)],
             frames: vec![Frame {
                 func: program.entry,
@@ -527,6 +542,7 @@ impl Vm {
             program: v_program,
             heap,
             consts,
+            typeof_consts,
             regs,
             frames,
             tries,
@@ -562,6 +578,7 @@ impl Vm {
         if !consts.is_empty() {
             Arc::make_mut(consts).clear();
         }
+        *typeof_consts = [Value::Undefined; TYPE_NAMES.len()];
         regs.clear();
         regs.resize(first_registers(&program, nregs), Value::Undefined);
         frames.clear();
@@ -623,6 +640,7 @@ impl Vm {
         if !self.consts.is_empty() {
             Arc::make_mut(&mut self.consts).clear();
         }
+        self.typeof_consts = [Value::Undefined; TYPE_NAMES.len()];
         self.regs.clear();
         self.frames.clear();
         self.tries.clear();
@@ -656,8 +674,13 @@ impl Vm {
             let v = match &self.program.constants[i] {
                 Constant::Number(n) => Value::Num(*n),
                 Constant::String(s) => {
+                    let t = type_name_index(s);
                     let units = s.clone().into_boxed_slice();
-                    Value::Str(self.alloc_str_raw(units).map_err(fault_to_error)?)
+                    let v = Value::Str(self.alloc_str_raw(units).map_err(fault_to_error)?);
+                    if let Some(t) = t {
+                        self.typeof_consts[t] = v;
+                    }
+                    v
                 }
             };
             Arc::make_mut(&mut self.consts).push(v);
@@ -1621,8 +1644,11 @@ impl Vm {
             }
             Op::Not { dst, src } => r!(dst) = Value::Bool(!self.truthy(r!(src))),
             Op::TypeOf { dst, src } => {
-                let t = self.type_of(r!(src));
-                r!(dst) = self.str_value(t)?;
+                let t = type_index(r!(src));
+                r!(dst) = match self.typeof_consts[t] {
+                    Value::Undefined => self.str_value(TYPE_NAMES[t])?,
+                    name => name,
+                };
             }
             Op::Concat {
                 dst,

@@ -13,6 +13,21 @@ use crate::value::Value;
 /// shorter results are plain strings.
 const SHARED_CONCAT_MIN: usize = 128;
 
+/// What `typeof` gives, by [`type_index`].
+pub(crate) const TYPE_NAMES: [&str; 5] = ["undefined", "object", "boolean", "number", "string"];
+
+/// The index of `typeof v` in [`TYPE_NAMES`].
+#[inline]
+pub(crate) fn type_index(v: Value) -> usize {
+    match v {
+        Value::Undefined => 0,
+        Value::Null | Value::Arr(_) | Value::Obj(_) | Value::Pending(_) => 1,
+        Value::Bool(_) => 2,
+        Value::Num(_) => 3,
+        Value::Str(_) => 4,
+    }
+}
+
 impl Vm {
     /// JavaScript truthiness.
     pub(crate) fn truthy(&self, v: Value) -> bool {
@@ -27,13 +42,7 @@ impl Vm {
 
     /// `typeof`.
     pub(crate) fn type_of(&self, v: Value) -> &'static str {
-        match v {
-            Value::Undefined => "undefined",
-            Value::Null | Value::Arr(_) | Value::Obj(_) | Value::Pending(_) => "object",
-            Value::Bool(_) => "boolean",
-            Value::Num(_) => "number",
-            Value::Str(_) => "string",
-        }
+        TYPE_NAMES[type_index(v)]
     }
 
     /// "array", "object", … for messages.

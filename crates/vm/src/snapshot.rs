@@ -664,6 +664,7 @@ impl Vm {
             return invalid("constants do not match the program");
         }
         let mut consts = Vec::with_capacity(b.consts.len());
+        let mut typeof_consts = [Value::Undefined; super::TYPE_NAMES.len()];
         for (v, c) in b.consts.iter().zip(&program.constants) {
             let v = check.value(*v, false)?;
             let ok = match (v, c) {
@@ -675,6 +676,11 @@ impl Vm {
             };
             if !ok {
                 return invalid("constants do not match the program");
+            }
+            if let Constant::String(s) = c {
+                if let Some(t) = super::type_name_index(s) {
+                    typeof_consts[t] = v;
+                }
             }
             consts.push(v);
         }
@@ -757,6 +763,7 @@ impl Vm {
         let mut vm = Vm {
             heap: Heap::from_cells(cells, limit, b.collections),
             consts: std::sync::Arc::new(consts),
+            typeof_consts,
             regs,
             frames,
             tries,
