@@ -777,6 +777,10 @@ fn json_round_trips_match_node() {
         "JSON.stringify({ b: 1, 2: 2, a: 3, 1: 4, c: undefined, d: [undefined, 1] })".into(),
         "JSON.stringify({ b: 1, 2: 2, a: 3, 1: 4 }, ['a', '1', 'zz'])".into(),
         "JSON.stringify({ b: 1, a: { y: 2, x: [3, { q: 'r' }] } }, null, 2)".into(),
+        // objects that share keys (same keys, other orders, fewer, more, repeated, nested)
+        r#"JSON.stringify(JSON.parse('[{"a":1,"b":2},{"a":3,"b":4},{"b":5,"a":6},{"a":7},{"a":8,"b":9,"c":10},{"a":1,"a":2,"b":3},{"b":{"b":{"a":1}},"a":[{"a":2,"b":3}]}]'))"#.into(),
+        r#"JSON.parse('[{"id":1,"name":"x"},{"id":2,"name":"y"}]').map(o => Object.keys(o).join() + o.id + o.name).join('|')"#.into(),
+        "JSON.stringify([{ id: 1, name: 'a' }, { id: 2, name: 'b' }, { name: 'c', id: 3 }].map(o => ({ ...o, extra: o.id * 2 })))".into(),
     ];
     for n in [7usize, 8, 9, 20] {
         let members: Vec<String> = (0..n).map(|i| format!("\"k{i}\":{i}")).collect();

@@ -5,7 +5,7 @@
 use ajs_bytecode::NativeId;
 
 use crate::error::{guest, OpResult};
-use crate::heap::{Cell, Gc, PropMap};
+use crate::heap::{Cell, Gc, Key, PropMap};
 use crate::machine::{ordered_keys, Vm};
 use crate::value::Value;
 
@@ -50,12 +50,12 @@ impl Vm {
         x.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
 
-    fn object_props(&self, v: Value, name: &str, key: &str) -> OpResult<Vec<(Box<[u16]>, Value)>> {
+    fn object_props(&self, v: Value, name: &str, key: &str) -> OpResult<Vec<(Key, Value)>> {
         match v {
             Value::Obj(g) => match self.heap.get(g) {
                 Cell::Obj(m) => Ok(ordered_keys(m)
                     .into_iter()
-                    .map(|k| (k.into(), m.get(k).copied().unwrap_or(Value::Undefined)))
+                    .filter_map(|k| m.get_entry(k).map(|(k, v)| (k.clone(), *v)))
                     .collect()),
                 _ => Ok(Vec::new()),
             },
@@ -84,7 +84,7 @@ impl Vm {
         Ok(out)
     }
 
-    fn new_obj(&mut self, pairs: Vec<(Box<[u16]>, Value)>, roots: &[Value]) -> OpResult<Value> {
+    fn new_obj(&mut self, pairs: Vec<(Key, Value)>, roots: &[Value]) -> OpResult<Value> {
         self.charge_elems(pairs.len())?;
         let mut m = PropMap::default();
         for (k, v) in pairs {
@@ -193,7 +193,7 @@ impl Vm {
                 let keys = self.key_list(keys, name)?;
                 let props = self.object_props(obj, name, "obj")?;
                 self.charge_elems(props.len())?;
-                let keep: Vec<(Box<[u16]>, Value)> = if id == AtomPick {
+                let keep: Vec<(Key, Value)> = if id == AtomPick {
                     keys.iter()
                         .filter_map(|k| props.iter().find(|(pk, _)| pk[..] == k[..]).cloned())
                         .collect()

@@ -8,7 +8,7 @@
 use ajs_bytecode::NativeId;
 
 use crate::error::{guest, OpResult};
-use crate::heap::{arr_bytes, str_bytes, Cell, Gc, PropMap};
+use crate::heap::{arr_bytes, str_bytes, Cell, Gc, Key, PropMap};
 use crate::machine::{array_index, ordered_keys, Vm, FORBIDDEN, MILLI_PER_ELEMENT};
 use crate::number::{
     is_ws_unit, number_to_string, parse_float, parse_int, to_fixed, to_int32, to_precision,
@@ -1274,7 +1274,7 @@ impl Vm {
                 self.charge_units(self.units(kg).len())?;
             }
             let k = self.key_of(self.arr_at(eg, 0), name)?;
-            m.insert(k.into_boxed_slice(), self.arr_at(eg, 1));
+            m.insert(k.into(), self.arr_at(eg, 1));
         }
         let cell = Cell::Obj(m);
         self.reserve(cell.bytes(), &[])?;
@@ -1298,9 +1298,9 @@ impl Vm {
                     let Cell::Obj(o) = self.heap.get(g) else {
                         continue;
                     };
-                    let pairs: Vec<(Box<[u16]>, Value)> = ordered_keys(o)
+                    let pairs: Vec<(Key, Value)> = ordered_keys(o)
                         .into_iter()
-                        .map(|k| (k.into(), o.get(k).copied().unwrap_or(Value::Undefined)))
+                        .filter_map(|k| o.get_entry(k).map(|(k, v)| (k.clone(), *v)))
                         .collect();
                     for (k, v) in pairs {
                         self.check_key(&k)?;
@@ -1313,7 +1313,7 @@ impl Vm {
                     self.charge_elems(n)?;
                     for i in 0..n {
                         let k: Vec<u16> = ascii(&i.to_string()).collect();
-                        m.insert(k.into_boxed_slice(), self.arr_at(g, i));
+                        m.insert(k.into(), self.arr_at(g, i));
                     }
                 }
                 Value::Str(g) if !self.units(g).is_empty() => {

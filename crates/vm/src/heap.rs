@@ -10,6 +10,10 @@ use crate::value::Value;
 /// Index of a heap cell.
 pub type Gc = u32;
 
+/// A property key: UTF-16, shared (an object built from a literal, a copy of an object and the
+/// objects one `JSON.parse` makes share their keys instead of copying them).
+pub type Key = std::sync::Arc<[u16]>;
+
 /// Objects with at most this many properties keep them in a plain vector searched by comparing
 /// keys (cheaper than hashing a key and no hash table to allocate; bounded, so no input can make
 /// it slow); a larger object's properties are in a hash map.
@@ -29,9 +33,9 @@ pub struct PropMap(Props);
 #[derive(Clone)]
 enum Props {
     /// At most [`SMALL_OBJECT`] pairs, in insertion order.
-    Small(Vec<(Box<[u16]>, Value)>),
+    Small(Vec<(Key, Value)>),
     /// More than [`SMALL_OBJECT`] pairs (or made with that capacity).
-    Large(IndexMap<Box<[u16]>, Value, RandomState>),
+    Large(IndexMap<Key, Value, RandomState>),
 }
 
 impl std::fmt::Debug for PropMap {
@@ -95,6 +99,15 @@ impl PropMap {
         }
     }
 
+    /// The (shared) key and the value of `key`, if present.
+    #[inline]
+    pub fn get_entry(&self, key: &[u16]) -> Option<(&Key, &Value)> {
+        match &self.0 {
+            Props::Small(v) => v.iter().find(|(k, _)| **k == *key).map(|(k, x)| (k, x)),
+            Props::Large(m) => m.get_key_value(key),
+        }
+    }
+
     /// The value of `key`, mutably, if present.
     #[inline]
     pub fn get_mut(&mut self, key: &[u16]) -> Option<&mut Value> {
@@ -124,7 +137,7 @@ impl PropMap {
 
     /// Sets `key` to `value`: a new key goes last, an existing one keeps its position. Returns the
     /// value it replaced.
-    pub fn insert(&mut self, key: Box<[u16]>, value: Value) -> Option<Value> {
+    pub fn insert(&mut self, key: Key, value: Value) -> Option<Value> {
         match &mut self.0 {
             Props::Small(v) => {
                 if let Some((_, x)) = v.iter_mut().find(|(k, _)| *k == key) {
@@ -147,7 +160,7 @@ impl PropMap {
 
     /// Adds a property whose key the caller has just looked for and not found (no second
     /// search). A key that is there already must go through [`PropMap::insert`].
-    pub fn insert_new(&mut self, key: Box<[u16]>, value: Value) {
+    pub fn insert_new(&mut self, key: Key, value: Value) {
         match &mut self.0 {
             Props::Small(v) if v.len() < SMALL_OBJECT => v.push((key, value)),
             Props::Small(_) => {
@@ -168,6 +181,18 @@ impl PropMap {
         }
     }
 
+    /// The properties in order, with their shared keys.
+    pub fn entries(&self) -> impl Iterator<Item = (&Key, &Value)> {
+        let (small, large) = match &self.0 {
+            Props::Small(v) => (Some(v.iter().map(|(k, x)| (k, x))), None),
+            Props::Large(m) => (None, Some(m.iter())),
+        };
+        small
+            .into_iter()
+            .flatten()
+            .chain(large.into_iter().flatten())
+    }
+
     /// The keys in order.
     #[inline]
     pub fn keys(&self) -> impl Iterator<Item = &[u16]> {
@@ -184,9 +209,9 @@ impl PropMap {
 /// The properties of a [`PropMap`] in order ([`PropMap::iter`]).
 pub enum Iter<'a> {
     /// Of a small map.
-    Small(std::slice::Iter<'a, (Box<[u16]>, Value)>),
+    Small(std::slice::Iter<'a, (Key, Value)>),
     /// Of a large map.
-    Large(indexmap::map::Iter<'a, Box<[u16]>, Value>),
+    Large(indexmap::map::Iter<'a, Key, Value>),
 }
 
 impl<'a> Iterator for Iter<'a> {

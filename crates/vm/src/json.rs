@@ -7,7 +7,7 @@ use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
 
 use crate::error::{guest, Fault, OpResult};
-use crate::heap::{arr_bytes, prop_bytes, str_bytes, Cell, Gc, PropMap};
+use crate::heap::{arr_bytes, prop_bytes, str_bytes, Cell, Gc, Key, PropMap};
 use crate::machine::{array_index, ordered_keys, Vm, MILLI_PER_ELEMENT, UNITS_PER_MILLI};
 use crate::number::number_to_string;
 use crate::value::{Value, MAX_BOUNDARY_DEPTH};
@@ -138,7 +138,7 @@ enum J {
     Num(f64),
     Str(Vec<u16>),
     Arr(Vec<J>),
-    Obj(Vec<(Vec<u16>, J)>),
+    Obj(Vec<(Key, J)>),
 }
 
 /// Objects with more members than this get a hash index while they are parsed (a repeated key
@@ -149,14 +149,14 @@ const SMALL_MEMBERS: usize = 8;
 /// the new value (as `JSON.parse` does).
 #[derive(Default)]
 struct Members {
-    entries: Vec<(Vec<u16>, J)>,
+    entries: Vec<(Key, J)>,
     /// key → position, once there are more than `SMALL_MEMBERS` entries
-    index: Option<HashMap<Vec<u16>, usize, RandomState>>,
+    index: Option<HashMap<Key, usize, RandomState>>,
 }
 
 impl Members {
     /// Adds a member; whether its key is new.
-    fn insert(&mut self, k: Vec<u16>, v: J) -> bool {
+    fn insert(&mut self, k: Key, v: J) -> bool {
         let found = match &self.index {
             Some(ix) => ix.get(&k).copied(),
             None => self.entries.iter().position(|(e, _)| *e == k),
@@ -170,7 +170,7 @@ impl Members {
                 ix.insert(k.clone(), self.entries.len());
             }
             None if self.entries.len() == SMALL_MEMBERS => {
-                let mut ix: HashMap<Vec<u16>, usize, RandomState> =
+                let mut ix: HashMap<Key, usize, RandomState> =
                     HashMap::with_capacity_and_hasher(2 * SMALL_MEMBERS, RandomState::new());
                 for (i, (e, _)) in self.entries.iter().enumerate() {
                     ix.insert(e.clone(), i);
@@ -190,7 +190,13 @@ struct Parser<'a> {
     i: usize,
     nodes: usize,
     bytes: usize,
+    /// the last key parsed at each member position (up to `SHARED_POSITIONS`): the objects of
+    /// an array usually have the same keys in the same order, and then share them
+    recent: Vec<Key>,
 }
+
+/// Member positions whose last key `JSON.parse` remembers for the next object.
+const SHARED_POSITIONS: usize = 32;
 
 type PResult<T> = Result<T, String>;
 
@@ -236,7 +242,9 @@ impl Parser<'_> {
         Ok(v)
     }
     /// A property name and its colon; `first` picks V8's message for a missing name.
-    fn key(&mut self, first: bool) -> PResult<Vec<u16>> {
+    /// The key of member `pos` of an object (the same allocation as the previous object's at
+    /// that position, when it is the same key).
+    fn key(&mut self, first: bool, pos: usize) -> PResult<Key> {
         self.ws();
         if self.peek() != Some(0x22) {
             let msg = if first {
@@ -257,6 +265,17 @@ impl Parser<'_> {
             return Err(self.at("Expected ':' after property name"));
         }
         self.i += 1;
+        if let Some(r) = self.recent.get(pos) {
+            if r[..] == k[..] {
+                return Ok(r.clone());
+            }
+        }
+        let k: Key = k.into();
+        if pos < self.recent.len() {
+            self.recent[pos] = k.clone();
+        } else if pos == self.recent.len() && pos < SHARED_POSITIONS {
+            self.recent.push(k.clone());
+        }
         Ok(k)
     }
 
@@ -264,7 +283,7 @@ impl Parser<'_> {
     fn value(&mut self) -> PResult<J> {
         enum Open {
             Arr(Vec<J>),
-            Obj(Members, Vec<u16>),
+            Obj(Members, Key),
         }
         let mut stack: Vec<Open> = Vec::new();
         'value: loop {
@@ -288,7 +307,7 @@ impl Parser<'_> {
                             self.bytes += 16;
                             J::Obj(Vec::new())
                         } else {
-                            let k = self.key(true)?;
+                            let k = self.key(true, 0)?;
                             stack.push(Open::Obj(Members::default(), k));
                             continue 'value;
                         }
@@ -346,7 +365,11 @@ impl Parser<'_> {
                         match self.peek() {
                             Some(0x2C) => {
                                 self.i += 1;
-                                let k = self.key(false)?;
+                                let pos = match stack.last() {
+                                    Some(Open::Obj(m, _)) => m.entries.len(),
+                                    _ => 0,
+                                };
+                                let k = self.key(false, pos)?;
                                 if let Some(Open::Obj(_, key)) = stack.last_mut() {
                                     *key = k;
                                 }
@@ -711,6 +734,7 @@ impl Vm {
             i: 0,
             nodes: 0,
             bytes: 0,
+            recent: Vec::new(),
         };
         let j = match p.value() {
             Ok(j) => {
@@ -749,7 +773,7 @@ impl Vm {
                 // (the parser kept one member per key)
                 for (k, x) in m {
                     let v = self.build(x);
-                    pm.insert_new(k.into_boxed_slice(), v);
+                    pm.insert_new(k, v);
                 }
                 Value::Obj(self.heap.insert(Cell::Obj(pm)))
             }

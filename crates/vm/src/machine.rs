@@ -7,7 +7,7 @@ use ajs_bytecode::isa::{Cmp, Count, Op, Right, MILLI};
 use ajs_bytecode::{Constant, NativeId, SourcePos, VerifiedProgram};
 
 use crate::error::{guest, ErrorKind, Fault, OpResult, RunError};
-use crate::heap::{arr_bytes, prop_bytes, str_bytes, Cell, Gc, Heap, PropMap};
+use crate::heap::{arr_bytes, prop_bytes, str_bytes, Cell, Gc, Heap, Key, PropMap};
 use crate::ops::{type_index, TYPE_NAMES};
 use crate::value::{JsValue, Value, MAX_BOUNDARY_DEPTH};
 
@@ -326,6 +326,9 @@ pub struct Vm {
     /// the constant equal to each name `typeof` gives (`TYPE_NAMES`), or `undefined` when the
     /// program has none: `typeof x === 'number'` then makes no string
     typeof_consts: [Value; TYPE_NAMES.len()],
+    /// the string constants as property keys, made the first time an object literal uses one
+    /// (then shared by every object built from it)
+    const_keys: Vec<Option<Key>>,
     pub(crate) regs: Vec<Value>,
     frames: Vec<Frame>,
     tries: Vec<TryEntry>,
@@ -461,6 +464,7 @@ impl Vm {
             heap: Heap::new(opts.max_heap_bytes),
             consts: Arc::new(Vec::with_capacity(program.constants.len())),
             typeof_consts: [Value::Undefined; TYPE_NAMES.len()],
+            const_keys: Vec::new(),
             regs: vec![Value::Undefined; first_registers(&program, nregs)],
             frames: vec![Frame {
                 func: program.entry,
@@ -543,6 +547,7 @@ impl Vm {
             heap,
             consts,
             typeof_consts,
+            const_keys,
             regs,
             frames,
             tries,
@@ -579,6 +584,7 @@ impl Vm {
             Arc::make_mut(consts).clear();
         }
         *typeof_consts = [Value::Undefined; TYPE_NAMES.len()];
+        const_keys.clear();
         regs.clear();
         regs.resize(first_registers(&program, nregs), Value::Undefined);
         frames.clear();
@@ -641,6 +647,7 @@ impl Vm {
             Arc::make_mut(&mut self.consts).clear();
         }
         self.typeof_consts = [Value::Undefined; TYPE_NAMES.len()];
+        self.const_keys.clear();
         self.regs.clear();
         self.frames.clear();
         self.tries.clear();
@@ -1699,7 +1706,7 @@ impl Vm {
                 let Value::Str(kg) = self.consts[key.0 as usize] else {
                     return guest("property key is not a string");
                 };
-                self.set_prop(o, kg, v)?;
+                self.set_prop(o, kg, Some(key.0 as usize), v)?;
             }
             Op::GetProp { dst, obj, key } => {
                 let o = r!(obj);
@@ -2007,7 +2014,13 @@ impl Vm {
         }
     }
 
-    pub(crate) fn set_prop(&mut self, o: Value, key: Gc, v: Value) -> OpResult<()> {
+    pub(crate) fn set_prop(
+        &mut self,
+        o: Value,
+        key: Gc,
+        constant: Option<usize>,
+        v: Value,
+    ) -> OpResult<()> {
         let Value::Obj(og) = o else {
             return guest("property definition on a non-object");
         };
@@ -2025,7 +2038,10 @@ impl Vm {
                 }
             }
             None => {
-                let k: Box<[u16]> = self.units(key).into();
+                let k = match constant {
+                    Some(i) => self.const_key(i, key),
+                    None => self.units(key).into(),
+                };
                 self.reserve(prop_bytes(k.len()), &[])?;
                 self.heap.grow(prop_bytes(k.len()));
                 if let Some(Cell::Obj(m)) = self.heap.get_mut(og) {
@@ -2035,6 +2051,19 @@ impl Vm {
             }
         }
         Ok(())
+    }
+
+    /// Constant `i` (the string `g`) as a property key, made once per run.
+    fn const_key(&mut self, i: usize, g: Gc) -> Key {
+        if let Some(Some(k)) = self.const_keys.get(i) {
+            return k.clone();
+        }
+        let k: Key = self.units(g).into();
+        if self.const_keys.len() <= i {
+            self.const_keys.resize(i + 1, None);
+        }
+        self.const_keys[i] = Some(k.clone());
+        k
     }
 
     /// `o[k]`, null-safe, with the forbidden-name check on every path.
@@ -2216,7 +2245,7 @@ impl Vm {
         self.reserve(bytes, &vals)?;
         let mut m = PropMap::with_capacity(vals.len());
         for (k, v) in keys.zip(vals) {
-            m.insert(k.encode_utf16().collect::<Vec<u16>>().into_boxed_slice(), v);
+            m.insert(k.encode_utf16().collect(), v);
         }
         Ok(Value::Obj(self.heap.insert(Cell::Obj(m))))
     }

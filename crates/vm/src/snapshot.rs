@@ -616,7 +616,7 @@ impl Vm {
                 SCell::Obj(m) => {
                     let mut out = PropMap::with_capacity(m.len());
                     for (k, v) in m {
-                        out.insert(k.clone().into_boxed_slice(), check.value(*v, false)?);
+                        out.insert(k[..].into(), check.value(*v, false)?);
                     }
                     Cell::Obj(out)
                 }
@@ -764,6 +764,7 @@ impl Vm {
             heap: Heap::from_cells(cells, limit, b.collections),
             consts: std::sync::Arc::new(consts),
             typeof_consts,
+            const_keys: Vec::new(),
             regs,
             frames,
             tries,

@@ -3,7 +3,7 @@
 use ajs_bytecode::NativeId;
 
 use crate::error::{guest, OpResult};
-use crate::heap::{prop_bytes, Cell, PropMap};
+use crate::heap::{prop_bytes, Cell, Key, PropMap};
 use crate::machine::{Vm, FORBIDDEN, MILLI_PER_ELEMENT};
 use crate::number::number_to_string;
 use crate::value::Value;
@@ -57,14 +57,14 @@ impl Vm {
 
     /// `{...src}` copied into `obj`.
     pub(crate) fn spread_into_object(&mut self, obj: Value, src: Value) -> OpResult<()> {
-        let pairs: Vec<(Box<[u16]>, Value)> = match src {
+        let pairs: Vec<(Key, Value)> = match src {
             Value::Null | Value::Undefined => return Ok(()),
             Value::Obj(g) => match self.heap.get(g) {
                 Cell::Obj(m) => {
                     let n = m.len();
                     self.charge(n as u64 * MILLI_PER_ELEMENT)?;
                     match self.heap.get(g) {
-                        Cell::Obj(m) => m.iter().map(|(k, v)| (Box::from(k), *v)).collect(),
+                        Cell::Obj(m) => m.entries().map(|(k, v)| (k.clone(), *v)).collect(),
                         _ => Vec::new(),
                     }
                 }
@@ -129,7 +129,7 @@ impl Vm {
         }
         let k = self.alloc_str(units)?;
         let Value::Str(kg) = k else { return Ok(()) };
-        self.set_prop(obj, kg, val)
+        self.set_prop(obj, kg, None, val)
     }
 
     /// A destructuring source: refused when null or undefined (or, for an array pattern, when
@@ -161,12 +161,12 @@ impl Vm {
                 _ => None,
             })
             .collect();
-        let pairs: Vec<(Box<[u16]>, Value)> = match src {
+        let pairs: Vec<(Key, Value)> = match src {
             Value::Obj(g) => match self.heap.get(g) {
                 Cell::Obj(m) => m
-                    .iter()
+                    .entries()
                     .filter(|(k, _)| !skip.iter().any(|s| s[..] == k[..]))
-                    .map(|(k, v)| (Box::from(k), *v))
+                    .map(|(k, v)| (k.clone(), *v))
                     .collect(),
                 _ => Vec::new(),
             },
