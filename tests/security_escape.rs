@@ -122,6 +122,11 @@ fn proto_keys_from_data_are_refused_or_plain() {
         "({ ['__pro' + 'to__']: { isAdmin: true } }).isAdmin",
         "({ ...JSON.parse('{\"__proto__\":1}') })",
         "Object.keys(JSON.parse('{\"constructor\":1}'))",
+        // spelled with escapes (read by the escaping path, not in place)
+        "JSON.parse('{\"__proto\\u005f_\":{\"isAdmin\":true}}').isAdmin",
+        "JSON.parse('[{\"a\":1},{\"\\u0063onstructor\":1}]')",
+        // after objects whose keys the parser shares
+        "JSON.parse('[{\"a\":1,\"b\":2},{\"a\":1,\"__proto__\":2}]')",
     ];
     for code in cases {
         let out = eval(code, json!({}), fuel(100.0));
@@ -136,6 +141,15 @@ fn proto_keys_from_data_are_refused_or_plain() {
                 );
             }
         }
+    }
+    // JSON text naming them, escaped or after shared keys, is refused outright.
+    for code in [
+        "JSON.parse('{\"__proto\\u005f_\":1}')",
+        "JSON.parse('[{\"a\":1},{\"\\u0063onstructor\":1}]')",
+        "JSON.parse('[{\"a\":1,\"b\":2},{\"a\":1,\"__proto__\":2}]')",
+    ] {
+        let out = eval(code, json!({}), fuel(100.0));
+        assert!(is_security_error(&failed(&out, code).0), "`{code}`");
     }
     // The literal is refused at compile time.
     let out = eval(

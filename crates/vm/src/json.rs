@@ -254,7 +254,23 @@ impl Parser<'_> {
             };
             return Err(self.at(msg));
         }
-        let k = self.string()?;
+        // a key without escapes (the usual one) is read in place, not copied: when it is the
+        // previous object's key at this position, nothing is allocated
+        let src = self.s;
+        let start = self.i + 1;
+        let rest = src.get(start..).unwrap_or(&[]);
+        let plain = rest
+            .iter()
+            .position(|&u| u == 0x22 || u == 0x5C || u < 0x20)
+            .unwrap_or(rest.len());
+        let owned: Vec<u16>;
+        let k: &[u16] = if rest.get(plain) == Some(&0x22) {
+            self.i = start + plain + 1;
+            &rest[..plain]
+        } else {
+            owned = self.string()?;
+            &owned
+        };
         for f in ["constructor", "__proto__", "prototype"] {
             if k.len() == f.len() && k.iter().copied().eq(f.encode_utf16()) {
                 return Err(format!("Security Error: Access to '{f}' is forbidden"));
@@ -270,7 +286,7 @@ impl Parser<'_> {
                 return Ok(r.clone());
             }
         }
-        let k: Key = k.into();
+        let k: Key = Key::from(k);
         if pos < self.recent.len() {
             self.recent[pos] = k.clone();
         } else if pos == self.recent.len() && pos < SHARED_POSITIONS {
