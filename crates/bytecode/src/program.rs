@@ -534,6 +534,14 @@ impl Program {
                 "too many functions, constants or atoms".into(),
             ));
         }
+        // (every function runs out of one array of all the program's code, see `Flat`, with
+        // its jump targets in that array: they must fit the 24-bit fused branch targets)
+        let total: usize = self.functions.iter().map(|f| f.code.len()).sum();
+        if total > MAX_CODE_LEN {
+            return Err(LoadError::Program(format!(
+                "the program has {total} instructions in all, more than {MAX_CODE_LEN}"
+            )));
+        }
         if self.entry as usize >= self.functions.len() {
             return Err(LoadError::Program(format!(
                 "entry fn{} does not exist",
@@ -577,7 +585,8 @@ impl Program {
                 })?;
         }
         let most = self.functions.iter().map(|f| f.nregs).max().unwrap_or(0);
-        Ok(VerifiedProgram(Arc::new(self), most))
+        let flat = Flat::of(&self.functions);
+        Ok(VerifiedProgram(Arc::new((self, flat)), most))
     }
 
     fn verify_function(&self, _fi: usize, f: &Function) -> Result<(), (usize, CodeFault)> {
@@ -840,14 +849,82 @@ impl Program {
     }
 }
 
+/// Where a function starts in a verified program's [`VerifiedProgram::code`], and its
+/// registers: what a call needs of its callee.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// the index of its first instruction (a `Charge`) in the program's code
+    pub start: u32,
+    /// its registers
+    pub nregs: u16,
+}
+
+/// Every function's code of a verified program in one array, in function order, each jump
+/// target (and `try` handler) moved by its function's start: a VM runs a call or a return
+/// without switching code.
+#[derive(Debug)]
+struct Flat {
+    code: Vec<Op>,
+    entries: Vec<Entry>,
+}
+
+impl Flat {
+    /// (the verifier has checked the functions: their targets are inside them, and their
+    /// code fits [`MAX_CODE_LEN`] in all)
+    fn of(functions: &[Function]) -> Flat {
+        let total = functions.iter().map(|f| f.code.len()).sum();
+        let mut code = Vec::with_capacity(total);
+        let mut entries = Vec::with_capacity(functions.len());
+        for f in functions {
+            let start = code.len() as u32;
+            entries.push(Entry {
+                start,
+                nregs: f.nregs,
+            });
+            code.extend(f.code.iter().map(|&op| {
+                let mut op = op;
+                op.map_target(|t| t + start);
+                op
+            }));
+        }
+        Flat { code, entries }
+    }
+}
+
 /// A program that passed [`Program::verify`]; the only kind a VM accepts. Cheap to clone.
 #[derive(Clone, Debug)]
-pub struct VerifiedProgram(Arc<Program>, u16);
+pub struct VerifiedProgram(Arc<(Program, Flat)>, u16);
 
 impl VerifiedProgram {
     /// The verified program.
     pub fn program(&self) -> &Program {
-        &self.0
+        &self.0 .0
+    }
+
+    /// All its functions' code in one array: function `i` starts at `entries()[i].start`, and
+    /// every jump target and `try` handler is an index in this array (inside its function).
+    #[inline]
+    pub fn code(&self) -> &[Op] {
+        &self.0 .1.code
+    }
+
+    /// Where each function starts in [`VerifiedProgram::code`], and its registers.
+    #[inline]
+    pub fn entries(&self) -> &[Entry] {
+        &self.0 .1.entries
+    }
+
+    /// The index in function `func`'s own code of the instruction at `pc` in
+    /// [`VerifiedProgram::code`] (0 for a function that does not exist).
+    #[inline]
+    pub fn local_pc(&self, func: usize, pc: u32) -> u32 {
+        pc.saturating_sub(self.entries().get(func).map_or(0, |e| e.start))
+    }
+
+    /// The index in [`VerifiedProgram::code`] of instruction `pc` of function `func`'s own code.
+    #[inline]
+    pub fn flat_pc(&self, func: usize, pc: u32) -> u32 {
+        pc.saturating_add(self.entries().get(func).map_or(0, |e| e.start))
     }
 
     /// The most registers any of its functions has.
@@ -868,14 +945,16 @@ impl VerifiedProgram {
             return Err(self);
         }
         let most = self.1;
-        Arc::try_unwrap(self.0).map_err(|p| VerifiedProgram(p, most))
+        Arc::try_unwrap(self.0)
+            .map(|(p, _)| p)
+            .map_err(|p| VerifiedProgram(p, most))
     }
 }
 
 impl std::ops::Deref for VerifiedProgram {
     type Target = Program;
     fn deref(&self) -> &Program {
-        &self.0
+        &self.0 .0
     }
 }
 
