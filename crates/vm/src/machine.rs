@@ -1013,7 +1013,6 @@ impl Vm {
         };
         // every function's code, in one array: a call or return only moves the pc
         let code = prog.code();
-        let entries = prog.entries();
         // the running frame, kept in locals (`Call` and `Return` switch them)
         let mut nregs_cur = prog.functions[func as usize].nregs as usize;
         let mut pc = pc as usize;
@@ -1461,7 +1460,7 @@ impl Vm {
                             format!("Maximum helper call depth ({}) exceeded — likely infinite recursion in '{name}'", self.max_call_depth),
                         )));
                     }
-                    let f = entries[callee.0 as usize];
+                    let f = prog.entries()[callee.0 as usize];
                     // the caller's frame: its base, and the pc the return resumes at
                     let base = match self.frames.last_mut() {
                         Some(top) => {
