@@ -961,6 +961,88 @@ impl std::ops::Deref for VerifiedProgram {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::isa::{insert_charges, Dst, Src, Target, Target24};
+
+    fn function(code: &[Op]) -> Function {
+        Function {
+            name: String::new(),
+            params: Vec::new(),
+            nregs: 2,
+            code: insert_charges(code, &vec![(); code.len()]).0,
+        }
+    }
+
+    fn program_of(functions: Vec<Function>) -> Program {
+        Program {
+            functions,
+            constants: Vec::new(),
+            atoms: Vec::new(),
+            entry: 0,
+            debug: None,
+            signature: None,
+        }
+    }
+
+    /// A verified program's code is every function's, in order, with each jump target and
+    /// `try` handler moved by its function's start.
+    #[test]
+    fn verified_code_is_all_functions_relocated() {
+        let f0 = function(&[Op::LoadUndef { dst: Dst(0) }, Op::Return { src: Src(0) }]);
+        let f1 = function(&[
+            Op::TryEnter { handler: Target(4) },
+            Op::JumpIfNullish {
+                src: Src(0),
+                target: Target(3),
+            },
+            Op::JumpIfLt {
+                a: Src(0),
+                b: Src(1),
+                target: Target24::new(3),
+            },
+            Op::TryExit {},
+            Op::Return { src: Src(0) },
+        ]);
+        let (c0, c1) = (f0.code.clone(), f1.code.clone());
+        let v = program_of(vec![f0, f1]).verify().unwrap();
+        let start = c0.len() as u32;
+        assert_eq!(
+            v.entries(),
+            &[Entry { start: 0, nregs: 2 }, Entry { start, nregs: 2 }]
+        );
+        assert_eq!(&v.code()[..c0.len()], &c0[..]);
+        let moved: Vec<Op> = c1
+            .iter()
+            .map(|&op| {
+                let mut op = op;
+                op.map_target(|t| t + start);
+                op
+            })
+            .collect();
+        assert_eq!(&v.code()[c0.len()..], &moved[..]);
+        assert_ne!(moved, c1);
+        assert_eq!(v.local_pc(1, start + 3), 3);
+        assert_eq!(v.flat_pc(1, 3), start + 3);
+    }
+
+    /// A program whose functions hold more than [`MAX_CODE_LEN`] instructions in all is refused
+    /// (its targets in the one array of all its code would not fit the 24-bit ones).
+    #[test]
+    fn too_much_code_in_all_is_refused() {
+        let half = MAX_CODE_LEN / 2;
+        let long = |n: usize| Function {
+            name: String::new(),
+            params: Vec::new(),
+            nregs: 1,
+            code: vec![Op::LoadUndef { dst: Dst(0) }; n],
+        };
+        let e = program_of(vec![long(half), long(half + 1)])
+            .verify()
+            .unwrap_err();
+        assert!(
+            matches!(&e, LoadError::Program(m) if m.contains("instructions in all")),
+            "{e}"
+        );
+    }
 
     /// The verifier's inline operand check agrees with the full one on every instruction the
     /// decoder can produce from random bytes, against tables of several sizes.

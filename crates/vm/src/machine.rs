@@ -771,7 +771,8 @@ impl Vm {
     pub fn position(&self) -> Option<SourcePos> {
         let f = self.frames.last()?;
         let func = f.func as usize;
-        self.program.span(func, self.program.local_pc(func, f.pc) as usize)
+        self.program
+            .span(func, self.program.local_pc(func, f.pc) as usize)
     }
 
     /// Delivers the answer to the pending host call: `Ok(value)` is copied into the guest,
