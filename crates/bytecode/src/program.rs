@@ -21,7 +21,8 @@ pub const SPANS_MAGIC: [u8; 4] = *b"AJSS";
 pub const MAX_FUNCTIONS: usize = u16::MAX as usize;
 /// Most constants a program may hold.
 pub const MAX_CONSTANTS: usize = u16::MAX as usize;
-/// Most instructions one function may hold.
+/// Most instructions one function may hold, and a whole program too (a verified program runs
+/// out of one array of all its functions' code, see [`VerifiedProgram::code`]).
 pub const MAX_CODE_LEN: usize = 1 << 24;
 /// Most registers one function may use.
 pub const MAX_REGISTERS: u16 = u16::MAX;
