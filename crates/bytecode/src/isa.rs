@@ -31,7 +31,8 @@ pub struct Key(pub u16);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Target(pub u32);
 /// An absolute instruction index inside the current function, in 24 bits (every index is: a
-/// function holds at most [`crate::program::MAX_CODE_LEN`] instructions), so that a fused
+/// function, and a whole program, holds at most [`crate::program::MAX_CODE_LEN`] instructions;
+/// a verified program's code of all functions has its targets in it), so that a fused
 /// compare-and-branch keeps its two operands and its target in one 8-byte instruction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Target24([u8; 3]);

@@ -21,7 +21,8 @@ pub const SPANS_MAGIC: [u8; 4] = *b"AJSS";
 pub const MAX_FUNCTIONS: usize = u16::MAX as usize;
 /// Most constants a program may hold.
 pub const MAX_CONSTANTS: usize = u16::MAX as usize;
-/// Most instructions one function may hold.
+/// Most instructions one function may hold, and a whole program too (a verified program runs
+/// out of one array of all its functions' code, see [`VerifiedProgram::code`]).
 pub const MAX_CODE_LEN: usize = 1 << 24;
 /// Most registers one function may use.
 pub const MAX_REGISTERS: u16 = u16::MAX;
@@ -534,6 +535,14 @@ impl Program {
                 "too many functions, constants or atoms".into(),
             ));
         }
+        // (every function runs out of one array of all the program's code, see `Flat`, with
+        // its jump targets in that array: they must fit the 24-bit fused branch targets)
+        let total: usize = self.functions.iter().map(|f| f.code.len()).sum();
+        if total > MAX_CODE_LEN {
+            return Err(LoadError::Program(format!(
+                "the program has {total} instructions in all, more than {MAX_CODE_LEN}"
+            )));
+        }
         if self.entry as usize >= self.functions.len() {
             return Err(LoadError::Program(format!(
                 "entry fn{} does not exist",
@@ -577,7 +586,8 @@ impl Program {
                 })?;
         }
         let most = self.functions.iter().map(|f| f.nregs).max().unwrap_or(0);
-        Ok(VerifiedProgram(Arc::new(self), most))
+        let flat = Flat::of(&self.functions);
+        Ok(VerifiedProgram(Arc::new((self, flat)), most))
     }
 
     fn verify_function(&self, _fi: usize, f: &Function) -> Result<(), (usize, CodeFault)> {
@@ -840,14 +850,82 @@ impl Program {
     }
 }
 
+/// Where a function starts in a verified program's [`VerifiedProgram::code`], and its
+/// registers: what a call needs of its callee.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// the index of its first instruction (a `Charge`) in the program's code
+    pub start: u32,
+    /// its registers
+    pub nregs: u16,
+}
+
+/// Every function's code of a verified program in one array, in function order, each jump
+/// target (and `try` handler) moved by its function's start: a VM runs a call or a return
+/// without switching code.
+#[derive(Debug)]
+struct Flat {
+    code: Vec<Op>,
+    entries: Vec<Entry>,
+}
+
+impl Flat {
+    /// (the verifier has checked the functions: their targets are inside them, and their
+    /// code fits [`MAX_CODE_LEN`] in all)
+    fn of(functions: &[Function]) -> Flat {
+        let total = functions.iter().map(|f| f.code.len()).sum();
+        let mut code = Vec::with_capacity(total);
+        let mut entries = Vec::with_capacity(functions.len());
+        for f in functions {
+            let start = code.len() as u32;
+            entries.push(Entry {
+                start,
+                nregs: f.nregs,
+            });
+            code.extend(f.code.iter().map(|&op| {
+                let mut op = op;
+                op.map_target(|t| t + start);
+                op
+            }));
+        }
+        Flat { code, entries }
+    }
+}
+
 /// A program that passed [`Program::verify`]; the only kind a VM accepts. Cheap to clone.
 #[derive(Clone, Debug)]
-pub struct VerifiedProgram(Arc<Program>, u16);
+pub struct VerifiedProgram(Arc<(Program, Flat)>, u16);
 
 impl VerifiedProgram {
     /// The verified program.
     pub fn program(&self) -> &Program {
-        &self.0
+        &self.0 .0
+    }
+
+    /// All its functions' code in one array: function `i` starts at `entries()[i].start`, and
+    /// every jump target and `try` handler is an index in this array (inside its function).
+    #[inline]
+    pub fn code(&self) -> &[Op] {
+        &self.0 .1.code
+    }
+
+    /// Where each function starts in [`VerifiedProgram::code`], and its registers.
+    #[inline]
+    pub fn entries(&self) -> &[Entry] {
+        &self.0 .1.entries
+    }
+
+    /// The index in function `func`'s own code of the instruction at `pc` in
+    /// [`VerifiedProgram::code`] (0 for a function that does not exist).
+    #[inline]
+    pub fn local_pc(&self, func: usize, pc: u32) -> u32 {
+        pc.saturating_sub(self.entries().get(func).map_or(0, |e| e.start))
+    }
+
+    /// The index in [`VerifiedProgram::code`] of instruction `pc` of function `func`'s own code.
+    #[inline]
+    pub fn flat_pc(&self, func: usize, pc: u32) -> u32 {
+        pc.saturating_add(self.entries().get(func).map_or(0, |e| e.start))
     }
 
     /// The most registers any of its functions has.
@@ -868,20 +946,104 @@ impl VerifiedProgram {
             return Err(self);
         }
         let most = self.1;
-        Arc::try_unwrap(self.0).map_err(|p| VerifiedProgram(p, most))
+        Arc::try_unwrap(self.0)
+            .map(|(p, _)| p)
+            .map_err(|p| VerifiedProgram(p, most))
     }
 }
 
 impl std::ops::Deref for VerifiedProgram {
     type Target = Program;
     fn deref(&self) -> &Program {
-        &self.0
+        &self.0 .0
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::isa::{insert_charges, Dst, Src, Target, Target24};
+
+    fn function(code: &[Op]) -> Function {
+        Function {
+            name: String::new(),
+            params: Vec::new(),
+            nregs: 2,
+            code: insert_charges(code, &vec![(); code.len()]).0,
+        }
+    }
+
+    fn program_of(functions: Vec<Function>) -> Program {
+        Program {
+            functions,
+            constants: Vec::new(),
+            atoms: Vec::new(),
+            entry: 0,
+            debug: None,
+            signature: None,
+        }
+    }
+
+    /// A verified program's code is every function's, in order, with each jump target and
+    /// `try` handler moved by its function's start.
+    #[test]
+    fn verified_code_is_all_functions_relocated() {
+        let f0 = function(&[Op::LoadUndef { dst: Dst(0) }, Op::Return { src: Src(0) }]);
+        let f1 = function(&[
+            Op::TryEnter { handler: Target(4) },
+            Op::JumpIfNullish {
+                src: Src(0),
+                target: Target(3),
+            },
+            Op::JumpIfLt {
+                a: Src(0),
+                b: Src(1),
+                target: Target24::new(3),
+            },
+            Op::TryExit {},
+            Op::Return { src: Src(0) },
+        ]);
+        let (c0, c1) = (f0.code.clone(), f1.code.clone());
+        let v = program_of(vec![f0, f1]).verify().unwrap();
+        let start = c0.len() as u32;
+        assert_eq!(
+            v.entries(),
+            &[Entry { start: 0, nregs: 2 }, Entry { start, nregs: 2 }]
+        );
+        assert_eq!(&v.code()[..c0.len()], &c0[..]);
+        let moved: Vec<Op> = c1
+            .iter()
+            .map(|&op| {
+                let mut op = op;
+                op.map_target(|t| t + start);
+                op
+            })
+            .collect();
+        assert_eq!(&v.code()[c0.len()..], &moved[..]);
+        assert_ne!(moved, c1);
+        assert_eq!(v.local_pc(1, start + 3), 3);
+        assert_eq!(v.flat_pc(1, 3), start + 3);
+    }
+
+    /// A program whose functions hold more than [`MAX_CODE_LEN`] instructions in all is refused
+    /// (its targets in the one array of all its code would not fit the 24-bit ones).
+    #[test]
+    fn too_much_code_in_all_is_refused() {
+        let half = MAX_CODE_LEN / 2;
+        let long = |n: usize| Function {
+            name: String::new(),
+            params: Vec::new(),
+            nregs: 1,
+            code: vec![Op::LoadUndef { dst: Dst(0) }; n],
+        };
+        let e = program_of(vec![long(half), long(half + 1)])
+            .verify()
+            .unwrap_err();
+        assert!(
+            matches!(&e, LoadError::Program(m) if m.contains("instructions in all")),
+            "{e}"
+        );
+    }
 
     /// The verifier's inline operand check agrees with the full one on every instruction the
     /// decoder can produce from random bytes, against tables of several sizes.

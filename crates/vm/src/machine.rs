@@ -169,6 +169,8 @@ struct Frame {
     /// never cleared; always set on the entry frame): its `Return` then takes the slow path,
     /// which closes them, and the others return without looking at either list.
     opened: bool,
+    /// in the program's code of all functions (`VerifiedProgram::code`), not the function's
+    /// own (snapshots and source positions name it in the function's code)
     pc: u32,
     base: u32,
     /// the caller's register (from its base) receiving the result
@@ -216,6 +218,7 @@ impl Fuel {
 #[derive(Clone, Copy, Debug)]
 struct TryEntry {
     frame: u32,
+    /// in the program's code of all functions, as a frame's pc
     handler: u32,
 }
 
@@ -469,7 +472,7 @@ impl Vm {
             frames: vec![Frame {
                 func: program.entry,
                 opened: true,
-                pc: 0,
+                pc: program.flat_pc(program.entry as usize, 0),
                 base: 0,
                 ret: 0,
             }],
@@ -591,7 +594,7 @@ impl Vm {
         frames.push(Frame {
             func: program.entry,
             opened: true,
-            pc: 0,
+            pc: program.flat_pc(program.entry as usize, 0),
             base: 0,
             ret: 0,
         });
@@ -768,7 +771,9 @@ impl Vm {
     /// The source position of the instruction the run is at (the failing one after an error).
     pub fn position(&self) -> Option<SourcePos> {
         let f = self.frames.last()?;
-        self.program.span(f.func as usize, f.pc as usize)
+        let func = f.func as usize;
+        self.program
+            .span(func, self.program.local_pc(func, f.pc) as usize)
     }
 
     /// Delivers the answer to the pending host call: `Ok(value)` is copied into the guest,
@@ -1008,8 +1013,9 @@ impl Vm {
         let Some(&Frame { func, pc, base, .. }) = self.frames.last() else {
             return Ok(Exit::Done(Value::Undefined));
         };
+        // every function's code, in one array: a call or return only moves the pc
+        let code = prog.code();
         // the running frame, kept in locals (`Call` and `Return` switch them)
-        let mut code = &prog.functions[func as usize].code[..];
         let mut nregs_cur = prog.functions[func as usize].nregs as usize;
         let mut pc = pc as usize;
         // The running frame's registers. On the fast path a fixed window of `W` registers
@@ -1041,12 +1047,11 @@ impl Vm {
             };
         }
         let mut w: &mut [Value] = window_at!(base as usize);
-        // back in `frame` (a caller a return resumes): its code, window and saved pc
+        // back in `frame` (a caller a return resumes) from `done` (the frame it called): its
+        // window, registers and saved pc (its registers end where the callee's begin)
         macro_rules! switch_to {
-            ($frame:expr) => {
-                let f = &prog.functions[$frame.func as usize];
-                code = &f.code[..];
-                nregs_cur = f.nregs as usize;
+            ($frame:expr, $done:expr) => {
+                nregs_cur = ($done.base - $frame.base) as usize;
                 pc = $frame.pc as usize;
                 w = window_at!($frame.base as usize);
             };
@@ -1171,7 +1176,7 @@ impl Vm {
                     && !(matches!(op, Op::ParEnd { .. }) && self.par_waiting())
                 {
                     let func = self.frames.last().map_or(0, |f| f.func as usize);
-                    let pos = prog.span(func, pc);
+                    let pos = prog.span(func, prog.local_pc(func, pc as u32) as usize);
                     self.trace_step(op.name(), pos);
                 }
                 if blocked {
@@ -1363,7 +1368,7 @@ impl Vm {
                         let (done, caller) = (self.frames[n - 1], self.frames[n - 2]);
                         let v = r!(src);
                         self.frames.truncate(n - 1);
-                        switch_to!(caller);
+                        switch_to!(caller, done);
                         // (through the caller's window: the verifier checked `dst` against
                         // the caller's registers)
                         ri!(done.ret as usize) = v;
@@ -1391,7 +1396,7 @@ impl Vm {
                     let Some(&caller) = self.frames.last() else {
                         break 'run Ok(Exit::Done(v));
                     };
-                    switch_to!(caller);
+                    switch_to!(caller, done);
                     ri!(done.ret as usize) = v;
                     continue;
                 }
@@ -1457,7 +1462,10 @@ impl Vm {
                             format!("Maximum helper call depth ({}) exceeded — likely infinite recursion in '{name}'", self.max_call_depth),
                         )));
                     }
-                    let f = &prog.functions[callee.0 as usize];
+                    // (the callee's start and registers; read through `prog` here, not kept in
+                    // a local before the loop: with it kept, LLVM spills the code pointer, and
+                    // the `while` loop went 112.0 -> 114.0 M instructions)
+                    let f = prog.entries()[callee.0 as usize];
                     // the caller's frame: its base, and the pc the return resumes at
                     let base = match self.frames.last_mut() {
                         Some(top) => {
@@ -1475,13 +1483,12 @@ impl Vm {
                     self.frames.push(Frame {
                         func: callee.0,
                         opened: false,
-                        pc: 0,
+                        pc: f.start,
                         base: new_base as u32,
                         ret: dst.0 as u32,
                     });
-                    code = &f.code[..];
                     nregs_cur = nregs;
-                    pc = 0;
+                    pc = f.start as usize;
                     if !SLOW && argc <= 1 && nregs <= WINDOW_FILL {
                         // the common case (one argument, a small frame): a fixed-size copy (no
                         // call) through the callee's window; what it writes above the frame is

@@ -349,11 +349,20 @@ impl Vm {
                 // (a snapshot names the register a frame returns into absolutely)
                 .map(|(i, f)| {
                     let caller_base = i.checked_sub(1).map_or(0, |c| self.frames[c].base);
-                    (f.func, f.pc, f.base, caller_base + f.ret)
+                    let pc = self.program.local_pc(f.func as usize, f.pc);
+                    (f.func, pc, f.base, caller_base + f.ret)
                 })
                 .collect(),
             regs: self.live_regs().iter().copied().map(sv).collect(),
-            tries: self.tries.iter().map(|t| (t.frame, t.handler)).collect(),
+            // (pcs and handlers in their function's own code, as the snapshot names them)
+            tries: self
+                .tries
+                .iter()
+                .map(|t| {
+                    let func = self.frames.get(t.frame as usize).map_or(0, |f| f.func);
+                    (t.frame, self.program.local_pc(func as usize, t.handler))
+                })
+                .collect(),
             consts: self.consts.iter().copied().map(sv).collect(),
             cells,
             heap_limit: self.heap.limit() as u64,
@@ -529,7 +538,7 @@ impl Vm {
                 func,
                 // (the frames owning a handler or batch are marked below)
                 opened: frames.is_empty(),
-                pc,
+                pc: program.flat_pc(func as usize, pc),
                 base,
                 ret: ret_reg,
             });
@@ -548,7 +557,10 @@ impl Vm {
             if handler as usize >= funcs[func as usize].code.len() {
                 return invalid("a try handler is outside its code");
             }
-            tries.push(TryEntry { frame, handler });
+            tries.push(TryEntry {
+                frame,
+                handler: program.flat_pc(func as usize, handler),
+            });
             if let Some(f) = frames.get_mut(frame as usize) {
                 f.opened = true;
             }
