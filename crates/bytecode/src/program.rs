@@ -865,6 +865,7 @@ pub struct Entry {
 /// without switching code.
 #[derive(Debug)]
 struct Flat {
+    /// (empty when the program has one function: its code is used as it is)
     code: Vec<Op>,
     entries: Vec<Entry>,
 }
@@ -873,6 +874,17 @@ impl Flat {
     /// (the verifier has checked the functions: their targets are inside them, and their
     /// code fits [`MAX_CODE_LEN`] in all)
     fn of(functions: &[Function]) -> Flat {
+        if let [f] = functions {
+            // one function's own code is that array already (see `VerifiedProgram::code`): a
+            // snippet or a `SafeFunction` body is not copied
+            return Flat {
+                code: Vec::new(),
+                entries: vec![Entry {
+                    start: 0,
+                    nregs: f.nregs,
+                }],
+            };
+        }
         let total = functions.iter().map(|f| f.code.len()).sum();
         let mut code = Vec::with_capacity(total);
         let mut entries = Vec::with_capacity(functions.len());
@@ -906,7 +918,11 @@ impl VerifiedProgram {
     /// every jump target and `try` handler is an index in this array (inside its function).
     #[inline]
     pub fn code(&self) -> &[Op] {
-        &self.0 .1.code
+        let (program, flat) = &*self.0;
+        match &program.functions[..] {
+            [only] => &only.code,
+            _ => &flat.code,
+        }
     }
 
     /// Where each function starts in [`VerifiedProgram::code`], and its registers.
