@@ -93,10 +93,7 @@ impl PropMap {
     /// The value of `key`, if present.
     #[inline]
     pub fn get(&self, key: &[u16]) -> Option<&Value> {
-        match &self.0 {
-            Props::Small(v) => v.iter().find(|(k, _)| **k == *key).map(|(_, x)| x),
-            Props::Large(m) => m.get(key),
-        }
+        self.get_entry(key).map(|(_, x)| x)
     }
 
     /// The (shared) key and the value of `key`, if present.
