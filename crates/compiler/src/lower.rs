@@ -1573,15 +1573,18 @@ impl<'o> Lowerer<'o> {
         r
     }
 
+    /// Lowers statement `s`, one level deeper. (Its span is found once, here, and handed on:
+    /// each `span()` is a call into oxc.)
     fn stmt(&mut self, s: &Statement) -> R<()> {
-        self.enter(s.span())?;
-        let r = self.stmt_inner(s);
+        let span = s.span();
+        self.enter(span)?;
+        let r = self.stmt_inner(s, span);
         self.depth -= 1;
         r
     }
 
-    fn stmt_inner(&mut self, s: &Statement) -> R<()> {
-        let span = s.span();
+    /// [`Self::stmt`] of `s`, whose span is `span`.
+    fn stmt_inner(&mut self, s: &Statement, span: Span) -> R<()> {
         match s {
             Statement::EmptyStatement(_) => Ok(()),
             Statement::BlockStatement(b) => self.block(&b.body, false, b.span),
@@ -2044,14 +2047,18 @@ impl<'o> Lowerer<'o> {
 
     /// A register holding the value of `e`: a variable's, a constant's, or a new temporary (the
     /// caller resets `top` when done).
+    ///
+    /// (The span is found once, here, and handed on: each `span()` is a call into oxc.)
     fn expr(&mut self, e: &Expression) -> R<u16> {
-        self.enter(e.span())?;
-        let r = self.expr_inner(e);
+        let span = e.span();
+        self.enter(span)?;
+        let r = self.expr_inner(e, span);
         self.depth -= 1;
         r
     }
 
-    fn expr_inner(&mut self, e: &Expression) -> R<u16> {
+    /// [`Self::expr`] of `e`, whose span is `span`.
+    fn expr_inner(&mut self, e: &Expression, span: Span) -> R<u16> {
         match e {
             Expression::Identifier(id) => return self.read_ident(id),
             Expression::NumericLiteral(n) => return self.num_reg(n.value, n.span),
@@ -2080,8 +2087,8 @@ impl<'o> Lowerer<'o> {
             }
             _ => {}
         }
-        let t = self.alloc(e.span())?;
-        self.expr_to(e, t)?;
+        let t = self.alloc(span)?;
+        self.expr_to_at(e, t, span)?;
         Ok(t)
     }
 
@@ -2101,14 +2108,20 @@ impl<'o> Lowerer<'o> {
 
     /// Evaluates `e` into `dst` (which the caller owns; it may be written before `e` is done).
     fn expr_to(&mut self, e: &Expression, dst: u16) -> R<()> {
-        self.enter(e.span())?;
-        let r = self.expr_to_inner(e, dst);
+        self.expr_to_at(e, dst, e.span())
+    }
+
+    /// [`Self::expr_to`] of `e`, whose span (found once by the caller and handed on: each
+    /// `span()` is a call into oxc) is `span`.
+    fn expr_to_at(&mut self, e: &Expression, dst: u16, span: Span) -> R<()> {
+        self.enter(span)?;
+        let r = self.expr_to_inner(e, dst, span);
         self.depth -= 1;
         r
     }
 
-    fn expr_to_inner(&mut self, e: &Expression, dst: u16) -> R<()> {
-        let span = e.span();
+    /// [`Self::expr_to`] of `e`, whose span is `span`, one level deeper already.
+    fn expr_to_inner(&mut self, e: &Expression, dst: u16, span: Span) -> R<()> {
         let d = Dst(dst);
         match e {
             Expression::NumericLiteral(n) => {
