@@ -1473,7 +1473,9 @@ impl<'o> Lowerer<'o> {
         fail(span, format!("'{name}' is not defined"))
     }
 
-    /// The register holding identifier `id`'s value.
+    /// The register holding identifier `id`'s value. (Always inlined into its two callers: a
+    /// call of its own per identifier read cost ~6 k instructions per compile of the 8 KB agent.)
+    #[inline(always)]
     fn read_ident(&mut self, id: &IdentifierReference) -> R<u16> {
         let name = id.name.as_str();
         // (the name first: the scope search only for these three)
