@@ -229,7 +229,9 @@ macro_rules! define_ops {
                 match self { $( Op::$name { .. } => stringify!($name), )* }
             }
             /// Static fuel cost in milli-fuel (size-proportional work is charged at run time).
-            #[inline]
+            /// (Always inlined: one load from a table, cheaper than the call the compiler's layout
+            /// made per instruction, ~4 k instructions per compile of the 8 KB agent.)
+            #[inline(always)]
             pub fn cost(&self) -> u32 {
                 match self { $( Op::$name { .. } => $cost, )* }
             }

@@ -299,7 +299,10 @@ fn infer_type(e: &Expression) -> TypeSpec {
 }
 
 impl Lowerer<'_> {
-    /// `helper(args…)` when `name` is a helper of this program; `Ok(false)` otherwise.
+    /// `helper(args…)` when `name` is a helper of this program; `Ok(false)` otherwise. The
+    /// caller has made sure that `name` is global (no local or parameter of that name hides
+    /// the helper): [`Lowerer::call_name`] fails first for a variable, so this does not search
+    /// the scopes a second time.
     pub(super) fn call_helper(
         &mut self,
         name: &str,
@@ -310,9 +313,6 @@ impl Lowerer<'_> {
         let Some((func, arity)) = self.helper(name) else {
             return Ok(false);
         };
-        if !self.is_global(name) {
-            return Ok(false);
-        }
         if args.len() != arity {
             return fail(
                 span,
