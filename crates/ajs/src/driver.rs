@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 use ajs_bytecode::VerifiedProgram;
 use ajs_io::{admit, encode_body, FetchRequest, HttpClient, HttpError, HttpRequest, DEPTH_HEADER};
 use ajs_vm::{
-    ErrorKind, HostArg, HostCall, JsValue, RunError, Step, Vm, VmOptions, MAX_BOUNDARY_DEPTH,
+    ErrorKind, HostArg, HostCall, JsValue, RunError, SpareVm, Step, Vm, VmOptions,
+    MAX_BOUNDARY_DEPTH,
 };
 
 use crate::approvals::{ApprovalHandler, Journal, PendingCall, Policy, ReplayMismatch, Verdict};
@@ -182,11 +183,11 @@ pub(crate) fn finish(vm: &Vm, r: Result<JsValue, RunError>) -> Outcome {
 thread_local! {
     /// A finished run's VM, released (nothing of its run left), kept for the next run on this
     /// thread: its vectors' capacity saves the allocations of a small run.
-    static SPARE: Cell<Option<Box<Vm>>> = const { Cell::new(None) };
+    static SPARE: Cell<Option<SpareVm>> = const { Cell::new(None) };
 }
 
-/// A VM ready to run `program`: the thread's spare one restarted (nothing of its last run
-/// survives a restart), or a new one.
+/// A VM ready to run `program`: the thread's spare one started (nothing of its last run
+/// survives its release), or a new one.
 /// `seed`, when given, replaces `opts.random_seed`.
 pub(crate) fn start_vm<'a>(
     program: &VerifiedProgram,
@@ -195,16 +196,16 @@ pub(crate) fn start_vm<'a>(
     seed: Option<u64>,
 ) -> Result<Box<Vm>, RunError> {
     let mut vm = match SPARE.try_with(Cell::take).ok().flatten() {
-        Some(mut vm) => match vm.restart(program.clone(), args, opts) {
-            Ok(previous) => {
+        Some(spare) => match spare.start(program, args, opts) {
+            Ok((vm, previous)) => {
                 // the previous run's program, when nothing else holds it (an `Eval`'s): the
                 // thread's next compile builds in its allocations
-                if let Ok(p) = previous.try_into_program() {
+                if let Some(Ok(p)) = previous.map(VerifiedProgram::try_into_program) {
                     ajs_compiler::recycle(p);
                 }
                 vm
             }
-            Err(e) => {
+            Err((e, vm)) => {
                 recycle(vm);
                 return Err(e);
             }
@@ -218,9 +219,9 @@ pub(crate) fn start_vm<'a>(
 }
 
 /// Releases a finished run's VM and keeps it as the thread's spare (unless it grew large).
-pub(crate) fn recycle(mut vm: Box<Vm>) {
-    if vm.release() {
-        let _ = SPARE.try_with(move |s| s.set(Some(vm)));
+pub(crate) fn recycle(vm: Box<Vm>) {
+    if let Some(spare) = vm.into_spare() {
+        let _ = SPARE.try_with(move |s| s.set(Some(spare)));
     }
 }
 

@@ -416,6 +416,14 @@ impl Heap {
         *collections = 0;
     }
 
+    /// Sets the ceiling of a heap [`Heap::reset`] left empty: it is then as [`Heap::new`]`(limit)`
+    /// builds it.
+    #[inline]
+    pub(crate) fn set_limit(&mut self, limit: usize) {
+        self.limit = limit;
+        self.next_gc = FIRST_GC.min(limit);
+    }
+
     /// The most cells the heap holds without growing its vectors.
     pub fn capacity(&self) -> usize {
         self.cells
