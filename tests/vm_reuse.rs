@@ -162,11 +162,7 @@ fn a_restarted_vm_is_a_fresh_vm() {
                 }
             }
             // every field, heap cell, register and counter as a new VM has them
-            assert_eq!(
-                format!("{vm:?}"),
-                expected_state,
-                "{name}, way {how}"
-            );
+            assert_eq!(format!("{vm:?}"), expected_state, "{name}, way {how}");
             assert_eq!(vm.fuel_used_milli(), 0, "{name}");
             assert!(
                 vm.log().is_empty() && vm.pending_calls().is_empty(),

@@ -278,6 +278,7 @@ fn window_of(program: &VerifiedProgram) -> Option<usize> {
 
 /// How many registers a run of `program` starts with: its entry's `nregs`, or its window if
 /// that is more (so that the first slice need not grow the file).
+#[inline]
 fn first_registers(program: &VerifiedProgram, nregs: usize) -> usize {
     nregs.max(window_of(program).unwrap_or(0))
 }
@@ -735,7 +736,13 @@ impl Vm {
         } = self;
         heap.set_limit(opts.max_heap_bytes);
         let nregs = program.functions[program.entry as usize].nregs as usize;
-        regs.resize(first_registers(program, nregs), Value::Undefined);
+        // (empty already; cleared here so that the fill of the small window has a known
+        // length, which the compiler unrolls: 32 stores)
+        regs.clear();
+        match first_registers(program, nregs) {
+            SMALL_WINDOW => regs.resize(SMALL_WINDOW, Value::Undefined),
+            n => regs.resize(n, Value::Undefined),
+        }
         frames.push(Frame {
             func: program.entry,
             opened: true,
