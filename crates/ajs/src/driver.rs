@@ -225,34 +225,35 @@ pub(crate) fn recycle(vm: Box<Vm>) {
     }
 }
 
-/// The outcome of a finished run; its VM goes back to the thread's spare. (Inlined: the
-/// outcome is then built straight from the run's last step.)
+/// The outcome of a run that finished with `v`; its VM goes back to the thread's spare.
+/// (Inlined: the outcome is then built straight from the run's last step, not moved through
+/// a `Result` and a call's arguments.)
 #[inline(always)]
-fn finish_recycle(mut vm: Box<Vm>, r: Result<JsValue, RunError>) -> Outcome {
-    // what the outcome needs from the VM, read before it is released; the outcome is built
-    // last, in place
+fn finish_done(mut vm: Box<Vm>, v: JsValue) -> Outcome {
+    // what the outcome needs from the VM, read before it is released
     let fuel_used = vm.fuel_used();
-    let r = r.map_err(|mut e| {
-        if e.pos.is_none() {
-            e.pos = vm.position();
-        }
-        e
-    });
     let log = vm.take_log();
     recycle(vm);
-    match r {
-        Ok(v) => Outcome {
-            result: v,
-            fuel_used,
-            error: None,
-            log,
-        },
-        Err(e) => {
-            let mut o = Outcome::failed(e.message, e.kind, e.pos, fuel_used);
-            o.log = log;
-            o
-        }
+    Outcome {
+        result: v,
+        fuel_used,
+        error: None,
+        log,
     }
+}
+
+/// The outcome of a run that failed with `e`; its VM goes back to the thread's spare.
+fn finish_failed(mut vm: Box<Vm>, mut e: RunError) -> Outcome {
+    // what the outcome needs from the VM, read before it is released
+    let fuel_used = vm.fuel_used();
+    if e.pos.is_none() {
+        e.pos = vm.position();
+    }
+    let log = vm.take_log();
+    recycle(vm);
+    let mut o = Outcome::failed(e.message, e.kind, e.pos, fuel_used);
+    o.log = log;
+    o
 }
 
 /// A run in progress: finished within its first slice, or the driver's loop (boxed, so that the
@@ -355,8 +356,8 @@ pub(crate) fn run_program<'a, 'b>(
         None
     } else {
         match vm.run(SLICE_MILLI) {
-            Step::Done(v) => return done(finish_recycle(vm, Ok(v))),
-            Step::Failed(e) => return done(finish_recycle(vm, Err(e))),
+            Step::Done(v) => return done(finish_done(vm, v)),
+            Step::Failed(e) => return done(finish_failed(vm, e)),
             step => Some(step),
         }
     };
@@ -406,26 +407,24 @@ pub(crate) fn run_program_sync<'a>(
     // the run's clock starts after its first slice (see `Options::timeout_ms`)
     let mut deadline = None;
     loop {
-        let r = match vm.run(SLICE_MILLI) {
-            Step::Done(v) => Ok(v),
-            Step::Failed(e) => Err(e),
+        let e = match vm.run(SLICE_MILLI) {
+            Step::Done(v) => return finish_done(vm, v),
+            Step::Failed(e) => e,
             Step::Yield => {
                 let now = Instant::now();
                 let until = *deadline.get_or_insert_with(|| deadline_at(now, options.timeout_ms));
                 if now >= until {
-                    Err(timeout_error(options.timeout_ms))
+                    timeout_error(options.timeout_ms)
                 } else if cancelled() {
-                    Err(cancelled_error())
+                    cancelled_error()
                 } else {
                     continue;
                 }
             }
             // unreachable for a program without atoms (the verifier checks atom indices)
-            Step::Host(_) | Step::Blocked => {
-                Err(RunError::new(ErrorKind::Input, SYNC_ATOMS_MESSAGE))
-            }
+            Step::Host(_) | Step::Blocked => RunError::new(ErrorKind::Input, SYNC_ATOMS_MESSAGE),
         };
-        return finish_recycle(vm, r);
+        return finish_failed(vm, e);
     }
 }
 
