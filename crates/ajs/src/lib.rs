@@ -600,7 +600,9 @@ impl SafeFunction {
     }
 
     /// Checks the arguments' depth and size; the seed of one call's randomness when the options
-    /// fix none (`None`: the one in `vm_opts`).
+    /// fix none (`None`: the one in `vm_opts`). (Inlined: its answer is then not returned
+    /// through memory.)
+    #[inline]
     fn prepare(&self, args: &[serde_json::Value]) -> Result<Option<u64>, Box<Outcome>> {
         // one pass: the depth of every argument, and a bound on the size of plain ones
         let mut bound = Some(2 + args.len());

@@ -776,7 +776,9 @@ impl Vm {
         r
     }
 
-    /// Materialises the constants and copies the arguments in (the last step of a start).
+    /// Materialises the constants and copies the arguments in (the last step of a start;
+    /// inlined there, so that its result is not returned through memory).
+    #[inline(always)]
     fn load<'a>(&mut self, args: impl IntoIterator<Item = HostArg<'a>>) -> Result<(), RunError> {
         let program = &self.program;
         let nparams = program.functions[program.entry as usize].params.len();
@@ -937,9 +939,12 @@ impl Vm {
         let window = window_of(&self.program);
         let slow = !self.deferred.is_empty() || self.trace.is_some() || window.is_none();
         // An error delivered by `resume` is raised at the call site.
-        if let Some(msg) = self.raise_on_run.take() {
-            if let Err(e) = self.unwind(msg) {
-                return self.fail(e);
+        // (tested first: `take` would store `None` back on every run)
+        if self.raise_on_run.is_some() {
+            if let Some(msg) = self.raise_on_run.take() {
+                if let Err(e) = self.unwind(msg) {
+                    return self.fail(e);
+                }
             }
         }
         let mut slice_left = slice;
