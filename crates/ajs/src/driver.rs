@@ -198,10 +198,8 @@ pub(crate) fn start_vm<'a>(
     let mut vm = match SPARE.try_with(Cell::take).ok().flatten() {
         Some(spare) => match spare.start(program, args, opts) {
             Ok((vm, previous)) => {
-                // the previous run's program, when nothing else holds it (an `Eval`'s): the
-                // thread's next compile builds in its allocations
-                if let Some(Ok(p)) = previous.map(VerifiedProgram::try_into_program) {
-                    ajs_compiler::recycle(p);
+                if let Some(p) = previous {
+                    recycle_program(p);
                 }
                 vm
             }
@@ -216,6 +214,15 @@ pub(crate) fn start_vm<'a>(
         vm.set_random_seed(s);
     }
     Ok(vm)
+}
+
+/// The previous run's program, when nothing else holds it (an `Eval`'s), goes to the thread's
+/// next compile, which builds in its allocations. (Matched straight from the handle: the
+/// program, 152 bytes, is moved fewer times than through an `Option` of a `Result`.)
+fn recycle_program(p: VerifiedProgram) {
+    if let Ok(p) = p.try_into_program() {
+        ajs_compiler::recycle(p);
+    }
 }
 
 /// Releases a finished run's VM and keeps it as the thread's spare (unless it grew large).
