@@ -392,6 +392,7 @@ impl SpareVm {
     ///
     /// # Errors
     /// As [`Vm::new`], with the VM, its run ended (release it, or restart it).
+    #[allow(clippy::type_complexity)]
     pub fn start<'a>(
         self,
         program: &VerifiedProgram,
