@@ -798,7 +798,9 @@ impl Vm {
             };
             Arc::make_mut(&mut self.consts).push(v);
         }
-        for (i, a) in args.into_iter().take(nparams).enumerate() {
+        // (the indices zipped with the arguments rather than `take` and `enumerate`: one count
+        // fewer per argument)
+        for (i, a) in (0..nparams).zip(args) {
             // a number, a boolean or null is the common argument: no call into the importer
             let v = match a.scalar() {
                 Some(v) => v,
