@@ -129,19 +129,40 @@ fn a_restarted_vm_is_a_fresh_vm() {
     let mut reference = fresh();
     let expected_end = drive(&mut reference, None, false);
     assert!(matches!(expected_end, Step::Done(_)), "{expected_end:?}");
-    for release in [false, true] {
-        for (name, mut vm) in dirty_vms() {
-            if release {
-                assert!(vm.release(), "{name}");
+    // 0: restart; 1: release, then restart; 2: a spare VM started; 3: a spare VM that ran
+    // the same program already (kept, not cloned again) started
+    for how in 0..4 {
+        let release = how > 0;
+        for (name, vm) in dirty_vms() {
+            let mut vm = Box::new(vm);
+            match how {
+                0 | 1 => {
+                    if release {
+                        assert!(vm.release(), "{name}");
+                    }
+                    vm.restart(clean.clone(), args.iter().map(HostArg::Json), &clean_opts())
+                        .unwrap();
+                }
+                _ => {
+                    let start = |vm: Box<Vm>| {
+                        vm.into_spare()
+                            .expect(name)
+                            .start(&clean, args.iter().map(HostArg::Json), &clean_opts())
+                            .unwrap()
+                    };
+                    let (again, previous) = start(vm);
+                    assert!(previous.is_some(), "{name}");
+                    vm = again;
+                    if how == 3 {
+                        assert!(matches!(drive(&mut vm, None, false), Step::Done(_)));
+                        let (again, previous) = start(vm);
+                        assert!(previous.is_none(), "{name}");
+                        vm = again;
+                    }
+                }
             }
-            vm.restart(clean.clone(), args.iter().map(HostArg::Json), &clean_opts())
-                .unwrap();
             // every field, heap cell, register and counter as a new VM has them
-            assert_eq!(
-                format!("{vm:?}"),
-                expected_state,
-                "{name}, release {release}"
-            );
+            assert_eq!(format!("{vm:?}"), expected_state, "{name}, way {how}");
             assert_eq!(vm.fuel_used_milli(), 0, "{name}");
             assert!(
                 vm.log().is_empty() && vm.pending_calls().is_empty(),
@@ -179,7 +200,29 @@ fn a_restart_that_fails_leaves_an_ended_run() {
         .is_err());
     assert!(matches!(vm.run(u64::MAX), Step::Failed(_)));
     // and the VM is still good for a run after that
-    vm.restart(clean, [HostArg::Json(&json!(1))], &clean_opts())
+    vm.restart(clean.clone(), [HostArg::Json(&json!(1))], &clean_opts())
+        .unwrap();
+    assert!(matches!(drive(&mut vm, None, false), Step::Done(_)));
+    // the same for a spare VM's start
+    let spare = Box::new(vm).into_spare().unwrap();
+    let needs_atom = program(DIRTY, &["llmPredict"]);
+    let (e, vm) = spare
+        .start(&needs_atom, [HostArg::Undefined], &clean_opts())
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Input);
+    let mut vm = vm;
+    assert!(matches!(vm.run(u64::MAX), Step::Failed(_)));
+    let (e, mut vm) = vm
+        .into_spare()
+        .unwrap()
+        .start(&clean, [HostArg::Json(&big)], &tiny)
+        .unwrap_err();
+    assert_ne!(e.kind, ErrorKind::Input);
+    assert!(matches!(vm.run(u64::MAX), Step::Failed(_)));
+    let (mut vm, _) = vm
+        .into_spare()
+        .unwrap()
+        .start(&clean, [HostArg::Json(&json!(1))], &clean_opts())
         .unwrap();
     assert!(matches!(drive(&mut vm, None, false), Step::Done(_)));
 }

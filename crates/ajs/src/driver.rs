@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 use ajs_bytecode::VerifiedProgram;
 use ajs_io::{admit, encode_body, FetchRequest, HttpClient, HttpError, HttpRequest, DEPTH_HEADER};
 use ajs_vm::{
-    ErrorKind, HostArg, HostCall, JsValue, RunError, Step, Vm, VmOptions, MAX_BOUNDARY_DEPTH,
+    ErrorKind, HostArg, HostCall, JsValue, RunError, SpareVm, Step, Vm, VmOptions,
+    MAX_BOUNDARY_DEPTH,
 };
 
 use crate::approvals::{ApprovalHandler, Journal, PendingCall, Policy, ReplayMismatch, Verdict};
@@ -182,11 +183,11 @@ pub(crate) fn finish(vm: &Vm, r: Result<JsValue, RunError>) -> Outcome {
 thread_local! {
     /// A finished run's VM, released (nothing of its run left), kept for the next run on this
     /// thread: its vectors' capacity saves the allocations of a small run.
-    static SPARE: Cell<Option<Box<Vm>>> = const { Cell::new(None) };
+    static SPARE: Cell<Option<SpareVm>> = const { Cell::new(None) };
 }
 
-/// A VM ready to run `program`: the thread's spare one restarted (nothing of its last run
-/// survives a restart), or a new one.
+/// A VM ready to run `program`: the thread's spare one started (nothing of its last run
+/// survives its release), or a new one.
 /// `seed`, when given, replaces `opts.random_seed`.
 pub(crate) fn start_vm<'a>(
     program: &VerifiedProgram,
@@ -195,16 +196,14 @@ pub(crate) fn start_vm<'a>(
     seed: Option<u64>,
 ) -> Result<Box<Vm>, RunError> {
     let mut vm = match SPARE.try_with(Cell::take).ok().flatten() {
-        Some(mut vm) => match vm.restart(program.clone(), args, opts) {
-            Ok(previous) => {
-                // the previous run's program, when nothing else holds it (an `Eval`'s): the
-                // thread's next compile builds in its allocations
-                if let Ok(p) = previous.try_into_program() {
-                    ajs_compiler::recycle(p);
+        Some(spare) => match spare.start(program, args, opts) {
+            Ok((vm, previous)) => {
+                if let Some(p) = previous {
+                    recycle_program(p);
                 }
                 vm
             }
-            Err(e) => {
+            Err((e, vm)) => {
                 recycle(vm);
                 return Err(e);
             }
@@ -217,39 +216,51 @@ pub(crate) fn start_vm<'a>(
     Ok(vm)
 }
 
-/// Releases a finished run's VM and keeps it as the thread's spare (unless it grew large).
-pub(crate) fn recycle(mut vm: Box<Vm>) {
-    if vm.release() {
-        let _ = SPARE.try_with(move |s| s.set(Some(vm)));
+/// The previous run's program, when nothing else holds it (an `Eval`'s), goes to the thread's
+/// next compile, which builds in its allocations. (Matched straight from the handle: the
+/// program, 152 bytes, is moved fewer times than through an `Option` of a `Result`.)
+fn recycle_program(p: VerifiedProgram) {
+    if let Ok(p) = p.try_into_program() {
+        ajs_compiler::recycle(p);
     }
 }
 
-/// The outcome of a finished run; its VM goes back to the thread's spare.
-fn finish_recycle(mut vm: Box<Vm>, r: Result<JsValue, RunError>) -> Outcome {
-    // what the outcome needs from the VM, read before it is released; the outcome is built
-    // last, in place
+/// Releases a finished run's VM and keeps it as the thread's spare (unless it grew large).
+pub(crate) fn recycle(vm: Box<Vm>) {
+    if let Some(spare) = vm.into_spare() {
+        let _ = SPARE.try_with(move |s| s.set(Some(spare)));
+    }
+}
+
+/// The outcome of a run that finished with `v`; its VM goes back to the thread's spare.
+/// (Inlined: the outcome is then built straight from the run's last step, not moved through
+/// a `Result` and a call's arguments.)
+#[inline(always)]
+fn finish_done(mut vm: Box<Vm>, v: JsValue) -> Outcome {
+    // what the outcome needs from the VM, read before it is released
     let fuel_used = vm.fuel_used();
-    let r = r.map_err(|mut e| {
-        if e.pos.is_none() {
-            e.pos = vm.position();
-        }
-        e
-    });
     let log = vm.take_log();
     recycle(vm);
-    match r {
-        Ok(v) => Outcome {
-            result: v,
-            fuel_used,
-            error: None,
-            log,
-        },
-        Err(e) => {
-            let mut o = Outcome::failed(e.message, e.kind, e.pos, fuel_used);
-            o.log = log;
-            o
-        }
+    Outcome {
+        result: v,
+        fuel_used,
+        error: None,
+        log,
     }
+}
+
+/// The outcome of a run that failed with `e`; its VM goes back to the thread's spare.
+fn finish_failed(mut vm: Box<Vm>, mut e: RunError) -> Outcome {
+    // what the outcome needs from the VM, read before it is released
+    let fuel_used = vm.fuel_used();
+    if e.pos.is_none() {
+        e.pos = vm.position();
+    }
+    let log = vm.take_log();
+    recycle(vm);
+    let mut o = Outcome::failed(e.message, e.kind, e.pos, fuel_used);
+    o.log = log;
+    o
 }
 
 /// A run in progress: finished within its first slice, or the driver's loop (boxed, so that the
@@ -352,8 +363,8 @@ pub(crate) fn run_program<'a, 'b>(
         None
     } else {
         match vm.run(SLICE_MILLI) {
-            Step::Done(v) => return done(finish_recycle(vm, Ok(v))),
-            Step::Failed(e) => return done(finish_recycle(vm, Err(e))),
+            Step::Done(v) => return done(finish_done(vm, v)),
+            Step::Failed(e) => return done(finish_failed(vm, e)),
             step => Some(step),
         }
     };
@@ -403,28 +414,33 @@ pub(crate) fn run_program_sync<'a>(
     // the run's clock starts after its first slice (see `Options::timeout_ms`)
     let mut deadline = None;
     loop {
-        let r = match vm.run(SLICE_MILLI) {
-            Step::Done(v) => Ok(v),
-            Step::Failed(e) => Err(e),
+        let e = match vm.run(SLICE_MILLI) {
+            Step::Done(v) => return finish_done(vm, v),
+            Step::Failed(e) => e,
             Step::Yield => {
                 let now = Instant::now();
-                let until = *deadline
-                    .get_or_insert_with(|| after(now, Duration::from_millis(options.timeout_ms)));
+                let until = *deadline.get_or_insert_with(|| deadline_at(now, options.timeout_ms));
                 if now >= until {
-                    Err(timeout_error(options.timeout_ms))
+                    timeout_error(options.timeout_ms)
                 } else if cancelled() {
-                    Err(cancelled_error())
+                    cancelled_error()
                 } else {
                     continue;
                 }
             }
             // unreachable for a program without atoms (the verifier checks atom indices)
-            Step::Host(_) | Step::Blocked => {
-                Err(RunError::new(ErrorKind::Input, SYNC_ATOMS_MESSAGE))
-            }
+            Step::Host(_) | Step::Blocked => RunError::new(ErrorKind::Input, SYNC_ATOMS_MESSAGE),
         };
-        return finish_recycle(vm, r);
+        return finish_failed(vm, e);
     }
+}
+
+/// `ms` after `now` (out of line: a run that ends within its first slice, the common case,
+/// never needs it, and inlined its arithmetic is hoisted before that slice).
+#[cold]
+#[inline(never)]
+fn deadline_at(now: Instant, ms: u64) -> Instant {
+    after(now, Duration::from_millis(ms))
 }
 
 /// How a run is steered besides its options: approval policies, suspension, the journal being

@@ -600,15 +600,23 @@ impl SafeFunction {
     }
 
     /// Checks the arguments' depth and size; the seed of one call's randomness when the options
-    /// fix none (`None`: the one in `vm_opts`).
+    /// fix none (`None`: the one in `vm_opts`). (Inlined: its answer is then not returned
+    /// through memory.)
+    #[inline]
     fn prepare(&self, args: &[serde_json::Value]) -> Result<Option<u64>, Box<Outcome>> {
         // one pass: the depth of every argument, and a bound on the size of plain ones
         let mut bound = Some(2 + args.len());
         for a in args {
-            if driver::json_too_deep(a, ajs_vm::MAX_BOUNDARY_DEPTH) {
-                return Err(Box::new(too_deep("Arguments")));
+            match driver::scalar_len_bound(a) {
+                // a scalar or a string: nothing nested
+                Some(n) => bound = bound.map(|b| b + n),
+                None => {
+                    if driver::json_too_deep(a, ajs_vm::MAX_BOUNDARY_DEPTH) {
+                        return Err(Box::new(too_deep("Arguments")));
+                    }
+                    bound = None;
+                }
             }
-            bound = bound.and_then(|b| Some(b + driver::scalar_len_bound(a)?));
         }
         let limit = self.options.args_max_bytes;
         let small = bound.is_some_and(|b| b <= limit);

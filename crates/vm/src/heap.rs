@@ -396,6 +396,7 @@ impl Heap {
 
     /// Empties the heap for a new run with a ceiling of `limit` (as [`Heap::new`] builds it),
     /// keeping the vectors' capacity.
+    #[inline]
     pub fn reset(&mut self, limit: usize) {
         // every field by name: one added without a reset does not compile
         let Heap {
@@ -407,13 +408,24 @@ impl Heap {
             next_gc,
             collections,
         } = self;
-        cells.clear();
+        // (the cells need dropping: their clear tested first, a no-op when they are empty)
+        if !cells.is_empty() {
+            cells.clear();
+        }
         marks.clear();
         free.clear();
         *live = 0;
         *ceiling = limit;
         *next_gc = FIRST_GC.min(limit);
         *collections = 0;
+    }
+
+    /// Sets the ceiling of a heap [`Heap::reset`] left empty: it is then as [`Heap::new`]`(limit)`
+    /// builds it.
+    #[inline]
+    pub(crate) fn set_limit(&mut self, limit: usize) {
+        self.limit = limit;
+        self.next_gc = FIRST_GC.min(limit);
     }
 
     /// The most cells the heap holds without growing its vectors.

@@ -44,8 +44,8 @@ pub use machine::snapshot::{
     SNAPSHOT_VERSION,
 };
 pub use machine::{
-    system_clock, AtomSpec, HostArg, HostCall, LogLevel, LogLine, PendingHostCall, Step, TraceStep,
-    Vm, VmOptions, DEFAULT_FUEL, DEFAULT_MAX_CALL_DEPTH, DEFAULT_MAX_HEAP_BYTES,
+    system_clock, AtomSpec, HostArg, HostCall, LogLevel, LogLine, PendingHostCall, SpareVm, Step,
+    TraceStep, Vm, VmOptions, DEFAULT_FUEL, DEFAULT_MAX_CALL_DEPTH, DEFAULT_MAX_HEAP_BYTES,
     DEFAULT_MAX_LOG_LINES, DEFAULT_MAX_PARALLEL_ITEMS, MAX_PARALLEL_NESTING, MILLI_PER_ELEMENT,
     UNITS_PER_MILLI,
 };

@@ -278,6 +278,7 @@ fn window_of(program: &VerifiedProgram) -> Option<usize> {
 
 /// How many registers a run of `program` starts with: its entry's `nregs`, or its window if
 /// that is more (so that the first slice need not grow the file).
+#[inline]
 fn first_registers(program: &VerifiedProgram, nregs: usize) -> usize {
     nregs.max(window_of(program).unwrap_or(0))
 }
@@ -374,6 +375,46 @@ pub struct Vm {
     /// open `parallel(...)` batches, innermost last
     batches: Vec<parallel::Batch>,
     max_parallel_items: usize,
+}
+
+/// A released VM ([`Vm::into_spare`]) kept for a later run: nothing of its last run is left in
+/// it, and nothing can change it before [`SpareVm::start`] begins the next one, so a start sets
+/// only what its program, arguments and options decide (a [`Vm::restart`] also clears the
+/// previous run's state, which this one already had cleared).
+#[derive(Debug)]
+pub struct SpareVm(Box<Vm>);
+
+impl SpareVm {
+    /// Starts a run of `program` with `args`, as [`Vm::new_with`] would build it (keeping only
+    /// the capacity of the vectors). Returns the VM and the program of its last run when that
+    /// was another one (drop it, or reuse its allocations as `ajs_compiler::recycle` does); the
+    /// same program is kept, not cloned again.
+    ///
+    /// # Errors
+    /// As [`Vm::new`], with the VM, its run ended (release it, or restart it).
+    #[allow(clippy::type_complexity)]
+    pub fn start<'a>(
+        self,
+        program: &VerifiedProgram,
+        args: impl IntoIterator<Item = HostArg<'a>>,
+        opts: &VmOptions,
+    ) -> Result<(Box<Vm>, Option<VerifiedProgram>), (RunError, Box<Vm>)> {
+        let mut vm = self.0;
+        let table = match atoms_of(program, opts) {
+            Ok(t) => t,
+            Err(e) => return Err((e, vm)),
+        };
+        // the same program (one `SafeFunction` called again): the same allocation
+        let previous = if std::ptr::eq::<ajs_bytecode::Program>(&*vm.program, &**program) {
+            None
+        } else {
+            Some(std::mem::replace(&mut vm.program, program.clone()))
+        };
+        match vm.begin(args, opts, table) {
+            Ok(()) => Ok((vm, previous)),
+            Err(e) => Err((e, vm)),
+        }
+    }
 }
 
 enum Exit {
@@ -527,26 +568,53 @@ impl Vm {
         args: impl IntoIterator<Item = HostArg<'a>>,
         opts: &VmOptions,
     ) -> Result<VerifiedProgram, RunError> {
-        let (cost, quota) = if program.atoms.is_empty() {
-            // no lookups; the vectors, emptied, keep their capacity
-            let mut cost = std::mem::take(&mut self.atom_cost);
-            let mut quota = std::mem::take(&mut self.atom_quota);
-            cost.clear();
-            quota.clear();
-            (cost, quota)
-        } else {
-            match atom_table(&program, opts) {
-                Ok(t) => t,
-                Err(e) => {
-                    self.release();
-                    return Err(e);
-                }
+        let table = match atoms_of(&program, opts) {
+            Ok(t) => t,
+            Err(e) => {
+                self.release();
+                return Err(e);
             }
         };
-        let entry = &program.functions[program.entry as usize];
-        let nregs = entry.nregs as usize;
+        self.clear();
+        let previous = std::mem::replace(&mut self.program, program);
+        self.begin(args, opts, table)?;
+        Ok(previous)
+    }
+
+    /// Drops the data the finished run holds (its heap, registers, log, trace, pending calls)
+    /// and keeps the vectors' capacity for [`Vm::restart`]; the program (shared, immutable)
+    /// stays until the next restart replaces it. Returns
+    /// whether the VM is worth keeping: `false` when the run grew its vectors past a few
+    /// thousand entries (drop it instead).
+    pub fn release(&mut self) -> bool {
+        self.clear();
+        self.regs.capacity() <= KEEP_CAPACITY
+            && self.frames.capacity() <= KEEP_CAPACITY
+            && self.consts.capacity() <= KEEP_CAPACITY
+            && self.heap.capacity() <= KEEP_CAPACITY
+            && self.log.capacity() <= KEEP_CAPACITY
+    }
+
+    /// Releases the VM ([`Vm::release`]) and keeps it for another run as a [`SpareVm`], or
+    /// `None` when it is not worth keeping.
+    #[inline]
+    pub fn into_spare(mut self: Box<Self>) -> Option<SpareVm> {
+        if self.release() {
+            Some(SpareVm(self))
+        } else {
+            None
+        }
+    }
+
+    /// Every field a run changes back to what [`Vm::new_with`] makes (the vectors keep their
+    /// capacity), and the run ended: what [`Vm::begin`] starts from. The program stays, and so
+    /// do the limits every start sets from its options. Every field by name: one added without
+    /// a reset does not compile.
+    #[inline]
+    fn clear(&mut self) {
         let Vm {
-            program: v_program,
+            // shared and immutable; the next start keeps or replaces it
+            program: _,
             heap,
             consts,
             typeof_consts,
@@ -561,13 +629,15 @@ impl Vm {
             status,
             log,
             log_dropped,
-            max_log_lines,
-            max_call_depth,
+            // set by every start, from its options
+            max_log_lines: _,
+            max_call_depth: _,
             atom_cost,
             atom_quota,
             atom_used,
             rng,
-            clock,
+            // set by every start, from its options
+            clock: _,
             regex_cache,
             deferred,
             next_call_id,
@@ -580,17 +650,105 @@ impl Vm {
             trace_cap,
             trace_dropped,
             batches,
-            max_parallel_items,
+            // set by every start, from its options
+            max_parallel_items: _,
         } = self;
-        heap.reset(opts.max_heap_bytes);
+        // (a small run leaves most of these empty: each is tested before it is cleared, where
+        // a clear of a vector of values that need dropping, or the drop of an option, costs a
+        // load, a store and a test)
+        heap.reset(0);
         if !consts.is_empty() {
             Arc::make_mut(consts).clear();
         }
         *typeof_consts = [Value::Undefined; TYPE_NAMES.len()];
-        const_keys.clear();
+        clear_vec(const_keys);
         regs.clear();
-        regs.resize(first_registers(&program, nregs), Value::Undefined);
         frames.clear();
+        tries.clear();
+        *fuel_budget = 0;
+        *fuel = Fuel::new(0);
+        clear_option(raise_on_run);
+        clear_option(handling);
+        *status = Status::Finished;
+        clear_vec(log);
+        *log_dropped = 0;
+        atom_cost.clear();
+        atom_quota.clear();
+        atom_used.clear();
+        *rng = 0;
+        if !regex_cache.is_empty() {
+            *regex_cache = HashMap::new();
+        }
+        deferred.clear();
+        *next_call_id = 0;
+        *elapsed_ms = 0;
+        *random_seed = 0;
+        clock_log.clear();
+        clear_option(clock_replay);
+        host_data.clear();
+        clear_option(trace);
+        *trace_cap = 0;
+        *trace_dropped = 0;
+        clear_vec(batches);
+    }
+
+    /// Starts a run of `self.program` on a cleared VM ([`Vm::clear`]): sets what the options
+    /// and the program decide, then copies the arguments in. `table`: the atoms' costs and
+    /// quotas (`None`: the program calls none; the cleared vectors stay empty). On an error the
+    /// run is ended.
+    fn begin<'a>(
+        &mut self,
+        args: impl IntoIterator<Item = HostArg<'a>>,
+        opts: &VmOptions,
+        table: Option<(Vec<u64>, Vec<Option<u32>>)>,
+    ) -> Result<(), RunError> {
+        let Vm {
+            program,
+            heap,
+            regs,
+            frames,
+            fuel_budget,
+            fuel,
+            status,
+            max_log_lines,
+            max_call_depth,
+            atom_cost,
+            atom_quota,
+            atom_used,
+            rng,
+            clock,
+            random_seed,
+            max_parallel_items,
+            // as a new VM has them, after `clear`
+            consts: _,
+            typeof_consts: _,
+            const_keys: _,
+            tries: _,
+            raise_on_run: _,
+            handling: _,
+            log: _,
+            log_dropped: _,
+            regex_cache: _,
+            deferred: _,
+            next_call_id: _,
+            elapsed_ms: _,
+            clock_log: _,
+            clock_replay: _,
+            host_data: _,
+            trace: _,
+            trace_cap: _,
+            trace_dropped: _,
+            batches: _,
+        } = self;
+        heap.set_limit(opts.max_heap_bytes);
+        let nregs = program.functions[program.entry as usize].nregs as usize;
+        // (empty already; cleared here so that the fill of the small window has a known
+        // length, which the compiler unrolls: 32 stores)
+        regs.clear();
+        match first_registers(program, nregs) {
+            SMALL_WINDOW => regs.resize(SMALL_WINDOW, Value::Undefined),
+            n => regs.resize(n, Value::Undefined),
+        }
         frames.push(Frame {
             func: program.entry,
             opened: true,
@@ -598,85 +756,30 @@ impl Vm {
             base: 0,
             ret: 0,
         });
-        tries.clear();
         *fuel_budget = opts.fuel;
         *fuel = Fuel::new(opts.fuel);
-        *raise_on_run = None;
-        *handling = None;
         *status = Status::Running;
-        log.clear();
-        *log_dropped = 0;
         *max_log_lines = opts.max_log_lines;
         *max_call_depth = opts.max_call_depth.max(1);
-        atom_used.clear();
-        atom_used.resize(cost.len(), 0);
-        *atom_cost = cost;
-        *atom_quota = quota;
+        if let Some((cost, quota)) = table {
+            atom_used.resize(cost.len(), 0);
+            *atom_cost = cost;
+            *atom_quota = quota;
+        }
         *rng = opts.random_seed | 1;
         *clock = opts.clock;
-        if !regex_cache.is_empty() {
-            *regex_cache = HashMap::new();
-        }
-        deferred.clear();
-        *next_call_id = 0;
-        *elapsed_ms = 0;
         *random_seed = opts.random_seed;
-        clock_log.clear();
-        *clock_replay = None;
-        host_data.clear();
-        *trace = None;
-        *trace_cap = 0;
-        *trace_dropped = 0;
-        batches.clear();
         *max_parallel_items = opts.max_parallel_items;
-        let previous = std::mem::replace(v_program, program);
-        match self.load(args) {
-            Ok(()) => Ok(previous),
-            Err(e) => {
-                self.status = Status::Finished;
-                Err(e)
-            }
+        let r = self.load(args);
+        if r.is_err() {
+            self.status = Status::Finished;
         }
+        r
     }
 
-    /// Drops the data the finished run holds (its heap, registers, log, trace, pending calls)
-    /// and keeps the vectors' capacity for [`Vm::restart`]; the program (shared, immutable)
-    /// stays until the next restart replaces it. Returns
-    /// whether the VM is worth keeping: `false` when the run grew its vectors past a few
-    /// thousand entries (drop it instead).
-    pub fn release(&mut self) -> bool {
-        self.heap.reset(0);
-        if !self.consts.is_empty() {
-            Arc::make_mut(&mut self.consts).clear();
-        }
-        self.typeof_consts = [Value::Undefined; TYPE_NAMES.len()];
-        self.const_keys.clear();
-        self.regs.clear();
-        self.frames.clear();
-        self.tries.clear();
-        self.log.clear();
-        if !self.regex_cache.is_empty() {
-            self.regex_cache = HashMap::new();
-        }
-        self.deferred.clear();
-        self.clock_log.clear();
-        self.clock_replay = None;
-        self.host_data.clear();
-        self.trace = None;
-        self.batches.clear();
-        self.raise_on_run = None;
-        self.handling = None;
-        self.status = Status::Finished;
-        self.fuel_budget = 0;
-        self.fuel = Fuel::new(0);
-        self.regs.capacity() <= KEEP_CAPACITY
-            && self.frames.capacity() <= KEEP_CAPACITY
-            && self.consts.capacity() <= KEEP_CAPACITY
-            && self.heap.capacity() <= KEEP_CAPACITY
-            && self.log.capacity() <= KEEP_CAPACITY
-    }
-
-    /// Materialises the constants and copies the arguments in (the last step of a start).
+    /// Materialises the constants and copies the arguments in (the last step of a start;
+    /// inlined there, so that its result is not returned through memory).
+    #[inline(always)]
     fn load<'a>(&mut self, args: impl IntoIterator<Item = HostArg<'a>>) -> Result<(), RunError> {
         let program = &self.program;
         let nparams = program.functions[program.entry as usize].params.len();
@@ -695,7 +798,9 @@ impl Vm {
             };
             Arc::make_mut(&mut self.consts).push(v);
         }
-        for (i, a) in args.into_iter().take(nparams).enumerate() {
+        // (the indices zipped with the arguments rather than `take` and `enumerate`: one count
+        // fewer per argument)
+        for (i, a) in (0..nparams).zip(args) {
             // a number, a boolean or null is the common argument: no call into the importer
             let v = match a.scalar() {
                 Some(v) => v,
@@ -837,9 +942,12 @@ impl Vm {
         let window = window_of(&self.program);
         let slow = !self.deferred.is_empty() || self.trace.is_some() || window.is_none();
         // An error delivered by `resume` is raised at the call site.
-        if let Some(msg) = self.raise_on_run.take() {
-            if let Err(e) = self.unwind(msg) {
-                return self.fail(e);
+        // (tested first: `take` would store `None` back on every run)
+        if self.raise_on_run.is_some() {
+            if let Some(msg) = self.raise_on_run.take() {
+                if let Err(e) = self.unwind(msg) {
+                    return self.fail(e);
+                }
             }
         }
         let mut slice_left = slice;
@@ -961,6 +1069,38 @@ fn atom_table(
         atom_quota.push(spec.quota);
     }
     Ok((atom_cost, atom_quota))
+}
+
+/// Empties `v`, tested first: the clear of an empty vector of values that need dropping is
+/// skipped (the common case at the end of a small run).
+#[inline(always)]
+fn clear_vec<T>(v: &mut Vec<T>) {
+    if !v.is_empty() {
+        v.clear();
+    }
+}
+
+/// Sets `o` to `None`, tested first: the drop of an empty option is skipped.
+#[inline(always)]
+fn clear_option<T>(o: &mut Option<T>) {
+    if o.is_some() {
+        *o = None;
+    }
+}
+
+/// [`atom_table`] for a program that calls atoms; `None` (no lookups, nothing allocated) for
+/// one that calls none.
+#[allow(clippy::type_complexity)]
+#[inline]
+fn atoms_of(
+    program: &VerifiedProgram,
+    opts: &VmOptions,
+) -> Result<Option<(Vec<u64>, Vec<Option<u32>>)>, RunError> {
+    if program.atoms.is_empty() {
+        Ok(None)
+    } else {
+        atom_table(program, opts).map(Some)
+    }
 }
 
 /// Refuses a value nested deeper than [`MAX_BOUNDARY_DEPTH`] at the boundary.
