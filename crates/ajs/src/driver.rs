@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use ajs_bytecode::VerifiedProgram;
 use ajs_io::{admit, encode_body, FetchRequest, HttpClient, HttpError, HttpRequest, DEPTH_HEADER};
 use ajs_vm::{
-    ErrorKind, HostArg, HostCall, JsValue, RunError, SpareVm, Step, Vm, VmOptions,
+    ErrorKind, HostArg, HostCall, JsValue, LogLine, RunError, SpareVm, Step, Vm, VmOptions,
     MAX_BOUNDARY_DEPTH,
 };
 
@@ -236,11 +236,8 @@ pub(crate) fn recycle(vm: Box<Vm>) {
 /// (Inlined: the outcome is then built straight from the run's last step, not moved through
 /// a `Result` and a call's arguments.)
 #[inline(always)]
-fn finish_done(mut vm: Box<Vm>, v: JsValue) -> Outcome {
-    // what the outcome needs from the VM, read before it is released
-    let fuel_used = vm.fuel_used();
-    let log = vm.take_log();
-    recycle(vm);
+fn finish_done(vm: Box<Vm>, v: JsValue) -> Outcome {
+    let (fuel_used, log) = hand_back(vm);
     Outcome {
         result: v,
         fuel_used,
@@ -249,15 +246,22 @@ fn finish_done(mut vm: Box<Vm>, v: JsValue) -> Outcome {
     }
 }
 
-/// The outcome of a run that failed with `e`; its VM goes back to the thread's spare.
-fn finish_failed(mut vm: Box<Vm>, mut e: RunError) -> Outcome {
-    // what the outcome needs from the VM, read before it is released
+/// What an outcome needs from a finished run's VM (its fuel used and its log), read before the
+/// VM goes back to the thread's spare.
+#[inline(always)]
+fn hand_back(mut vm: Box<Vm>) -> (f64, Vec<LogLine>) {
     let fuel_used = vm.fuel_used();
+    let log = vm.take_log();
+    recycle(vm);
+    (fuel_used, log)
+}
+
+/// The outcome of a run that failed with `e`; its VM goes back to the thread's spare.
+fn finish_failed(vm: Box<Vm>, mut e: RunError) -> Outcome {
     if e.pos.is_none() {
         e.pos = vm.position();
     }
-    let log = vm.take_log();
-    recycle(vm);
+    let (fuel_used, log) = hand_back(vm);
     let mut o = Outcome::failed(e.message, e.kind, e.pos, fuel_used);
     o.log = log;
     o

@@ -404,8 +404,9 @@ impl Heap {
             marks,
             free,
             live,
-            limit: ceiling,
-            next_gc,
+            // (with the ceiling: `set_limit`, below)
+            limit: _,
+            next_gc: _,
             collections,
         } = self;
         // (the cells need dropping: their clear tested first, a no-op when they are empty)
@@ -415,13 +416,12 @@ impl Heap {
         marks.clear();
         free.clear();
         *live = 0;
-        *ceiling = limit;
-        *next_gc = FIRST_GC.min(limit);
         *collections = 0;
+        self.set_limit(limit);
     }
 
-    /// Sets the ceiling of a heap [`Heap::reset`] left empty: it is then as [`Heap::new`]`(limit)`
-    /// builds it.
+    /// Sets the ceiling of an empty heap (and when its first collection runs): it is then as
+    /// [`Heap::new`]`(limit)` builds it.
     #[inline]
     pub(crate) fn set_limit(&mut self, limit: usize) {
         self.limit = limit;
