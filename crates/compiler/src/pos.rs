@@ -501,7 +501,59 @@ pub(crate) const BRACKET_UNITS: usize = 3;
 /// expression it starts a regex, after a contextual word it may do either, after any other word
 /// it divides. (A word with escapes or non-ASCII letters may hide a keyword or a space: the
 /// caller treats it as contextual.)
+#[inline(always)]
 fn classify(w: &[u8]) -> (bool, Prev) {
+    // (most words are no keyword: their first byte and length say so)
+    let lens = w.first().map_or(0, |&c| KEYWORD_LENS[c as usize]);
+    if w.len() >= 16 || lens & (1 << w.len()) == 0 {
+        return (false, Prev::Value);
+    }
+    classify_keyword(w)
+}
+
+/// The words [`classify_keyword`] knows.
+const KEYWORDS: [&[u8]; 24] = [
+    b"case",
+    b"delete",
+    b"do",
+    b"else",
+    b"in",
+    b"instanceof",
+    b"new",
+    b"return",
+    b"throw",
+    b"typeof",
+    b"void",
+    b"extends",
+    b"yield",
+    b"await",
+    b"of",
+    b"async",
+    b"if",
+    b"while",
+    b"for",
+    b"with",
+    b"let",
+    b"static",
+    b"get",
+    b"set",
+];
+
+/// Per first byte, the lengths (as bits) of the [`KEYWORDS`] that start with it.
+static KEYWORD_LENS: [u16; 256] = {
+    let mut t = [0u16; 256];
+    let mut k = 0;
+    while k < KEYWORDS.len() {
+        let w = KEYWORDS[k];
+        t[w[0] as usize] |= 1 << w.len();
+        k += 1;
+    }
+    t
+};
+
+/// [`classify`] of any word.
+#[inline(never)]
+fn classify_keyword(w: &[u8]) -> (bool, Prev) {
     match w {
         b"case" | b"delete" | b"do" | b"else" | b"in" | b"instanceof" | b"new" | b"return"
         | b"throw" | b"typeof" | b"void" | b"extends" => (true, Prev::Expr),
@@ -743,6 +795,15 @@ fn bound(src: &str, mut nest: Option<&mut Nest>) -> Result<usize, Fail> {
         }
     }
     while i < b.len() {
+        // the common tokens, while the nesting scan is exactly here in code
+        if let Some(ns) = nest.as_deref_mut() {
+            if ns.i == i && !ns.in_text {
+                i = fast(b, i, &mut f, &mut prev, ns)?;
+                if i >= b.len() {
+                    break;
+                }
+            }
+        }
         let c = b[i];
         let p = i;
         if matches!(c, b' ' | b'\t' | b'\n' | b'\r') {
@@ -984,6 +1045,220 @@ fn bound(src: &str, mut nest: Option<&mut Nest>) -> Result<usize, Fail> {
     Ok(f.peak())
 }
 
+/// Byte classes of [`fast`]: [`F_SLOW`] for a byte whose token it leaves to [`bound`]'s general
+/// step.
+const F_SLOW: u8 = 0;
+const F_SPACE: u8 = 1;
+/// An ASCII letter, `_` or `$`.
+const F_WORD: u8 = 2;
+const F_DIGIT: u8 = 3;
+const F_OPEN: u8 = 4;
+const F_CLOSE: u8 = 5;
+/// An operator character ([`is_operator`]).
+const F_OP: u8 = 6;
+const F_QUOTE: u8 = 7;
+const F_DOT: u8 = 8;
+/// `,` and `;`.
+const F_SEP: u8 = 9;
+const F_SLASH: u8 = 10;
+
+static FAST_CLASS: [u8; 256] = {
+    let mut t = [F_SLOW; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = match b {
+            b' ' | b'\t' | b'\n' | b'\r' => F_SPACE,
+            b'a'..=b'z' | b'A'..=b'Z' | b'_' | b'$' => F_WORD,
+            b'0'..=b'9' => F_DIGIT,
+            b'(' | b'[' | b'{' => F_OPEN,
+            b')' | b']' | b'}' => F_CLOSE,
+            b'=' | b'!' | b'<' | b'>' | b'+' | b'-' | b'*' | b'%' | b'&' | b'|' | b'^' | b'~'
+            | b'?' | b':' => F_OP,
+            b'\'' | b'"' => F_QUOTE,
+            b'.' => F_DOT,
+            b',' | b';' => F_SEP,
+            b'/' => F_SLASH,
+            _ => F_SLOW,
+        };
+        c += 1;
+    }
+    t
+};
+
+/// The bytes that end [`fast`]'s reading of a string: its quotes, a `\` and line terminators.
+static STRING_STOP: [bool; 256] = {
+    let mut t = [false; 256];
+    t[b'\'' as usize] = true;
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t[b'\n' as usize] = true;
+    t[b'\r' as usize] = true;
+    t
+};
+
+/// [`bound`]'s steps over the common tokens from `i`, where the nesting scan `ns` is too (in
+/// code, not template text): white space, plain words, numbers, brackets outside templates,
+/// operators, strings without escapes, `.`, `,`, `;` and a dividing `/`. Each has the effect the
+/// general step gives it (on the bound and on the nesting scan, which stays exactly here);
+/// returns the index of the first token left to the general step (or the end).
+fn fast(
+    b: &[u8],
+    mut i: usize,
+    f: &mut Frames,
+    prev: &mut Prev,
+    ns: &mut Nest,
+) -> Result<usize, Fail> {
+    let max = ns.max;
+    let mut run = ns.run;
+    let mut depth = ns.depth;
+    let mut pv = *prev;
+    let r = 'scan: {
+        while let Some(&c) = b.get(i) {
+            match FAST_CLASS[c as usize] {
+                F_SPACE => {
+                    i += 1;
+                    while b.get(i).is_some_and(|&c| FAST_CLASS[c as usize] == F_SPACE) {
+                        i += 1;
+                    }
+                }
+                F_WORD => {
+                    let (j, plain) = word_end(b, i + 1);
+                    pv = if plain {
+                        let (nesting, next) = classify(&b[i..j]);
+                        if nesting {
+                            f.unit(1);
+                        }
+                        next
+                    } else {
+                        Prev::Unknown
+                    };
+                    run = 0;
+                    // (a space after a word is common: it needs no dispatch of its own)
+                    i = j + usize::from(b.get(j) == Some(&b' '));
+                }
+                F_OPEN => {
+                    f.open(false);
+                    pv = Prev::Expr;
+                    depth += 1;
+                    if depth > max {
+                        break 'scan Nest::too_deep(i);
+                    }
+                    run = 0;
+                    i += 1;
+                }
+                F_CLOSE => {
+                    // (template frames are the general step's)
+                    if !ns.templates.is_empty() || f.open.last().is_some_and(|o| o.1) {
+                        break 'scan Ok(());
+                    }
+                    depth = depth.saturating_sub(1);
+                    run = 0;
+                    pv = if c == b']' {
+                        Prev::Value
+                    } else {
+                        Prev::Unknown
+                    };
+                    f.close();
+                    i += 1 + usize::from(b.get(i + 1) == Some(&b' '));
+                }
+                F_OP => {
+                    let next = b.get(i + 1).copied();
+                    if (c == b'+' || c == b'-') && next == Some(c) {
+                        if c == b'-' && b.get(i + 2) == Some(&b'>') {
+                            break 'scan Ok(());
+                        }
+                        // `++` and `--`: two operator characters of the nesting scan's
+                        f.unit(2);
+                        pv = Prev::Unknown;
+                        run += 2;
+                        if run > max * 4 {
+                            break 'scan Nest::too_deep(i + usize::from(run - 1 <= max * 4));
+                        }
+                        i += 2;
+                    } else {
+                        if c == b'<' && next == Some(b'!') {
+                            break 'scan Ok(());
+                        }
+                        f.unit(1);
+                        pv = Prev::Expr;
+                        if NEST_CLASS[c as usize] == N_OP {
+                            run += 1;
+                            if run > max * 4 {
+                                break 'scan Nest::too_deep(i);
+                            }
+                        } else {
+                            run = 0;
+                        }
+                        i += 1 + usize::from(next == Some(b' '));
+                    }
+                }
+                F_QUOTE => {
+                    // a string with no escape and no line terminator
+                    let mut j = i + 1;
+                    while b.get(j).is_some_and(|&q| !STRING_STOP[q as usize]) {
+                        j += 1;
+                    }
+                    if b.get(j) != Some(&c) {
+                        break 'scan Ok(());
+                    }
+                    pv = Prev::Value;
+                    run = 0;
+                    i = j + 1;
+                }
+                F_DIGIT => {
+                    i += 1;
+                    while b
+                        .get(i)
+                        .is_some_and(|&d| d.is_ascii_alphanumeric() || matches!(d, b'.' | b'_'))
+                    {
+                        i += 1;
+                    }
+                    pv = Prev::Value;
+                    run = 0;
+                }
+                F_DOT => {
+                    if b.get(i + 1).is_some_and(u8::is_ascii_digit) {
+                        i = word_end(b, i + 1).0;
+                        pv = Prev::Value;
+                    } else {
+                        if b[i..].starts_with(b"...") {
+                            f.unit(1);
+                            i += 3;
+                        } else {
+                            i += 1;
+                        }
+                        pv = Prev::Expr;
+                    }
+                    run = 0;
+                }
+                F_SEP => {
+                    pv = Prev::Expr;
+                    run = 0;
+                    i += 1 + usize::from(b.get(i + 1) == Some(&b' '));
+                }
+                F_SLASH => {
+                    if pv != Prev::Value || matches!(b.get(i + 1), Some(b'/' | b'*')) {
+                        break 'scan Ok(());
+                    }
+                    // a division
+                    f.unit(1);
+                    pv = Prev::Expr;
+                    run = 0;
+                    i += 1;
+                }
+                _ => break 'scan Ok(()),
+            }
+        }
+        Ok(())
+    };
+    ns.i = i;
+    ns.run = run;
+    ns.depth = depth;
+    *prev = pv;
+    r.map(|()| i)
+}
+
 /// The bound when the rest of the source from `i` cannot be lexed with confidence.
 fn poisoned(f: &mut Frames, b: &[u8], i: usize) -> usize {
     f.uncertain(b, i, false);
@@ -1192,6 +1467,103 @@ mod tests {
             }
             same(&"!".repeat(k * 4), 256);
             same(&"- ".repeat(k * 4), 256);
+        }
+    }
+
+    #[test]
+    fn the_keyword_filter_keeps_every_keyword() {
+        let same = |w: &[u8]| assert!(classify(w) == classify_keyword(w), "{w:?}");
+        for w in KEYWORDS {
+            assert!(classify(w) != (false, Prev::Value), "{w:?}");
+            // every word one letter off, shorter or longer
+            for k in 0..w.len() {
+                for c in (b'a'..=b'z').chain(*b"A_$0") {
+                    let mut v = w.to_vec();
+                    v[k] = c;
+                    same(&v);
+                    v.insert(k, c);
+                    same(&v);
+                }
+                same(&w[..k]);
+                same(&[&w[k..], &w[..k]].concat());
+            }
+        }
+        let letters: Vec<u8> = (b'a'..=b'z').chain(*b"_$A").collect();
+        for &a in &letters {
+            same(&[a]);
+            for &b in &letters {
+                same(&[a, b]);
+                for &c in &letters {
+                    same(&[a, b, c]);
+                }
+            }
+        }
+        same(b"");
+        same(&[b'r'; 40]);
+    }
+
+    #[test]
+    fn the_fast_path_agrees_on_what_it_leaves_to_the_general_step() {
+        let same = |s: &str, max: usize| {
+            let merged = prescan(s, max).map_err(|f| (f.offset, f.message));
+            let want = check_nesting_reference(s, max)
+                .map(|()| recursion_bound(s))
+                .map_err(|f| (f.offset, f.message));
+            assert_eq!(merged, want, "{s:?} max {max}");
+        };
+        let pieces = [
+            "f((a), [b], {c: 1})",
+            "'(('",
+            "'a\\'(('",
+            "\"[[\" + x",
+            "'a\\\n(('",
+            "// ((((\n",
+            "/* {{{{ */",
+            "/((/.test(x)",
+            "x / (y) / z",
+            "(a) /)/",
+            "`((${a + `[[${ (b) }`}((`",
+            "a++ + ++b - --c",
+            "x --> y",
+            "a <!-- b",
+            "... rest",
+            ".5 + 1.5e+3",
+            "typeof typeof !!x",
+            "if (a) b; else if (c) d",
+            "return /a/",
+            "x = y = z",
+            "a ? b : c ? d : e",
+            "\\u0061bc",
+            "é(",
+            "#x",
+            "@y",
+            "\u{b}",
+            "\n\r\t ",
+        ];
+        let mut seed = 0x51_7cc1_b727_220a_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed as usize
+        };
+        for _ in 0..20_000 {
+            let s: String = (0..next() % 12)
+                .map(|_| pieces[next() % pieces.len()])
+                .collect::<Vec<_>>()
+                .join(if next() % 2 == 0 { " " } else { "" });
+            for max in [1, 2, 3, 6, 256] {
+                same(&s, max);
+            }
+        }
+        // runs of `++` and `--` at the operator limit, ending on either character of a pair
+        for k in 0..24 {
+            for op in ["+", "-", "++", "--", "+ +", "!", "a++", "-- "] {
+                for max in [1, 2, 3] {
+                    same(&op.repeat(k), max);
+                    same(&format!("x{}", op.repeat(k)), max);
+                }
+            }
         }
     }
 
