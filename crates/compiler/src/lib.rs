@@ -122,16 +122,19 @@ pub fn compile(source: &str, opts: &CompileOptions) -> Result<Program, CompileEr
     // One pass over the source: how deeply the parser could recurse on it, or why its nesting is
     // refused before parsing.
     // (a short source needs no scan: see `SHORT_SOURCE`)
+    // (with the top-level brackets it read, for the parameter rewrite)
     let scan = if source.len() <= SHORT_SOURCE {
-        Ok(source.len() * pos::BRACKET_UNITS)
+        Ok((source.len() * pos::BRACKET_UNITS, Vec::new()))
     } else {
-        std::panic::catch_unwind(|| pos::prescan(source, MAX_BRACKET_DEPTH))
+        std::panic::catch_unwind(|| pos::prescan_bodies(source, MAX_BRACKET_DEPTH))
             .unwrap_or_else(|_| Err(Fail::new(0, "internal compiler error")))
     };
-    let inline = scan.as_ref().map_or(true, |&units| units <= INLINE_UNITS);
+    let inline = scan
+        .as_ref()
+        .map_or(true, |&(units, _)| units <= INLINE_UNITS);
     let run = || {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            compile_inner(source, opts, scan.clone())
+            compile_inner(source, opts, &scan)
         }))
         .unwrap_or_else(|_| Err(Fail::new(0, "internal compiler error")))
     };
@@ -182,16 +185,20 @@ fn to_error(source: &str, name: &str, f: Fail) -> CompileError {
     }
 }
 
-/// Compiles `source`; `nesting` is [`pos::prescan`]'s verdict on it.
+/// Compiles `source`; `nesting` is [`pos::prescan_bodies`]'s verdict on it (its top-level
+/// brackets when it passes).
 fn compile_inner(
     source: &str,
     opts: &CompileOptions,
-    nesting: Result<usize, Fail>,
+    nesting: &Result<(usize, Vec<(u32, u32)>), Fail>,
 ) -> Result<Program, Fail> {
     if source.len() > u32::MAX as usize / 2 {
         return Err(Fail::new(0, "source is too large"));
     }
-    nesting?;
+    let bodies = match nesting {
+        Ok((_, bodies)) => bodies.as_slice(),
+        Err(f) => return Err(f.clone()),
+    };
     // (identifier hashes are for maps keyed by oxc's `Ident`: neither the parser nor the
     // lowering keys any map by one, names are compared as strings)
     let plain_opts = ParseOptions {
@@ -204,7 +211,7 @@ fn compile_inner(
     };
     match opts.mode {
         Mode::Agent => {
-            let (rewritten, raw) = params::rewrite(source);
+            let (rewritten, raw) = params::rewrite_with(source, bodies);
             with_arena(|alloc| {
                 let ret = Parser::new(alloc, &rewritten, SourceType::script())
                     .with_options(plain_opts)

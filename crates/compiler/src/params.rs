@@ -227,15 +227,26 @@ impl<'a> Scanner<'a> {
     }
 }
 
-/// The bytes that matter inside a function body: quotes, `/` and brackets.
-static BODY_BYTES: [bool; 256] = {
-    let mut t = [false; 256];
-    let bytes = *b"'\"`/([{)]}";
-    let mut k = 0;
-    while k < bytes.len() {
-        t[bytes[k] as usize] = true;
-        k += 1;
-    }
+/// Classes of the bytes that matter inside a function body ([`Scanner::body`]): brackets,
+/// quotes, the backtick and `/`; 0 for any other byte.
+const B_OPEN: u8 = 1;
+const B_CLOSE: u8 = 2;
+const B_QUOTE: u8 = 3;
+const B_TICK: u8 = 4;
+const B_SLASH: u8 = 5;
+
+static BODY_BYTES: [u8; 256] = {
+    let mut t = [0u8; 256];
+    t[b'(' as usize] = B_OPEN;
+    t[b'[' as usize] = B_OPEN;
+    t[b'{' as usize] = B_OPEN;
+    t[b')' as usize] = B_CLOSE;
+    t[b']' as usize] = B_CLOSE;
+    t[b'}' as usize] = B_CLOSE;
+    t[b'\'' as usize] = B_QUOTE;
+    t[b'"' as usize] = B_QUOTE;
+    t[b'`' as usize] = B_TICK;
+    t[b'/' as usize] = B_SLASH;
     t
 };
 
@@ -244,12 +255,12 @@ static BODY_BYTES: [bool; 256] = {
 #[inline]
 fn skip_plain(b: &[u8], mut i: usize) -> usize {
     while let Some(chunk) = b.get(i..).and_then(|r| r.first_chunk::<16>()) {
-        if let Some(k) = chunk.iter().position(|&c| BODY_BYTES[c as usize]) {
+        if let Some(k) = chunk.iter().position(|&c| BODY_BYTES[c as usize] != 0) {
             return i + k;
         }
         i += 16;
     }
-    while b.get(i).is_some_and(|&c| !BODY_BYTES[c as usize]) {
+    while b.get(i).is_some_and(|&c| BODY_BYTES[c as usize] == 0) {
         i += 1;
     }
     i
@@ -261,35 +272,71 @@ impl Scanner<'_> {
     /// brackets only strings, comments and brackets matter.
     fn body(&self, mut i: usize, depth: &mut usize) -> usize {
         let b = self.b;
-        loop {
+        let mut d = *depth;
+        let end = loop {
             i = skip_plain(b, i);
             let Some(&c) = b.get(i) else {
-                return i;
+                break i;
             };
-            match c {
-                b'\'' | b'"' | b'`' => i = self.string(i),
-                b'/' if matches!(b.get(i + 1), Some(b'/') | Some(b'*')) => i = self.ws(i),
-                b'(' | b'[' | b'{' => {
-                    *depth += 1;
+            match BODY_BYTES[c as usize] {
+                B_OPEN => {
+                    d += 1;
                     i += 1;
                 }
-                b')' | b']' | b'}' => {
-                    *depth -= 1;
+                B_CLOSE => {
+                    d -= 1;
                     i += 1;
-                    if *depth == 0 {
-                        return i;
+                    if d == 0 {
+                        break i;
                     }
                 }
-                _ => i += 1,
+                B_QUOTE => {
+                    // [`Self::string`] of a quoted string, inline: up to the closing quote or
+                    // the end of the line
+                    i += 1;
+                    loop {
+                        match b.get(i) {
+                            None => break,
+                            Some(&q) if q == c || q == b'\n' => {
+                                i += 1;
+                                break;
+                            }
+                            Some(b'\\') => i += 2,
+                            Some(_) => i += 1,
+                        }
+                    }
+                    i = i.min(b.len());
+                }
+                B_TICK => i = self.string(i),
+                _ => {
+                    if matches!(b.get(i + 1), Some(b'/') | Some(b'*')) {
+                        i = self.ws(i);
+                    } else {
+                        i += 1;
+                    }
+                }
             }
-        }
+        };
+        *depth = d;
+        end
     }
 }
 
 /// Rewrites the parameter lists of top-level `function` declarations; returns the rewritten
 /// source (same length, same positions; borrowed when nothing is rewritten) and each function's
 /// parameters in source order.
+#[cfg(test)]
 pub(crate) fn rewrite(source: &str) -> (Cow<'_, str>, Vec<RawFunction<'_>>) {
+    rewrite_with(source, &[])
+}
+
+/// [`rewrite`]: `bodies` are the top-level brackets of [`crate::pos::prescan_bodies`] (in source order; none
+/// is fine): a body whose opening bracket is one of them and that holds no backtick ends where
+/// that scan says, found without reading it.
+pub(crate) fn rewrite_with<'s>(
+    source: &'s str,
+    bodies: &[(u32, u32)],
+) -> (Cow<'s, str>, Vec<RawFunction<'s>>) {
     let mut s = Scanner {
         src: source,
         b: source.as_bytes(),
@@ -299,6 +346,8 @@ pub(crate) fn rewrite(source: &str) -> (Cow<'_, str>, Vec<RawFunction<'_>>) {
     let b = s.b;
     let mut depth = 0usize;
     let mut i = 0;
+    // the next of `bodies` that may open at or after `i`
+    let mut next_body = 0;
     while i < b.len() {
         if depth > 0 {
             i = s.body(i, &mut depth);
@@ -314,7 +363,26 @@ pub(crate) fn rewrite(source: &str) -> (Cow<'_, str>, Vec<RawFunction<'_>>) {
                 i = s.ws(i);
                 continue;
             }
-            b'(' | b'[' | b'{' => depth += 1,
+            b'(' | b'[' | b'{' => {
+                while bodies
+                    .get(next_body)
+                    .is_some_and(|&(o, _)| (o as usize) < i)
+                {
+                    next_body += 1;
+                }
+                if let Some(&(o, end)) = bodies.get(next_body) {
+                    let end = end as usize;
+                    if o as usize == i
+                        && end > i
+                        && b.get(i + 1..end)
+                            .is_some_and(|r| memchr::memchr(b'`', r).is_none())
+                    {
+                        i = end;
+                        continue;
+                    }
+                }
+                depth += 1;
+            }
             b')' | b']' | b'}' => depth = depth.saturating_sub(1),
             _ if depth == 0 && is_ident_start(c) && (i == 0 || !is_ident(b[i - 1])) => {
                 let Some((word, j)) = s.ident(i) else {
@@ -354,6 +422,159 @@ pub(crate) fn rewrite(source: &str) -> (Cow<'_, str>, Vec<RawFunction<'_>>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The first version of [`Scanner::body`], kept to check the fast one against.
+    fn body_reference(s: &Scanner, mut i: usize, depth: &mut usize) -> usize {
+        let b = s.b;
+        loop {
+            while b.get(i).is_some_and(|&c| BODY_BYTES[c as usize] == 0) {
+                i += 1;
+            }
+            let Some(&c) = b.get(i) else {
+                return i;
+            };
+            match c {
+                b'\'' | b'"' | b'`' => i = s.string(i),
+                b'/' if matches!(b.get(i + 1), Some(b'/') | Some(b'*')) => i = s.ws(i),
+                b'(' | b'[' | b'{' => {
+                    *depth += 1;
+                    i += 1;
+                }
+                b')' | b']' | b'}' => {
+                    *depth -= 1;
+                    i += 1;
+                    if *depth == 0 {
+                        return i;
+                    }
+                }
+                _ => i += 1,
+            }
+        }
+    }
+
+    #[test]
+    fn skipping_the_prescans_bodies_changes_nothing() {
+        let same = |src: &str| {
+            let Ok((_, bodies)) = crate::pos::prescan_bodies(src, 256) else {
+                return;
+            };
+            assert_eq!(rewrite_with(src, &bodies), rewrite(src), "{src:?}");
+        };
+        let pieces = [
+            "function f(",
+            "function (",
+            "function* g(",
+            "a: 1",
+            "b = 2",
+            ", ",
+            ")",
+            "(",
+            " {",
+            "{",
+            "}",
+            "[",
+            "]",
+            "`",
+            "${",
+            "'",
+            "\"",
+            "\\",
+            "\n",
+            "//",
+            "/*",
+            "*/",
+            "/",
+            "x",
+            " return { y: 1 } ",
+            ":",
+            "é",
+            "\r",
+            "`${ /* } */ }`",
+            "`a${ '}' }b`",
+            "`${ { } }`",
+            "`${ ( }`",
+            "// `\n",
+            "'`'",
+            "function h(a: `x`) { ",
+            "function k(s = '}') {",
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed as usize
+        };
+        for _ in 0..100_000 {
+            let src: String = (0..next() % 30)
+                .map(|_| pieces[next() % pieces.len()])
+                .collect();
+            same(&src);
+        }
+        // the agent, and the agent with a piece put in, in many places
+        let agent = include_str!("../../../benches/programs/agent_8k.js");
+        same(agent);
+        for _ in 0..1_000 {
+            let mut at = next() % agent.len();
+            while !agent.is_char_boundary(at) {
+                at -= 1;
+            }
+            let piece = pieces[next() % pieces.len()];
+            same(&format!("{}{piece}{}", &agent[..at], &agent[at..]));
+        }
+    }
+
+    #[test]
+    fn a_body_ends_where_its_reference_says() {
+        let pieces = [
+            "(",
+            ")",
+            "[",
+            "]",
+            "{",
+            "}",
+            "'",
+            "\"",
+            "`",
+            "${",
+            "/",
+            "//",
+            "/*",
+            "*/",
+            "\\",
+            "\n",
+            "a",
+            "bcdefghijklmnopqrstu",
+            " ",
+            "x = 'a(b' + \"c]\"",
+            "é",
+        ];
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed as usize
+        };
+        for _ in 0..20_000 {
+            let src: String = (0..next() % 40)
+                .map(|_| pieces[next() % pieces.len()])
+                .collect();
+            let s = Scanner {
+                src: &src,
+                b: src.as_bytes(),
+                out: None,
+            };
+            for start in 0..=src.len() {
+                for depth in [1, 2, 3] {
+                    let (mut d0, mut d1) = (depth, depth);
+                    let got = s.body(start, &mut d0);
+                    let want = body_reference(&s, start, &mut d1);
+                    assert_eq!((got, d0), (want, d1), "{src:?} from {start}, depth {depth}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn rewrites_examples_keeping_positions() {

@@ -329,6 +329,11 @@ pub(crate) struct Nest<'b> {
     run: usize,
     /// Inside the text of the innermost template.
     in_text: bool,
+    /// The top-level bracket open, when it opened in code with no template open.
+    open_at: Option<usize>,
+    /// Each such bracket that closed: its index and the index after its closing bracket (see
+    /// [`prescan_bodies`]).
+    bodies: Vec<(u32, u32)>,
 }
 
 impl<'b> Nest<'b> {
@@ -341,6 +346,26 @@ impl<'b> Nest<'b> {
             templates: Vec::new(),
             run: 0,
             in_text: false,
+            open_at: None,
+            bodies: Vec::new(),
+        }
+    }
+
+    /// An opening bracket at `i` in code, at depth `depth` (before it).
+    #[inline(always)]
+    fn opening(&mut self, i: usize, depth: usize) {
+        if depth == 0 && self.templates.is_empty() {
+            self.open_at = Some(i);
+        }
+    }
+
+    /// A closing bracket at `i` in code, at depth `depth` (before it).
+    #[inline(always)]
+    fn closing(&mut self, i: usize, depth: usize) {
+        if depth == 1 {
+            if let Some(o) = self.open_at.take() {
+                self.bodies.push((o as u32, i as u32 + 1));
+            }
         }
     }
 
@@ -433,6 +458,7 @@ impl<'b> Nest<'b> {
                         run = 0;
                     }
                     N_OPEN => {
+                        self.opening(i, depth);
                         depth += 1;
                         if depth > max {
                             break 'scan Self::too_deep(i);
@@ -441,6 +467,7 @@ impl<'b> Nest<'b> {
                         i += 1;
                     }
                     N_CLOSE => {
+                        self.closing(i, depth);
                         depth = depth.saturating_sub(1);
                         run = 0;
                         i += 1;
@@ -502,6 +529,7 @@ impl<'b> Nest<'b> {
     /// An opening bracket at `p`.
     #[inline]
     fn open(&mut self, p: usize) -> Result<(), Fail> {
+        self.opening(p, self.depth);
         self.depth += 1;
         if self.depth > self.max {
             return Self::too_deep(p);
@@ -517,6 +545,7 @@ impl<'b> Nest<'b> {
         if !self.templates.is_empty() {
             return false;
         }
+        self.closing(p, self.depth);
         self.depth = self.depth.saturating_sub(1);
         self.run = 0;
         self.i = p + 1;
@@ -528,11 +557,21 @@ impl<'b> Nest<'b> {
 /// `max` when it refuses the source, in one pass over the bytes (the nesting scan is run by
 /// itself only over the parts the bound's lexer may read differently: regex literals, lines
 /// of uncertain tokens, template literals, odd strings and comments).
+#[cfg(test)]
 pub(crate) fn prescan(src: &str, max: usize) -> Result<usize, Fail> {
+    prescan_bodies(src, max).map(|(bound, _)| bound)
+}
+
+/// [`prescan`], with the brackets the nesting scan read at the top level: for each bracket it
+/// read in code at depth 0 with no template open, and that closed, its index and the index after
+/// the bracket that closed it. Between the two, a stretch with no backtick is lexed by the
+/// nesting scan exactly as [`crate::params`] lexes a function body (strings that end at a line
+/// end, comments, brackets), so the parameter rewrite can skip such a body.
+pub(crate) fn prescan_bodies(src: &str, max: usize) -> Result<(usize, Vec<(u32, u32)>), Fail> {
     let mut nest = Nest::new(src.as_bytes(), max);
     let bound = bound(src, Some(&mut nest))?;
     nest.scan(src.len())?;
-    Ok(bound)
+    Ok((bound, nest.bodies))
 }
 
 /// Stack units a bracket level counts for in [`recursion_bound`]: the parser spends about three
@@ -1184,6 +1223,7 @@ fn fast(
                 F_OPEN => {
                     f.open(false);
                     pv = Prev::Expr;
+                    ns.opening(i, depth);
                     depth += 1;
                     if depth > max {
                         break 'scan Nest::too_deep(i);
@@ -1196,6 +1236,7 @@ fn fast(
                     if !ns.templates.is_empty() || f.open.last().is_some_and(|o| o.1) {
                         break 'scan Ok(());
                     }
+                    ns.closing(i, depth);
                     depth = depth.saturating_sub(1);
                     run = 0;
                     pv = if c == b']' {
