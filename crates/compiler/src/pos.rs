@@ -199,6 +199,9 @@ fn lf_lines(b: &[u8], mut line: impl FnMut(usize)) {
     }
 }
 
+/// Lines a [`Cursor`] walks over, either way, before it searches.
+const WALK_LINES: usize = 8;
+
 /// See [`LineIndex::cursor`].
 pub(crate) struct Cursor<'i, 's> {
     idx: &'i LineIndex<'s>,
@@ -245,7 +248,7 @@ impl Cursor<'_, '_> {
         // one of the next few lines (the usual move: on to the next one)
         if off >= self.end {
             let (mut line, mut end) = (self.line, self.end);
-            for _ in 0..3 {
+            for _ in 0..WALK_LINES {
                 if line + 1 >= starts.len() {
                     break;
                 }
@@ -253,6 +256,26 @@ impl Cursor<'_, '_> {
                 let start = end;
                 end = starts.get(line + 1).copied().unwrap_or(len);
                 if off < end {
+                    self.line = line;
+                    self.start = start;
+                    self.end = end;
+                    return SourcePos {
+                        line: line as u32 + 1,
+                        col: (off - start) as u32,
+                    };
+                }
+            }
+        } else if off < self.start {
+            // or of the last few (a loop's test after its body, a prologue's constants)
+            let (mut line, mut start) = (self.line, self.start);
+            for _ in 0..WALK_LINES {
+                if line == 0 {
+                    break;
+                }
+                line -= 1;
+                let end = start;
+                start = starts.get(line).copied().unwrap_or(0);
+                if off >= start {
                     self.line = line;
                     self.start = start;
                     self.end = end;
@@ -1729,6 +1752,21 @@ mod tests {
                     let p = idx.pos(off as u32);
                     assert_eq!((p.line, p.col), reference(&src, off), "{src:?} at {off}");
                 }
+            }
+            // a cursor's walks, forwards and backwards, short and long
+            let offsets: Vec<u32> = (0..300)
+                .map(|_| {
+                    let o = (next() % (src.len() + 3)) as u32;
+                    if next() % 3 == 0 {
+                        o
+                    } else {
+                        o / 4
+                    }
+                })
+                .collect();
+            let many = idx.positions(&offsets);
+            for (k, &off) in offsets.iter().enumerate() {
+                assert_eq!(many[k], idx.pos(off), "{src:?} at {off}");
             }
         }
     }
