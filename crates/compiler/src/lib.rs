@@ -190,7 +190,7 @@ fn to_error(source: &str, name: &str, f: Fail) -> CompileError {
 fn compile_inner(
     source: &str,
     opts: &CompileOptions,
-    nesting: &Result<(usize, Vec<(u32, u32)>), Fail>,
+    nesting: &Result<pos::Scan, Fail>,
 ) -> Result<Program, Fail> {
     if source.len() > u32::MAX as usize / 2 {
         return Err(Fail::new(0, "source is too large"));

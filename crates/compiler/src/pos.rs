@@ -585,12 +585,15 @@ pub(crate) fn prescan(src: &str, max: usize) -> Result<usize, Fail> {
     prescan_bodies(src, max).map(|(bound, _)| bound)
 }
 
+/// What [`prescan_bodies`] finds: the bound and the top-level brackets.
+pub(crate) type Scan = (usize, Vec<(u32, u32)>);
+
 /// [`prescan`], with the brackets the nesting scan read at the top level: for each bracket it
 /// read in code at depth 0 with no template open, and that closed, its index and the index after
 /// the bracket that closed it. Between the two, a stretch with no backtick is lexed by the
 /// nesting scan exactly as [`crate::params`] lexes a function body (strings that end at a line
 /// end, comments, brackets), so the parameter rewrite can skip such a body.
-pub(crate) fn prescan_bodies(src: &str, max: usize) -> Result<(usize, Vec<(u32, u32)>), Fail> {
+pub(crate) fn prescan_bodies(src: &str, max: usize) -> Result<Scan, Fail> {
     let mut nest = Nest::new(src.as_bytes(), max);
     let bound = bound(src, Some(&mut nest))?;
     nest.scan(src.len())?;
