@@ -5,6 +5,8 @@
 
 use std::borrow::Cow;
 
+use crate::pos::Body;
+
 /// One parameter as written.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct RawParam<'s> {
@@ -330,12 +332,13 @@ pub(crate) fn rewrite(source: &str) -> (Cow<'_, str>, Vec<RawFunction<'_>>) {
     rewrite_with(source, &[])
 }
 
-/// [`rewrite`]: `bodies` are the top-level brackets of [`crate::pos::prescan_bodies`] (in source order; none
-/// is fine): a body whose opening bracket is one of them and that holds no backtick ends where
-/// that scan says, found without reading it.
+/// [`rewrite`]: `bodies` are the top-level brackets of [`crate::pos::prescan_bodies`] (in
+/// source order; none is fine): a body whose opening bracket is one of them is read from its
+/// first template on, or not at all when it has none (that scan read the rest as this one
+/// would).
 pub(crate) fn rewrite_with<'s>(
     source: &'s str,
-    bodies: &[(u32, u32)],
+    bodies: &[Body],
 ) -> (Cow<'s, str>, Vec<RawFunction<'s>>) {
     let mut s = Scanner {
         src: source,
@@ -364,21 +367,23 @@ pub(crate) fn rewrite_with<'s>(
                 continue;
             }
             b'(' | b'[' | b'{' => {
-                while bodies
-                    .get(next_body)
-                    .is_some_and(|&(o, _)| (o as usize) < i)
-                {
+                while bodies.get(next_body).is_some_and(|o| (o.open as usize) < i) {
                     next_body += 1;
                 }
-                if let Some(&(o, end)) = bodies.get(next_body) {
-                    let end = end as usize;
-                    if o as usize == i
-                        && end > i
-                        && b.get(i + 1..end)
-                            .is_some_and(|r| memchr::memchr(b'`', r).is_none())
-                    {
-                        i = end;
-                        continue;
+                if let Some(body) = bodies.get(next_body).filter(|o| o.open as usize == i) {
+                    let end = body.end as usize;
+                    match body.tick {
+                        None if end > i && end <= b.len() => {
+                            i = end;
+                            continue;
+                        }
+                        Some((t, d)) if (t as usize) > i && (t as usize) < end && d >= 1 => {
+                            // on from the template, inside `d` brackets
+                            i = t as usize;
+                            depth = d as usize;
+                            continue;
+                        }
+                        _ => {}
                     }
                 }
                 depth += 1;

@@ -354,9 +354,22 @@ pub(crate) struct Nest<'b> {
     in_text: bool,
     /// The top-level bracket open, when it opened in code with no template open.
     open_at: Option<usize>,
-    /// Each such bracket that closed: its index and the index after its closing bracket (see
-    /// [`prescan_bodies`]).
-    bodies: Vec<(u32, u32)>,
+    /// The first template that started inside it (index of its backtick, depth there).
+    tick: Option<(usize, usize)>,
+    /// Each such bracket that closed (see [`prescan_bodies`]).
+    bodies: Vec<Body>,
+}
+
+/// A top-level bracket of [`prescan_bodies`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Body {
+    /// The index of the bracket.
+    pub open: u32,
+    /// The index after the bracket that closed it.
+    pub end: u32,
+    /// The index of the backtick of the first template read between them, and the depth there
+    /// (counting the bracket).
+    pub tick: Option<(u32, u32)>,
 }
 
 impl<'b> Nest<'b> {
@@ -370,6 +383,7 @@ impl<'b> Nest<'b> {
             run: 0,
             in_text: false,
             open_at: None,
+            tick: None,
             bodies: Vec::new(),
         }
     }
@@ -379,6 +393,7 @@ impl<'b> Nest<'b> {
     fn opening(&mut self, i: usize, depth: usize) {
         if depth == 0 && self.templates.is_empty() {
             self.open_at = Some(i);
+            self.tick = None;
         }
     }
 
@@ -387,7 +402,11 @@ impl<'b> Nest<'b> {
     fn closing(&mut self, i: usize, depth: usize) {
         if depth == 1 {
             if let Some(o) = self.open_at.take() {
-                self.bodies.push((o as u32, i as u32 + 1));
+                self.bodies.push(Body {
+                    open: o as u32,
+                    end: i as u32 + 1,
+                    tick: self.tick.map(|(t, d)| (t as u32, d as u32)),
+                });
             }
         }
     }
@@ -475,6 +494,10 @@ impl<'b> Nest<'b> {
                         i += 1;
                     }
                     N_TICK => {
+                        // (the only place a template starts)
+                        if self.open_at.is_some() && self.tick.is_none() {
+                            self.tick = Some((i, depth));
+                        }
                         self.templates.push(depth);
                         self.in_text = true;
                         i += 1;
@@ -586,13 +609,14 @@ pub(crate) fn prescan(src: &str, max: usize) -> Result<usize, Fail> {
 }
 
 /// What [`prescan_bodies`] finds: the bound and the top-level brackets.
-pub(crate) type Scan = (usize, Vec<(u32, u32)>);
+pub(crate) type Scan = (usize, Vec<Body>);
 
 /// [`prescan`], with the brackets the nesting scan read at the top level: for each bracket it
-/// read in code at depth 0 with no template open, and that closed, its index and the index after
-/// the bracket that closed it. Between the two, a stretch with no backtick is lexed by the
-/// nesting scan exactly as [`crate::params`] lexes a function body (strings that end at a line
-/// end, comments, brackets), so the parameter rewrite can skip such a body.
+/// read in code at depth 0 with no template open, and that closed, its index, the index after
+/// the bracket that closed it and where the first template between them starts. Up to that
+/// template (or the closing bracket), the nesting scan lexes the source exactly as
+/// [`crate::params`] lexes a function body (strings that end at a line end, comments,
+/// brackets), so the parameter rewrite can skip that far.
 pub(crate) fn prescan_bodies(src: &str, max: usize) -> Result<Scan, Fail> {
     let mut nest = Nest::new(src.as_bytes(), max);
     let bound = bound(src, Some(&mut nest))?;
