@@ -399,7 +399,9 @@ const KEEP_FUNCTIONS: usize = 64;
 thread_local! {
     /// A program this thread no longer needs, whose vectors and strings the thread's next
     /// compile reuses (see [`recycle`]).
-    static SPARE: std::cell::Cell<Option<Program>> = const { std::cell::Cell::new(None) };
+    /// (Boxed: looking for one when there is none, every compile, moves a pointer, not a
+    /// program.)
+    static SPARE: std::cell::Cell<Option<Box<Program>>> = const { std::cell::Cell::new(None) };
 }
 
 /// Hands a program that is no longer needed to this thread's next compile, which builds its own
@@ -417,13 +419,17 @@ pub fn recycle(program: Program) {
                 && d.spans.iter().all(|s| s.capacity() <= KEEP_BUFFER_LEN)
         });
     if small {
-        let _ = SPARE.try_with(|s| s.set(Some(program)));
+        let _ = SPARE.try_with(|s| s.set(Some(Box::new(program))));
     }
 }
 
-/// The recycled program of this thread, if there is one (see [`recycle`]).
+/// The recycled program of this thread, if there is one (see [`recycle`]), or else the program
+/// it released last (`VerifiedProgram::release`).
 pub(crate) fn take_spare() -> Option<Program> {
-    SPARE.try_with(std::cell::Cell::take).ok().flatten()
+    match SPARE.try_with(std::cell::Cell::take) {
+        Ok(Some(p)) => Some(*p),
+        _ => ajs_bytecode::take_released(),
+    }
 }
 
 /// What a function being finished may build in: a recycled function and its positions.
@@ -1159,10 +1165,15 @@ impl<'o> Lowerer<'o> {
         } = self;
         bufs.keep();
         // the outer vectors of the recycled program, if any (what is left in them is dropped)
-        let (mut functions, mut spans) = match spare {
-            Some(p) => (p.functions, p.debug.map(|d| d.spans).unwrap_or_default()),
+        // (taken by reference: the program is not moved out of its `Option` whole)
+        let (mut functions, mut spans) = match &mut spare {
+            Some(p) => (
+                std::mem::take(&mut p.functions),
+                p.debug.take().map(|d| d.spans).unwrap_or_default(),
+            ),
             None => (Vec::with_capacity(1), Vec::with_capacity(1)),
         };
+        drop(spare);
         functions.clear();
         functions.push(function);
         spans.clear();
