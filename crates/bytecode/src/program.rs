@@ -953,17 +953,22 @@ thread_local! {
     static SPARE: Cell<Option<Arc<(Program, Flat)>>> = const { Cell::new(None) };
 }
 
-/// The program last released on this thread ([`VerifiedProgram::release`]), if it is still
-/// there, whose allocations a compiler may build in (its contents mean nothing).
-pub fn take_released() -> Option<Program> {
+/// The vectors of the program last released on this thread ([`VerifiedProgram::release`]), if
+/// they are still there: its functions and their source positions (empty when it had none),
+/// which a compiler may build in (their contents mean nothing). The rest of the program stays
+/// in its allocation until the thread's next [`Program::verify`].
+pub fn take_released() -> Option<(Vec<Function>, Vec<Vec<SourcePos>>)> {
     let mut spare = SPARE.try_with(Cell::take).ok()??;
-    // (the program moved straight into the answer: no `Option` of it is built and then moved)
-    let program = match Arc::get_mut(&mut spare) {
-        Some((p, _)) if !p.owns_nothing() => Some(std::mem::replace(p, EMPTY)),
+    // (a program has a function: no room for one means its vectors were taken already)
+    let parts = match Arc::get_mut(&mut spare) {
+        Some((p, _)) if p.functions.capacity() != 0 => Some((
+            std::mem::take(&mut p.functions),
+            p.debug.take().map(|d| d.spans).unwrap_or_default(),
+        )),
         _ => None,
     };
     let _ = SPARE.try_with(|s| s.set(Some(spare)));
-    program
+    parts
 }
 
 impl Program {
@@ -1208,8 +1213,10 @@ mod tests {
                 for hand_out in [false, true] {
                     make[first]().verify().unwrap().release();
                     if hand_out {
-                        let p = take_released().expect("the released program");
-                        assert_eq!(p, fresh[first].0);
+                        let (functions, spans) = take_released().expect("the released program");
+                        assert_eq!(functions, fresh[first].0.functions);
+                        let want = fresh[first].0.debug.as_ref().map(|d| d.spans.clone());
+                        assert_eq!(spans, want.unwrap_or_default());
                         // handed out once only
                         assert!(take_released().is_none());
                     }

@@ -396,12 +396,16 @@ impl Buffers {
 /// Most functions a recycled program may have to be kept (see [`recycle`]).
 const KEEP_FUNCTIONS: usize = 64;
 
+/// The vectors of a program this thread no longer needs: its functions and their positions.
+pub(crate) struct Spare {
+    functions: Vec<Function>,
+    spans: Vec<Vec<SourcePos>>,
+}
+
 thread_local! {
     /// A program this thread no longer needs, whose vectors and strings the thread's next
     /// compile reuses (see [`recycle`]).
-    /// (Boxed: looking for one when there is none, every compile, moves a pointer, not a
-    /// program.)
-    static SPARE: std::cell::Cell<Option<Box<Program>>> = const { std::cell::Cell::new(None) };
+    static SPARE: std::cell::Cell<Option<Spare>> = const { std::cell::Cell::new(None) };
 }
 
 /// Hands a program that is no longer needed to this thread's next compile, which builds its own
@@ -419,16 +423,20 @@ pub fn recycle(program: Program) {
                 && d.spans.iter().all(|s| s.capacity() <= KEEP_BUFFER_LEN)
         });
     if small {
-        let _ = SPARE.try_with(|s| s.set(Some(Box::new(program))));
+        let spare = Spare {
+            functions: program.functions,
+            spans: program.debug.map(|d| d.spans).unwrap_or_default(),
+        };
+        let _ = SPARE.try_with(|s| s.set(Some(spare)));
     }
 }
 
-/// The recycled program of this thread, if there is one (see [`recycle`]), or else the program
-/// it released last (`VerifiedProgram::release`).
-pub(crate) fn take_spare() -> Option<Program> {
+/// The recycled program of this thread, if there is one (see [`recycle`]), or else the vectors
+/// of the program it released last (`VerifiedProgram::release`).
+pub(crate) fn take_spare() -> Option<Spare> {
     match SPARE.try_with(std::cell::Cell::take) {
-        Ok(Some(p)) => Some(*p),
-        _ => ajs_bytecode::take_released(),
+        Ok(Some(s)) => Some(s),
+        _ => ajs_bytecode::take_released().map(|(functions, spans)| Spare { functions, spans }),
     }
 }
 
@@ -441,13 +449,13 @@ pub(crate) struct Reuse {
 
 impl Reuse {
     /// The next function's share of `spare` (nothing when there is none).
-    pub(crate) fn from(spare: &mut Option<Program>) -> Reuse {
+    pub(crate) fn from(spare: &mut Option<Spare>) -> Reuse {
         let Some(p) = spare else {
             return Reuse::default();
         };
         Reuse {
             function: p.functions.pop(),
-            pos: p.debug.as_mut().and_then(|d| d.spans.pop()),
+            pos: p.spans.pop(),
         }
     }
 }
@@ -1176,15 +1184,10 @@ impl<'o> Lowerer<'o> {
         } = self;
         bufs.keep();
         // the outer vectors of the recycled program, if any (what is left in them is dropped)
-        // (taken by reference: the program is not moved out of its `Option` whole)
-        let (mut functions, mut spans) = match &mut spare {
-            Some(p) => (
-                std::mem::take(&mut p.functions),
-                p.debug.take().map(|d| d.spans).unwrap_or_default(),
-            ),
+        let (mut functions, mut spans) = match spare {
+            Some(p) => (p.functions, p.spans),
             None => (Vec::with_capacity(1), Vec::with_capacity(1)),
         };
-        drop(spare);
         functions.clear();
         functions.push(function);
         spans.clear();
