@@ -341,7 +341,9 @@ pub(crate) struct Buffers {
 
 thread_local! {
     /// The buffers of this thread's last finished compile (see [`Buffers`]).
-    static BUFFERS: std::cell::Cell<Option<Buffers>> = const { std::cell::Cell::new(None) };
+    /// (A `RefCell`: keeping them writes them into the slot, where a `Cell`'s `set` would
+    /// also copy the slot's old contents out to drop them.)
+    static BUFFERS: std::cell::RefCell<Option<Buffers>> = const { std::cell::RefCell::new(None) };
 }
 
 /// Most elements a kept buffer may hold (a huge compile's buffers are freed, not kept).
@@ -353,7 +355,7 @@ impl Buffers {
     /// This thread's kept buffers (empty ones when there are none).
     pub(crate) fn take() -> Buffers {
         BUFFERS
-            .try_with(std::cell::Cell::take)
+            .try_with(|b| b.try_borrow_mut().ok().and_then(|mut b| b.take()))
             .ok()
             .flatten()
             .unwrap_or_default()
@@ -389,7 +391,11 @@ impl Buffers {
         if too_big || !emptied {
             return;
         }
-        let _ = BUFFERS.try_with(|b| b.set(Some(self)));
+        let _ = BUFFERS.try_with(|b| {
+            if let Ok(mut slot) = b.try_borrow_mut() {
+                *slot = Some(self);
+            }
+        });
     }
 }
 
