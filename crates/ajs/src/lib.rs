@@ -125,6 +125,7 @@ pub struct Options {
 }
 
 impl Default for Options {
+    #[inline]
     fn default() -> Self {
         Options {
             fuel: DEFAULT_FUEL,

@@ -341,7 +341,9 @@ pub(crate) struct Buffers {
 
 thread_local! {
     /// The buffers of this thread's last finished compile (see [`Buffers`]).
-    static BUFFERS: std::cell::Cell<Option<Buffers>> = const { std::cell::Cell::new(None) };
+    /// (A `RefCell`: keeping them writes them into the slot, where a `Cell`'s `set` would
+    /// also copy the slot's old contents out to drop them.)
+    static BUFFERS: std::cell::RefCell<Option<Buffers>> = const { std::cell::RefCell::new(None) };
 }
 
 /// Most elements a kept buffer may hold (a huge compile's buffers are freed, not kept).
@@ -353,7 +355,7 @@ impl Buffers {
     /// This thread's kept buffers (empty ones when there are none).
     pub(crate) fn take() -> Buffers {
         BUFFERS
-            .try_with(std::cell::Cell::take)
+            .try_with(|b| b.try_borrow_mut().ok().and_then(|mut b| b.take()))
             .ok()
             .flatten()
             .unwrap_or_default()
@@ -389,17 +391,27 @@ impl Buffers {
         if too_big || !emptied {
             return;
         }
-        let _ = BUFFERS.try_with(|b| b.set(Some(self)));
+        let _ = BUFFERS.try_with(|b| {
+            if let Ok(mut slot) = b.try_borrow_mut() {
+                *slot = Some(self);
+            }
+        });
     }
 }
 
 /// Most functions a recycled program may have to be kept (see [`recycle`]).
 const KEEP_FUNCTIONS: usize = 64;
 
+/// The vectors of a program this thread no longer needs: its functions and their positions.
+pub(crate) struct Spare {
+    functions: Vec<Function>,
+    spans: Vec<Vec<SourcePos>>,
+}
+
 thread_local! {
     /// A program this thread no longer needs, whose vectors and strings the thread's next
     /// compile reuses (see [`recycle`]).
-    static SPARE: std::cell::Cell<Option<Program>> = const { std::cell::Cell::new(None) };
+    static SPARE: std::cell::Cell<Option<Spare>> = const { std::cell::Cell::new(None) };
 }
 
 /// Hands a program that is no longer needed to this thread's next compile, which builds its own
@@ -417,13 +429,21 @@ pub fn recycle(program: Program) {
                 && d.spans.iter().all(|s| s.capacity() <= KEEP_BUFFER_LEN)
         });
     if small {
-        let _ = SPARE.try_with(|s| s.set(Some(program)));
+        let spare = Spare {
+            functions: program.functions,
+            spans: program.debug.map(|d| d.spans).unwrap_or_default(),
+        };
+        let _ = SPARE.try_with(|s| s.set(Some(spare)));
     }
 }
 
-/// The recycled program of this thread, if there is one (see [`recycle`]).
-pub(crate) fn take_spare() -> Option<Program> {
-    SPARE.try_with(std::cell::Cell::take).ok().flatten()
+/// The recycled program of this thread, if there is one (see [`recycle`]), or else the vectors
+/// of the program it released last (`VerifiedProgram::release`).
+pub(crate) fn take_spare() -> Option<Spare> {
+    match SPARE.try_with(std::cell::Cell::take) {
+        Ok(Some(s)) => Some(s),
+        _ => ajs_bytecode::take_released().map(|(functions, spans)| Spare { functions, spans }),
+    }
 }
 
 /// What a function being finished may build in: a recycled function and its positions.
@@ -435,13 +455,13 @@ pub(crate) struct Reuse {
 
 impl Reuse {
     /// The next function's share of `spare` (nothing when there is none).
-    pub(crate) fn from(spare: &mut Option<Program>) -> Reuse {
+    pub(crate) fn from(spare: &mut Option<Spare>) -> Reuse {
         let Some(p) = spare else {
             return Reuse::default();
         };
         Reuse {
             function: p.functions.pop(),
-            pos: p.debug.as_mut().and_then(|d| d.spans.pop()),
+            pos: p.spans.pop(),
         }
     }
 }
@@ -756,16 +776,27 @@ pub(crate) fn lower_statements(
 impl<'o> Lowerer<'o> {
     /// A lowerer with this thread's kept buffers (see [`Buffers`]).
     fn new(opts: &'o CompileOptions<'o>) -> Self {
-        Self::with_pool(
+        // (every field written out, not through a `Pool`: the buffers are moved once)
+        Lowerer {
             opts,
-            Pool {
-                constants: Vec::new(),
-                num_map: HashMap::new(),
-                str_map: StrMap::default(),
-                atoms: Vec::new(),
-                bufs: Buffers::take(),
-            },
-        )
+            bufs: Buffers::take(),
+            constants: Vec::new(),
+            num_map: HashMap::new(),
+            str_map: StrMap::default(),
+            atoms: Vec::new(),
+            special_regs: Regs::default(),
+            ext_regs: Regs::default(),
+            top: 0,
+            max_top: 0,
+            loops: Vec::new(),
+            try_depth: 0,
+            depth: 0,
+            chain: None,
+            callbacks: Vec::new(),
+            helpers: None,
+            callback_source: None,
+            parallel_map: false,
+        }
     }
 
     /// A lowerer continuing `pool`: the constants, atoms and buffers of the previous functions
@@ -1147,6 +1178,8 @@ impl<'o> Lowerer<'o> {
 
     /// Finishes the program of this one function (its buffers are kept for the thread's next
     /// compile).
+    /// (Inlined: the lowerer, some 600 bytes, is then not copied to be finished.)
+    #[inline(always)]
     fn finish(mut self, src: &str, name: &str) -> R<Program> {
         let mut spare = take_spare();
         let reuse = Reuse::from(&mut spare);
@@ -1160,7 +1193,7 @@ impl<'o> Lowerer<'o> {
         bufs.keep();
         // the outer vectors of the recycled program, if any (what is left in them is dropped)
         let (mut functions, mut spans) = match spare {
-            Some(p) => (p.functions, p.debug.map(|d| d.spans).unwrap_or_default()),
+            Some(p) => (p.functions, p.spans),
             None => (Vec::with_capacity(1), Vec::with_capacity(1)),
         };
         functions.clear();

@@ -436,15 +436,33 @@ fn a_recycled_program_changes_nothing_in_the_next_compile() {
             cases.len() - 1,
             (i + 7) % cases.len(),
         ] {
-            ajs_compiler::recycle(fresh[spare].clone());
-            let again = compile_with(mode, src, ext, &["httpFetch", "llmPredict"])
-                .unwrap_or_else(|e| panic!("{src:?} should compile: {e}"));
-            // (as bytes: a NaN constant is not equal to itself)
-            assert_eq!(
-                (again.to_bytes(), &again.debug),
-                (fresh[i].to_bytes(), &fresh[i].debug),
-                "{src:?} compiled after recycling case {spare}"
-            );
+            // recycled through the compiler, or released by its last handle (as a run does)
+            for released in [false, true] {
+                if released {
+                    fresh[spare].clone().verify().unwrap().release();
+                } else {
+                    ajs_compiler::recycle(fresh[spare].clone());
+                }
+                let again = compile_with(mode, src, ext, &["httpFetch", "llmPredict"])
+                    .unwrap_or_else(|e| panic!("{src:?} should compile: {e}"));
+                // (as bytes: a NaN constant is not equal to itself)
+                assert_eq!(
+                    (again.to_bytes(), &again.debug),
+                    (fresh[i].to_bytes(), &fresh[i].debug),
+                    "{src:?} compiled after recycling case {spare} (released: {released})"
+                );
+                // and verified in the released program's allocation
+                let v = again.clone().verify().unwrap();
+                assert_eq!(v.program().to_bytes(), fresh[i].to_bytes());
+                assert_eq!(
+                    v.code().len(),
+                    fresh[i]
+                        .functions
+                        .iter()
+                        .map(|f| f.code.len())
+                        .sum::<usize>()
+                );
+            }
         }
     }
     // a refused compile with a recycled program is refused the same way, and the next compile
