@@ -20,6 +20,8 @@ macro_rules! first_diag {
 mod lower;
 mod params;
 mod pos;
+#[cfg(test)]
+mod test_rng;
 
 use ajs_bytecode::Program;
 use oxc_allocator::Allocator;

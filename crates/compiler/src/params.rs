@@ -503,13 +503,7 @@ mod tests {
             "function h(a: `x`) { ",
             "function k(s = '}') {",
         ];
-        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed as usize
-        };
+        let mut next = crate::test_rng::xorshift(0x2545_f491_4f6c_dd1d_u64);
         for _ in 0..100_000 {
             let src: String = (0..next() % 30)
                 .map(|_| pieces[next() % pieces.len()])
@@ -554,13 +548,7 @@ mod tests {
             "x = 'a(b' + \"c]\"",
             "é",
         ];
-        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed as usize
-        };
+        let mut next = crate::test_rng::xorshift(0x9e37_79b9_7f4a_7c15_u64);
         for _ in 0..20_000 {
             let src: String = (0..next() % 40)
                 .map(|_| pieces[next() % pieces.len()])

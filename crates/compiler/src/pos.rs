@@ -1675,18 +1675,12 @@ mod tests {
             "\u{b}",
             "\n\r\t ",
         ];
-        let mut seed = 0x51_7cc1_b727_220a_u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed as usize
-        };
+        let mut next = crate::test_rng::xorshift(0x51_7cc1_b727_220a_u64);
         for _ in 0..20_000 {
             let s: String = (0..next() % 12)
                 .map(|_| pieces[next() % pieces.len()])
                 .collect::<Vec<_>>()
-                .join(if next() % 2 == 0 { " " } else { "" });
+                .join(if next().is_multiple_of(2) { " " } else { "" });
             for max in [1, 2, 3, 6, 256] {
                 same(&s, max);
             }
@@ -1759,13 +1753,7 @@ mod tests {
             "\u{2028}",
             " ",
         ];
-        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed as usize
-        };
+        let mut next = crate::test_rng::xorshift(0x2545_f491_4f6c_dd1d_u64);
         for round in 0..400 {
             // ASCII with LFs only in most rounds, any piece in some
             let kinds = if round % 4 == 0 { pieces.len() } else { 5 };
@@ -1784,7 +1772,7 @@ mod tests {
             let offsets: Vec<u32> = (0..300)
                 .map(|_| {
                     let o = (next() % (src.len() + 3)) as u32;
-                    if next() % 3 == 0 {
+                    if next().is_multiple_of(3) {
                         o
                     } else {
                         o / 4
