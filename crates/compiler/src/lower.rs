@@ -776,31 +776,19 @@ pub(crate) fn lower_statements(
 impl<'o> Lowerer<'o> {
     /// A lowerer with this thread's kept buffers (see [`Buffers`]).
     fn new(opts: &'o CompileOptions<'o>) -> Self {
-        // (every field written out, not through a `Pool`: the buffers are moved once)
-        Lowerer {
-            opts,
-            bufs: Buffers::take(),
+        let pool = Pool {
             constants: Vec::new(),
             num_map: HashMap::new(),
             str_map: StrMap::default(),
             atoms: Vec::new(),
-            special_regs: Regs::default(),
-            ext_regs: Regs::default(),
-            top: 0,
-            max_top: 0,
-            loops: Vec::new(),
-            try_depth: 0,
-            depth: 0,
-            chain: None,
-            callbacks: Vec::new(),
-            helpers: None,
-            callback_source: None,
-            parallel_map: false,
-        }
+            bufs: Buffers::take(),
+        };
+        Self::with_pool(opts, pool)
     }
 
     /// A lowerer continuing `pool`: the constants, atoms and buffers of the previous functions
     /// of the program.
+    #[inline(always)]
     fn with_pool(opts: &'o CompileOptions<'o>, pool: Pool) -> Self {
         Lowerer {
             opts,
