@@ -788,7 +788,6 @@ impl<'o> Lowerer<'o> {
 
     /// A lowerer continuing `pool`: the constants, atoms and buffers of the previous functions
     /// of the program.
-    #[inline(always)]
     fn with_pool(opts: &'o CompileOptions<'o>, pool: Pool) -> Self {
         Lowerer {
             opts,
