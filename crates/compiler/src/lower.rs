@@ -1314,7 +1314,7 @@ impl<'o> Lowerer<'o> {
         name: &str,
         reuse: Reuse,
     ) -> R<(Function, Vec<SourcePos>)> {
-        let (mut fname, mut params, mut code) = match reuse.function {
+        let (mut fname, mut params, code) = match reuse.function {
             Some(f) => (f.name, f.params, f.code),
             None => (
                 String::with_capacity(name.len()),
@@ -1322,7 +1322,7 @@ impl<'o> Lowerer<'o> {
                 Vec::new(),
             ),
         };
-        let mut pos = reuse.pos.unwrap_or_default();
+        let pos = reuse.pos.unwrap_or_default();
         let nspecial_all = self.bufs.specials.len();
         // virtual ids at or above `boundary` are specials
         let boundary = 65536 - nspecial_all as u32;
@@ -1462,10 +1462,7 @@ impl<'o> Lowerer<'o> {
             n += lead + 1;
         }
         let at: &[u32] = &marks;
-        code.clear();
-        code.reserve_exact(n as usize);
-        pos.clear();
-        pos.reserve_exact(n as usize);
+        let (code, pos) = (exactly(code, n as usize), exactly(pos, n as usize));
         let mut out = Layout {
             code,
             pos,
@@ -3137,6 +3134,18 @@ const JUMP: u32 = 2;
 
 /// Entries of a per-special table of [`Lowerer::finish_function`] kept on the stack.
 const SHORT_TABLE: usize = 32;
+
+/// `v` emptied, with room for exactly `n` elements. (A vector without any is allocated at that
+/// size, not grown to it: ~80 instructions less each, two per function finished.)
+#[inline]
+fn exactly<T>(mut v: Vec<T>, n: usize) -> Vec<T> {
+    if v.capacity() == 0 {
+        return Vec::with_capacity(n);
+    }
+    v.clear();
+    v.reserve_exact(n);
+    v
+}
 
 /// `n` default values: the first `n` of `short` when they fit, else `long`, filled.
 #[inline]
