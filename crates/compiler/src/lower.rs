@@ -1501,13 +1501,14 @@ impl<'o> Lowerer<'o> {
         self.bufs.spans.clear();
         self.bufs.specials.clear();
         self.bufs.names.0.clear();
-        while let Some(sc) = self.bufs.scopes.pop() {
-            self.bufs.spare_scopes.push(sc);
-        }
-        for sc in &mut self.bufs.spare_scopes {
+        // (the scopes still open are emptied as they are put back: the spare ones are empty
+        // already, emptied by `pop_scope`; not visiting them all again saves ~45 instructions
+        // per function of the 8 KB agent)
+        while let Some(mut sc) = self.bufs.scopes.pop() {
             sc.vars.clear();
             sc.pending.clear();
             sc.is_top = false;
+            self.bufs.spare_scopes.push(sc);
         }
         Ok((function, pos))
     }
