@@ -508,16 +508,16 @@ impl Reuse {
 
 /// The laid-out code of a function being finished: every basic block opened by a `Charge` of
 /// the static cost of its instructions, each instruction with its source position.
-struct Layout<'i, 's> {
+struct Layout<'c, 'i, 's> {
     code: Vec<Op>,
     pos: Vec<SourcePos>,
-    cursor: crate::pos::Cursor<'i, 's>,
+    cursor: &'c mut crate::pos::Cursor<'i, 's>,
     /// The index of the open block's `Charge`, and the cost of its instructions so far.
     charge: Option<usize>,
     amount: u32,
 }
 
-impl Layout<'_, '_> {
+impl Layout<'_, '_, '_> {
     /// Appends `op` (from source offset `off`), after a new `Charge` when it leads a block
     /// (the first instruction of a function always does).
     #[inline(always)]
@@ -1266,7 +1266,8 @@ impl<'o> Lowerer<'o> {
     fn finish(mut self, src: &str, name: &str) -> R<Program> {
         let mut spare = take_spare();
         let reuse = Reuse::from(&mut spare);
-        let (function, pos) = self.finish_function(&LineIndex::new(src), name, reuse)?;
+        let idx = LineIndex::new(src);
+        let (function, pos) = self.finish_function(&mut idx.cursor(), name, reuse)?;
         let Lowerer {
             bufs,
             constants,
@@ -1306,11 +1307,12 @@ impl<'o> Lowerer<'o> {
     }
 
     /// Lays the frame out, inserts the fuel charges, and returns the function and its source
-    /// positions (resolved with `idx`, the line index of the whole source), built in the
+    /// positions (resolved with `cursor`, on the line index of the whole source: left where
+    /// this function's positions end, the next function's begin near it), built in the
     /// allocations of `reuse` where it has them.
     fn finish_function(
         &mut self,
-        idx: &LineIndex,
+        cursor: &mut crate::pos::Cursor<'_, '_>,
         name: &str,
         reuse: Reuse,
     ) -> R<(Function, Vec<SourcePos>)> {
@@ -1466,7 +1468,7 @@ impl<'o> Lowerer<'o> {
         let mut out = Layout {
             code,
             pos,
-            cursor: idx.cursor(),
+            cursor,
             charge: None,
             amount: 0,
         };
