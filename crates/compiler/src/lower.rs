@@ -31,10 +31,20 @@ pub(crate) use agent::lower_agent;
 
 use callbacks::CallbackCtx;
 
-type R<T> = Result<T, Fail>;
+/// A lowering's result. (Its error boxed: a result is then at most two registers wide and
+/// returned in them, not through memory, which every call and `?` of the lowering pays for:
+/// ~12 k instructions per compile of the 8 KB agent, ~90 per tiny one. An error, rare, pays
+/// an allocation.)
+type R<T> = Result<T, Box<Fail>>;
 
 fn fail<T>(span: Span, msg: impl Into<String>) -> R<T> {
-    Err(Fail::new(span.start, msg))
+    fail_at(span.start, msg)
+}
+
+/// [`fail`] at source offset `offset`.
+#[cold]
+fn fail_at<T>(offset: u32, msg: impl Into<String>) -> R<T> {
+    Err(Box::new(Fail::new(offset, msg)))
 }
 
 const FORBIDDEN: [&str; 3] = ["constructor", "__proto__", "prototype"];
@@ -799,7 +809,15 @@ pub(crate) struct Lowerer<'o> {
 }
 
 /// Compiles one expression (Eval expression mode).
-pub(crate) fn lower_expression(src: &str, e: &Expression, opts: &CompileOptions) -> R<Program> {
+pub(crate) fn lower_expression(
+    src: &str,
+    e: &Expression,
+    opts: &CompileOptions,
+) -> Result<Program, Fail> {
+    expression_program(src, e, opts).map_err(|e| *e)
+}
+
+fn expression_program(src: &str, e: &Expression, opts: &CompileOptions) -> R<Program> {
     let mut l = Lowerer::new(opts);
     let mut scope = l.new_scope();
     scope.is_top = true;
@@ -817,12 +835,21 @@ pub(crate) fn lower_statements(
     body: &[Statement],
     opts: &CompileOptions,
     name: &str,
+) -> Result<Program, Fail> {
+    statements_program(src, body, opts, name).map_err(|e| *e)
+}
+
+fn statements_program(
+    src: &str,
+    body: &[Statement],
+    opts: &CompileOptions,
+    name: &str,
 ) -> R<Program> {
     let mut l = Lowerer::new(opts);
     if opts.mode == Mode::FunctionBody {
         for (i, p) in opts.externals.iter().enumerate() {
             if forbidden(p) {
-                return Err(Fail::new(0, forbidden_msg(p)));
+                return fail_at(0, forbidden_msg(p));
             }
             let reg = l.new_special(Special::Ext(i), 0)?;
             l.ext_regs.insert(i, reg);
@@ -1060,10 +1087,10 @@ impl<'o> Lowerer<'o> {
 
     fn new_special(&mut self, s: Special, offset: u32) -> R<u16> {
         if self.max_top as usize + self.bufs.specials.len() + 1 > u16::MAX as usize {
-            return Err(Fail::new(
+            return fail_at(
                 offset,
                 "too many registers (more than 65535 constants and values)",
-            ));
+            );
         }
         let k = self.bufs.specials.len();
         self.bufs.specials.push((s, offset));
@@ -1395,10 +1422,10 @@ impl<'o> Lowerer<'o> {
         }
         params.truncate(next as usize);
         if params.len() > u8::MAX as usize {
-            return Err(Fail::new(
+            return fail_at(
                 0,
                 "too many parameters or context keys used (more than 255)",
-            ));
+            );
         }
         // the prologue loads every used special that is not a parameter, in order (and the
         // constants' slots of `const_regs` are emptied for the next function)
@@ -1438,10 +1465,10 @@ impl<'o> Lowerer<'o> {
             });
         let nregs = nspecial + self.max_top as usize;
         if nregs > u16::MAX as usize {
-            return Err(Fail::new(0, "too many registers (more than 65535)"));
+            return fail_at(0, "too many registers (more than 65535)");
         }
         if total > ajs_bytecode::program::MAX_CODE_LEN / 2 {
-            return Err(Fail::new(0, "program too long"));
+            return fail_at(0, "program too long");
         }
         let final_of: &[u16] = final_of;
         let map = |v: u16| -> u16 {
@@ -2011,10 +2038,9 @@ impl<'o> Lowerer<'o> {
                     fail(id.span, format!("Assignment to constant variable '{name}'"))
                 }
                 Ok(Resolved::Local { reg, .. } | Resolved::Ext(reg)) => Ok(reg),
-                Err(e) if is_builtin_name(name) => Err(Fail::new(
-                    e.offset,
-                    format!("Cannot assign to builtin '{name}'"),
-                )),
+                Err(e) if is_builtin_name(name) => {
+                    fail_at(e.offset, format!("Cannot assign to builtin '{name}'"))
+                }
                 Err(e) => Err(e),
             }
         } else {

@@ -24,6 +24,15 @@ pub(crate) fn lower_agent(
     body: &[Statement],
     raw: &[RawFunction],
     opts: &CompileOptions,
+) -> Result<Program, crate::Fail> {
+    agent_program(src, body, raw, opts).map_err(|e| *e)
+}
+
+fn agent_program(
+    src: &str,
+    body: &[Statement],
+    raw: &[RawFunction],
+    opts: &CompileOptions,
 ) -> R<Program> {
     // (sized for the statements, every one a function: not grown from empty, ~1.3 k
     // instructions per compile of the 8 KB agent)
