@@ -84,7 +84,7 @@ impl Lowerer<'_> {
             Expression::StaticMemberExpression(m) => {
                 let name = m.property.name.as_str();
                 if let Some(ns) = self.namespace(&m.object) {
-                    match native_named(&[ns, ".", name]) {
+                    match native_member(ns, name) {
                         Some(n) => (n, None),
                         None => return fail(span, format!("{ns}.{name} cannot be called with spread arguments")),
                     }
@@ -92,7 +92,7 @@ impl Lowerer<'_> {
                     if forbidden(name) {
                         return fail(m.property.span, forbidden_msg(name));
                     }
-                    match native_named(&[".", name]) {
+                    match native_member("", name) {
                         Some(n) => (n, Some(&m.object)),
                         None => {
                             return fail(
