@@ -853,31 +853,21 @@ const ODD: u8 = 2;
 
 /// The end of the word going on at `i`, and whether it is made of ASCII letters, digits, `_` and
 /// `$` only.
+#[inline(always)]
 fn word_end(b: &[u8], i: usize) -> (usize, bool) {
-    // the plain bytes first, four at a time
-    let word = |c: u8| WORD_BYTES[c as usize] == WORD;
-    let mut j = i;
-    while let Some(&[c0, c1, c2, c3]) = b.get(j..).and_then(|r| r.first_chunk::<4>()) {
-        if !word(c0) {
-            break;
-        }
-        if !word(c1) {
-            j += 1;
-            break;
-        }
-        if !word(c2) {
-            j += 2;
-            break;
-        }
-        if !word(c3) {
-            j += 3;
-            break;
-        }
-        j += 4;
-    }
-    while b.get(j).is_some_and(|&c| word(c)) {
-        j += 1;
-    }
+    // (over the slice: no bounds check per byte; the agent's prescan 166.0 k -> 164.8 k
+    // instructions against a loop unrolled four times)
+    let rest = b.get(i..).unwrap_or(&[]);
+    let n = rest
+        .iter()
+        .position(|&c| WORD_BYTES[c as usize] != WORD)
+        .unwrap_or(rest.len());
+    word_end_at(b, i + n)
+}
+
+/// [`word_end`] where the plain bytes end at `j`.
+#[inline(always)]
+fn word_end_at(b: &[u8], j: usize) -> (usize, bool) {
     match b.get(j) {
         Some(&c) if WORD_BYTES[c as usize] == ODD => odd_word_end(b, j),
         _ => (j, true),
@@ -1602,6 +1592,39 @@ mod tests {
             }
             same(&"!".repeat(k * 4), 256);
             same(&"- ".repeat(k * 4), 256);
+        }
+    }
+
+    #[test]
+    fn word_end_matches_a_byte_walk() {
+        fn reference(b: &[u8], i: usize) -> (usize, bool) {
+            let mut j = i;
+            while b.get(j).is_some_and(|&c| WORD_BYTES[c as usize] == WORD) {
+                j += 1;
+            }
+            match b.get(j) {
+                Some(&c) if WORD_BYTES[c as usize] == ODD => odd_word_end(b, j),
+                _ => (j, true),
+            }
+        }
+        let bytes = *b"aZ09_$ .(\\\x80\xff\xc3@`[{/:";
+        let mut next = crate::test_rng::xorshift(0x3c6e_f372_fe94_f82b_u64);
+        for _ in 0..50_000 {
+            let len = next() % 30;
+            let b: Vec<u8> = (0..len)
+                .map(|_| {
+                    if next() % 4 == 0 {
+                        next() as u8
+                    } else if next() % 3 == 0 {
+                        bytes[next() % bytes.len()]
+                    } else {
+                        b"abcXYZ019_$"[next() % 11]
+                    }
+                })
+                .collect();
+            for i in 0..=len {
+                assert_eq!(word_end(&b, i), reference(&b, i), "{b:?} from {i}");
+            }
         }
     }
 
