@@ -644,6 +644,17 @@ fn classify(w: &[u8]) -> (bool, Prev) {
     classify_keyword(w)
 }
 
+/// [`classify`] of `b[i..i + len]` (a word of `len` bytes from `i`, `len` at least 1, whose first
+/// byte is `c`): the slice is only taken for a word that may be a keyword (the agent's prescan,
+/// 164.8 k -> 163.4 k instructions, against slicing every word).
+#[inline(always)]
+fn classify_at(b: &[u8], i: usize, c: u8, len: usize) -> (bool, Prev) {
+    if len >= 16 || KEYWORD_LENS[c as usize] & (1 << len) == 0 {
+        return (false, Prev::Value);
+    }
+    classify_keyword(b.get(i..i + len).unwrap_or(&[]))
+}
+
 /// The words [`classify_keyword`] knows.
 const KEYWORDS: [&[u8]; 24] = [
     b"case",
@@ -1148,7 +1159,7 @@ fn bound(src: &str, mut nest: Option<&mut Nest>) -> Result<usize, Fail> {
             _ if is_word_start(c) => {
                 let (j, plain) = word_end(b, i + 1);
                 let (nesting, next) = if plain && WORD_BYTES[c as usize] == WORD {
-                    classify(&b[i..j])
+                    classify_at(b, i, c, j - i)
                 } else {
                     (false, Prev::Unknown)
                 };
@@ -1248,7 +1259,7 @@ fn fast(
                 F_WORD => {
                     let (j, plain) = word_end(b, i + 1);
                     pv = if plain {
-                        let (nesting, next) = classify(&b[i..j]);
+                        let (nesting, next) = classify_at(b, i, c, j - i);
                         if nesting {
                             f.unit(1);
                         }
@@ -1630,7 +1641,14 @@ mod tests {
 
     #[test]
     fn the_keyword_filter_keeps_every_keyword() {
-        let same = |w: &[u8]| assert!(classify(w) == classify_keyword(w), "{w:?}");
+        let same = |w: &[u8]| {
+            assert!(classify(w) == classify_keyword(w), "{w:?}");
+            if let Some(&c) = w.first() {
+                // (inside a longer source too)
+                let b = [b"x.", w, b" y"].concat();
+                assert!(classify_at(&b, 2, c, w.len()) == classify(w), "{w:?}");
+            }
+        };
         for w in KEYWORDS {
             assert!(classify(w) != (false, Prev::Value), "{w:?}");
             // every word one letter off, shorter or longer
