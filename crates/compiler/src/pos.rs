@@ -652,6 +652,12 @@ fn classify_at(b: &[u8], i: usize, c: u8, len: usize) -> (bool, Prev) {
     if len >= 16 || KEYWORD_LENS[c as usize] & (1 << len) == 0 {
         return (false, Prev::Value);
     }
+    // and by its last byte (most words that pass the first test fail this one: `total`,
+    // `result`, `id`; 163.4 k -> 162.4 k)
+    let last = b.get(i + len - 1).map_or(0, |&e| KEYWORD_LAST_LENS[e as usize]);
+    if last & (1 << len) == 0 {
+        return (false, Prev::Value);
+    }
     classify_keyword(b.get(i..i + len).unwrap_or(&[]))
 }
 
@@ -690,6 +696,18 @@ static KEYWORD_LENS: [u16; 256] = {
     while k < KEYWORDS.len() {
         let w = KEYWORDS[k];
         t[w[0] as usize] |= 1 << w.len();
+        k += 1;
+    }
+    t
+};
+
+/// Per last byte, the lengths (as bits) of the [`KEYWORDS`] that end with it.
+static KEYWORD_LAST_LENS: [u16; 256] = {
+    let mut t = [0u16; 256];
+    let mut k = 0;
+    while k < KEYWORDS.len() {
+        let w = KEYWORDS[k];
+        t[w[w.len() - 1] as usize] |= 1 << w.len();
         k += 1;
     }
     t
