@@ -654,7 +654,9 @@ fn classify_at(b: &[u8], i: usize, c: u8, len: usize) -> (bool, Prev) {
     }
     // and by its last byte (most words that pass the first test fail this one: `total`,
     // `result`, `id`; 163.4 k -> 162.4 k)
-    let last = b.get(i + len - 1).map_or(0, |&e| KEYWORD_LAST_LENS[e as usize]);
+    let last = b
+        .get(i + len - 1)
+        .map_or(0, |&e| KEYWORD_LAST_LENS[e as usize]);
     if last & (1 << len) == 0 {
         return (false, Prev::Value);
     }
