@@ -31,11 +31,34 @@ struct Scanner<'a> {
     out: Option<Vec<u8>>,
 }
 
+/// Per byte: [`IDENT_START`] for a byte that may start an identifier (an ASCII letter, `_`, `$`
+/// or any non-ASCII byte), [`IDENT_PART`] for one that may go on one (those and the digits). A
+/// table, as a chain of range tests took about 20 instructions a byte (the agent's rewrite,
+/// 56.2 k -> 41.9 k instructions).
+static IDENT_BYTES: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        if b.is_ascii_alphabetic() || b == b'_' || b == b'$' || b >= 0x80 {
+            t[c] = IDENT_START | IDENT_PART;
+        } else if b.is_ascii_digit() {
+            t[c] = IDENT_PART;
+        }
+        c += 1;
+    }
+    t
+};
+const IDENT_START: u8 = 1;
+const IDENT_PART: u8 = 2;
+
+#[inline(always)]
 fn is_ident_start(c: u8) -> bool {
-    c.is_ascii_alphabetic() || c == b'_' || c == b'$' || c >= 0x80
+    IDENT_BYTES[c as usize] & IDENT_START != 0
 }
+#[inline(always)]
 fn is_ident(c: u8) -> bool {
-    is_ident_start(c) || c.is_ascii_digit()
+    IDENT_BYTES[c as usize] & IDENT_PART != 0
 }
 
 impl<'a> Scanner<'a> {
@@ -427,6 +450,15 @@ pub(crate) fn rewrite_with<'s>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_identifier_table_is_the_byte_tests() {
+        for c in 0..=255u8 {
+            let start = c.is_ascii_alphabetic() || c == b'_' || c == b'$' || c >= 0x80;
+            assert_eq!(is_ident_start(c), start, "{c:#x}");
+            assert_eq!(is_ident(c), start || c.is_ascii_digit(), "{c:#x}");
+        }
+    }
 
     /// The first version of [`Scanner::body`], kept to check the fast one against.
     fn body_reference(s: &Scanner, mut i: usize, depth: &mut usize) -> usize {
