@@ -295,6 +295,17 @@ impl Cursor<'_, '_> {
     }
 }
 
+/// The bytes that matter in template text: `\\`, the backtick and `$`. Both scans step over any
+/// other byte of the text in one go rather than one at a time (the agent's prescan,
+/// 162.4 k -> 161.8 k instructions).
+static TEXT_BYTES: [bool; 256] = {
+    let mut t = [false; 256];
+    t[b'\\' as usize] = true;
+    t[b'`' as usize] = true;
+    t[b'$' as usize] = true;
+    t
+};
+
 /// Byte classes of [`check_nesting`]'s code state.
 const N_OTHER: u8 = 0;
 const N_SPACE: u8 = 1;
@@ -427,7 +438,16 @@ impl<'b> Nest<'b> {
         let r = 'scan: {
             while i < stop {
                 if self.in_text {
-                    // template text, at the depth its template started
+                    // template text, at the depth its template started: from one byte that
+                    // matters to the next, not beyond `stop` (see [`TEXT_BYTES`])
+                    let text = b.get(i..stop).unwrap_or(&[]);
+                    match text.iter().position(|&c| TEXT_BYTES[c as usize]) {
+                        Some(k) => i += k,
+                        None => {
+                            i = stop;
+                            continue;
+                        }
+                    }
                     match b[i] {
                         b'\\' => i += 2,
                         b'`' => {
@@ -783,7 +803,13 @@ impl Frames {
     /// Template text from `i` (after a backtick or a substitution's `}`): returns the index after
     /// the closing backtick (and true) or after a `${`, whose frame is then open (and false).
     fn template_text(&mut self, b: &[u8], mut i: usize) -> (usize, bool) {
-        while i < b.len() {
+        loop {
+            // (from one byte that matters to the next, see [`TEXT_BYTES`])
+            let rest = b.get(i..).unwrap_or(&[]);
+            match rest.iter().position(|&c| TEXT_BYTES[c as usize]) {
+                Some(k) => i += k,
+                None => return (b.len(), true),
+            }
             match b[i] {
                 b'\\' => i += 2,
                 b'`' => return (i + 1, true),
@@ -794,7 +820,6 @@ impl Frames {
                 _ => i += 1,
             }
         }
-        (b.len(), true)
     }
 
     /// Counts from `i` when the lexical state is not known (a `/` that may divide or start a
@@ -1655,6 +1680,65 @@ mod tests {
                 .collect();
             for i in 0..=len {
                 assert_eq!(word_end(&b, i), reference(&b, i), "{b:?} from {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn template_text_ends_where_a_byte_walk_says() {
+        // the first version of [`Frames::template_text`], a byte at a time
+        fn reference(f: &mut Frames, b: &[u8], mut i: usize) -> (usize, bool) {
+            while i < b.len() {
+                match b[i] {
+                    b'\\' => i += 2,
+                    b'`' => return (i + 1, true),
+                    b'$' if b.get(i + 1) == Some(&b'{') => {
+                        f.open(true);
+                        return (i + 2, false);
+                    }
+                    _ => i += 1,
+                }
+            }
+            (b.len(), true)
+        }
+        let frames = || Frames {
+            open: Vec::new(),
+            units: 0,
+            max: 0,
+        };
+        let pieces = [
+            "`",
+            "\\",
+            "$",
+            "${",
+            "{",
+            "}",
+            "a",
+            "bcdefghijklmnopq",
+            "\n",
+            "\r",
+            "é",
+            "'",
+            "$$",
+            "\\`",
+            "\\$",
+            "\u{2028}",
+        ];
+        let mut next = crate::test_rng::xorshift(0xbb67_ae85_84ca_a73b_u64);
+        for _ in 0..30_000 {
+            let src: String = (0..next() % 30)
+                .map(|_| pieces[next() % pieces.len()])
+                .collect();
+            let b = src.as_bytes();
+            for start in 0..=b.len() + 1 {
+                let (mut f0, mut f1) = (frames(), frames());
+                let got = f0.template_text(b, start);
+                let want = reference(&mut f1, b, start);
+                assert_eq!(
+                    (got, f0.open, f0.units),
+                    (want, f1.open, f1.units),
+                    "{src:?}"
+                );
             }
         }
     }
