@@ -1411,7 +1411,9 @@ fn fast(
                         i = word_end(b, i + 1).0;
                         pv = Prev::Value;
                     } else {
-                        if b[i..].starts_with(b"...") {
+                        // (not `b[i..].starts_with`, whose slice was set up before every
+                        // token's dispatch: 160.9 k -> 157.7 k)
+                        if b.get(i + 1) == Some(&b'.') && b.get(i + 2) == Some(&b'.') {
                             f.unit(1);
                             i += 3;
                         } else {
