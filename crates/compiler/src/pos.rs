@@ -1679,9 +1679,9 @@ mod tests {
             let len = next() % 30;
             let b: Vec<u8> = (0..len)
                 .map(|_| {
-                    if next() % 4 == 0 {
+                    if next().is_multiple_of(4) {
                         next() as u8
-                    } else if next() % 3 == 0 {
+                    } else if next().is_multiple_of(3) {
                         bytes[next() % bytes.len()]
                     } else {
                         b"abcXYZ019_$"[next() % 11]
