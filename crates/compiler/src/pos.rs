@@ -1273,6 +1273,13 @@ static FAST_CLASS: [u8; 256] = {
     t
 };
 
+/// Whether `d` goes on a number ([`bound`]'s: an ASCII letter or digit, `_` or `.`), told by
+/// [`FAST_CLASS`] rather than by range tests (the agent's prescan, 157.7 k -> 157.1 k).
+#[inline(always)]
+fn number_byte(d: u8) -> bool {
+    matches!(FAST_CLASS[d as usize], F_WORD | F_DIGIT | F_DOT) && d != b'$'
+}
+
 /// The bytes that end [`fast`]'s reading of a string: its quotes, a `\` and line terminators.
 static STRING_STOP: [bool; 256] = {
     let mut t = [false; 256];
@@ -1397,10 +1404,7 @@ fn fast(
                 }
                 F_DIGIT => {
                     i += 1;
-                    while b
-                        .get(i)
-                        .is_some_and(|&d| d.is_ascii_alphanumeric() || matches!(d, b'.' | b'_'))
-                    {
+                    while b.get(i).is_some_and(|&d| number_byte(d)) {
                         i += 1;
                     }
                     pv = Prev::Value;
@@ -1750,6 +1754,14 @@ mod tests {
                     "{src:?}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn number_bytes_are_the_general_steps() {
+        for d in 0..=255u8 {
+            let want = d.is_ascii_alphanumeric() || matches!(d, b'.' | b'_');
+            assert_eq!(number_byte(d), want, "{d:#x}");
         }
     }
 
