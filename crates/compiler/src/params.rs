@@ -23,6 +23,19 @@ pub(crate) struct RawFunction<'s> {
     pub params: smallvec::SmallVec<[RawParam<'s>; 4]>,
 }
 
+/// The bytes that matter in a template literal ([`Scanner::string`]): `\\`, the backtick, `$`,
+/// braces and quotes.
+static TEMPLATE_BYTES: [bool; 256] = {
+    let mut t = [false; 256];
+    let bytes = *b"\\`${}'\"";
+    let mut k = 0;
+    while k < bytes.len() {
+        t[bytes[k] as usize] = true;
+        k += 1;
+    }
+    t
+};
+
 struct Scanner<'a> {
     /// The source, and its bytes.
     src: &'a str,
@@ -31,11 +44,34 @@ struct Scanner<'a> {
     out: Option<Vec<u8>>,
 }
 
+/// Per byte: [`IDENT_START`] for a byte that may start an identifier (an ASCII letter, `_`, `$`
+/// or any non-ASCII byte), [`IDENT_PART`] for one that may go on one (those and the digits). A
+/// table, as a chain of range tests took about 20 instructions a byte (the agent's rewrite,
+/// 56.2 k -> 41.9 k instructions).
+static IDENT_BYTES: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        if b.is_ascii_alphabetic() || b == b'_' || b == b'$' || b >= 0x80 {
+            t[c] = IDENT_START | IDENT_PART;
+        } else if b.is_ascii_digit() {
+            t[c] = IDENT_PART;
+        }
+        c += 1;
+    }
+    t
+};
+const IDENT_START: u8 = 1;
+const IDENT_PART: u8 = 2;
+
+#[inline(always)]
 fn is_ident_start(c: u8) -> bool {
-    c.is_ascii_alphabetic() || c == b'_' || c == b'$' || c >= 0x80
+    IDENT_BYTES[c as usize] & IDENT_START != 0
 }
+#[inline(always)]
 fn is_ident(c: u8) -> bool {
-    is_ident_start(c) || c.is_ascii_digit()
+    IDENT_BYTES[c as usize] & IDENT_PART != 0
 }
 
 impl<'a> Scanner<'a> {
@@ -81,36 +117,40 @@ impl<'a> Scanner<'a> {
             }
             return b.len();
         }
+        // a template literal: from one byte that matters to the next (any other byte is only
+        // stepped over; the agent's rewrite, 41.9 k -> 39.4 k instructions, against a byte loop)
         let mut depth = 0usize;
-        while i < b.len() {
-            let c = b[i];
+        loop {
+            let rest = b.get(i..).unwrap_or(&[]);
+            i += rest
+                .iter()
+                .position(|&c| TEMPLATE_BYTES[c as usize])
+                .unwrap_or(rest.len());
+            let Some(&c) = b.get(i) else {
+                return b.len();
+            };
             if c == b'\\' {
                 i += 2;
                 continue;
             }
-            if q == b'`' {
-                if depth == 0 && c == b'`' {
-                    return i + 1;
-                }
-                if c == b'$' && b.get(i + 1) == Some(&b'{') {
-                    depth += 1;
-                    i += 2;
-                    continue;
-                }
-                if depth > 0 && c == b'}' {
-                    depth -= 1;
-                } else if depth > 0 && c == b'{' {
-                    depth += 1;
-                } else if depth > 0 && (c == b'\'' || c == b'"' || c == b'`') {
-                    i = self.string(i);
-                    continue;
-                }
-            } else if c == q || c == b'\n' {
+            if depth == 0 && c == b'`' {
                 return i + 1;
+            }
+            if c == b'$' && b.get(i + 1) == Some(&b'{') {
+                depth += 1;
+                i += 2;
+                continue;
+            }
+            if depth > 0 && c == b'}' {
+                depth -= 1;
+            } else if depth > 0 && c == b'{' {
+                depth += 1;
+            } else if depth > 0 && (c == b'\'' || c == b'"' || c == b'`') {
+                i = self.string(i);
+                continue;
             }
             i += 1;
         }
-        b.len()
     }
 
     /// The identifier starting at `i`: its bytes and the index after it.
@@ -428,6 +468,15 @@ pub(crate) fn rewrite_with<'s>(
 mod tests {
     use super::*;
 
+    #[test]
+    fn the_identifier_table_is_the_byte_tests() {
+        for c in 0..=255u8 {
+            let start = c.is_ascii_alphabetic() || c == b'_' || c == b'$' || c >= 0x80;
+            assert_eq!(is_ident_start(c), start, "{c:#x}");
+            assert_eq!(is_ident(c), start || c.is_ascii_digit(), "{c:#x}");
+        }
+    }
+
     /// The first version of [`Scanner::body`], kept to check the fast one against.
     fn body_reference(s: &Scanner, mut i: usize, depth: &mut usize) -> usize {
         let b = s.b;
@@ -453,6 +502,92 @@ mod tests {
                     }
                 }
                 _ => i += 1,
+            }
+        }
+    }
+
+    /// The first version of [`Scanner::string`], a byte at a time, kept to check it against.
+    fn string_reference(s: &Scanner, mut i: usize) -> usize {
+        let b = s.b;
+        let q = b[i];
+        i += 1;
+        let mut depth = 0usize;
+        while i < b.len() {
+            let c = b[i];
+            if c == b'\\' {
+                i += 2;
+                continue;
+            }
+            if q == b'`' {
+                if depth == 0 && c == b'`' {
+                    return i + 1;
+                }
+                if c == b'$' && b.get(i + 1) == Some(&b'{') {
+                    depth += 1;
+                    i += 2;
+                    continue;
+                }
+                if depth > 0 && c == b'}' {
+                    depth -= 1;
+                } else if depth > 0 && c == b'{' {
+                    depth += 1;
+                } else if depth > 0 && (c == b'\'' || c == b'"' || c == b'`') {
+                    i = string_reference(s, i);
+                    continue;
+                }
+            } else if c == q || c == b'\n' {
+                return i + 1;
+            }
+            i += 1;
+        }
+        b.len()
+    }
+
+    #[test]
+    fn a_string_ends_where_its_reference_says() {
+        let pieces = [
+            "`",
+            "'",
+            "\"",
+            "\\",
+            "$",
+            "${",
+            "{",
+            "}",
+            "\n",
+            "\r",
+            "a",
+            "bcdefghijklmnopq",
+            " ",
+            "é",
+            "/",
+            "//",
+            "/*",
+            "*/",
+            "(",
+            ")",
+            "$$",
+            "\\`",
+            "\u{2028}",
+        ];
+        let mut next = crate::test_rng::xorshift(0x6a09_e667_f3bc_c908_u64);
+        for _ in 0..30_000 {
+            let src: String = (0..next() % 40)
+                .map(|_| pieces[next() % pieces.len()])
+                .collect();
+            let s = Scanner {
+                src: &src,
+                b: src.as_bytes(),
+                out: None,
+            };
+            for (start, &c) in src.as_bytes().iter().enumerate() {
+                if matches!(c, b'`' | b'\'' | b'"') {
+                    assert_eq!(
+                        s.string(start),
+                        string_reference(&s, start),
+                        "{src:?} from {start}"
+                    );
+                }
             }
         }
     }
