@@ -75,6 +75,15 @@ fn is_ident(c: u8) -> bool {
 }
 
 impl<'a> Scanner<'a> {
+    /// A scanner of `src` that has written nothing yet.
+    fn new(src: &'a str) -> Self {
+        Scanner {
+            src,
+            b: src.as_bytes(),
+            out: None,
+        }
+    }
+
     /// Skips whitespace and comments from `i`.
     fn ws(&self, mut i: usize) -> usize {
         let b = self.b;
@@ -380,11 +389,7 @@ pub(crate) fn rewrite_with<'s>(
     source: &'s str,
     bodies: &[Body],
 ) -> (Cow<'s, str>, Vec<RawFunction<'s>>) {
-    let mut s = Scanner {
-        src: source,
-        b: source.as_bytes(),
-        out: None,
-    };
+    let mut s = Scanner::new(source);
     let mut fns = Vec::new();
     let b = s.b;
     let mut depth = 0usize;
@@ -572,14 +577,8 @@ mod tests {
         ];
         let mut next = crate::test_rng::xorshift(0x6a09_e667_f3bc_c908_u64);
         for _ in 0..30_000 {
-            let src: String = (0..next() % 40)
-                .map(|_| pieces[next() % pieces.len()])
-                .collect();
-            let s = Scanner {
-                src: &src,
-                b: src.as_bytes(),
-                out: None,
-            };
+            let src = crate::test_rng::soup(&mut next, &pieces, 40);
+            let s = Scanner::new(&src);
             for (start, &c) in src.as_bytes().iter().enumerate() {
                 if matches!(c, b'`' | b'\'' | b'"') {
                     assert_eq!(
@@ -640,9 +639,7 @@ mod tests {
         ];
         let mut next = crate::test_rng::xorshift(0x2545_f491_4f6c_dd1d_u64);
         for _ in 0..100_000 {
-            let src: String = (0..next() % 30)
-                .map(|_| pieces[next() % pieces.len()])
-                .collect();
+            let src = crate::test_rng::soup(&mut next, &pieces, 30);
             same(&src);
         }
         // the agent, and the agent with a piece put in, in many places
@@ -685,14 +682,8 @@ mod tests {
         ];
         let mut next = crate::test_rng::xorshift(0x9e37_79b9_7f4a_7c15_u64);
         for _ in 0..20_000 {
-            let src: String = (0..next() % 40)
-                .map(|_| pieces[next() % pieces.len()])
-                .collect();
-            let s = Scanner {
-                src: &src,
-                b: src.as_bytes(),
-                out: None,
-            };
+            let src = crate::test_rng::soup(&mut next, &pieces, 40);
+            let s = Scanner::new(&src);
             for start in 0..=src.len() {
                 for depth in [1, 2, 3] {
                     let (mut d0, mut d1) = (depth, depth);

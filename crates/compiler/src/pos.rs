@@ -1740,9 +1740,7 @@ mod tests {
         ];
         let mut next = crate::test_rng::xorshift(0xbb67_ae85_84ca_a73b_u64);
         for _ in 0..30_000 {
-            let src: String = (0..next() % 30)
-                .map(|_| pieces[next() % pieces.len()])
-                .collect();
+            let src = crate::test_rng::soup(&mut next, &pieces, 30);
             let b = src.as_bytes();
             for start in 0..=b.len() + 1 {
                 let (mut f0, mut f1) = (frames(), frames());

@@ -9,3 +9,10 @@ pub(crate) fn xorshift(mut seed: u64) -> impl FnMut() -> usize {
         seed as usize
     }
 }
+
+/// A source of up to `max - 1` pieces, each drawn from `pieces` by `next`.
+pub(crate) fn soup(next: &mut impl FnMut() -> usize, pieces: &[&str], max: usize) -> String {
+    (0..next() % max)
+        .map(|_| pieces[next() % pieces.len()])
+        .collect()
+}
