@@ -768,6 +768,7 @@ enum Prev {
 }
 
 /// The open frames of [`recursion_bound`] and the running total.
+#[derive(Default)]
 struct Frames {
     /// Per open frame: the units counted directly inside it, and whether it is a template `${`.
     open: Vec<(usize, bool)>,
@@ -967,11 +968,7 @@ pub(crate) fn recursion_bound(src: &str) -> usize {
 /// [`recursion_bound`]; with `nest`, also drives that nesting scan (see [`prescan`]).
 fn bound(src: &str, mut nest: Option<&mut Nest>) -> Result<usize, Fail> {
     let b = src.as_bytes();
-    let mut f = Frames {
-        open: Vec::new(),
-        units: 0,
-        max: 0,
-    };
+    let mut f = Frames::default();
     let mut prev = Prev::Expr;
     let mut i = 0;
     // a hashbang comment (and HTML-like comments below) may hide brackets from the parser
@@ -1715,11 +1712,7 @@ mod tests {
             }
             (b.len(), true)
         }
-        let frames = || Frames {
-            open: Vec::new(),
-            units: 0,
-            max: 0,
-        };
+        let frames = Frames::default;
         let pieces = [
             "`",
             "\\",
