@@ -281,6 +281,19 @@ macro_rules! define_ops {
                 }
                 let _ = &mut f;
             }
+            /// The verifier's one dispatch on an instruction: calls `f` with every operand, in
+            /// declaration order (as [`Op::operands`]), and returns the instruction's cost (as
+            /// [`Op::cost`]) and its [`Flow`]. (Each arm is its instruction's operand checks and two
+            /// constants: the verifier looks at an instruction once, not once per question.)
+            #[inline(always)]
+            pub(crate) fn inspect(&self, mut f: impl FnMut(Operand)) -> (u32, Flow) {
+                match *self {
+                    $( Op::$name { $($field),* } => {
+                        $( f(OperandKind::operand($field)); )*
+                        ($cost, const { Flow::of(stringify!($name)) })
+                    } )*
+                }
+            }
         }
 
         /// The instruction table as text; hashed into [`ISA_HASH`].
@@ -489,6 +502,85 @@ pub const ISA_HASH: u64 = {
     }
     h
 };
+
+/// What the verifier does with an instruction besides checking its operands (see
+/// [`Op::inspect`]): whether it opens a block, ends one, or needs a check of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Flow {
+    /// None of the below: it adds its cost to its block and control goes on to the next.
+    Plain,
+    /// `Charge`: it opens a block.
+    Charge,
+    /// It has a jump target ([`Op::jump_target`]) and ends its block, `TryEnter` excepted.
+    Branch,
+    /// `TryEnter`: a branch (to its handler) whose handler's `Catch` slot is noted.
+    TryEnter,
+    /// `Return` or `Throw`: a terminator without a target (ends its block).
+    End,
+    /// `Catch`: it must be the second instruction of a handler.
+    Catch,
+    /// `Call`: its argument count must be its callee's parameter count.
+    Call,
+    /// `CallNative`: its argument count must be inside its native's arity.
+    CallNative,
+}
+
+impl Flow {
+    /// The flow of the instruction named `name` in the [`define_ops!`] table (evaluated when
+    /// compiling: the table itself stays as it is, its text being the [`ISA_HASH`] fingerprint).
+    /// The test `flow_agrees_with_the_instruction_queries` keeps it in line with
+    /// [`Op::jump_target`] and [`Op::is_terminator`].
+    const fn of(name: &str) -> Flow {
+        /// `a == b` in a constant.
+        const fn eq(a: &str, b: &str) -> bool {
+            let (a, b) = (a.as_bytes(), b.as_bytes());
+            if a.len() != b.len() {
+                return false;
+            }
+            let mut i = 0;
+            while i < a.len() {
+                if a[i] != b[i] {
+                    return false;
+                }
+                i += 1;
+            }
+            true
+        }
+        /// Whether `name` starts with `prefix`.
+        const fn starts(name: &str, prefix: &str) -> bool {
+            let (a, b) = (name.as_bytes(), prefix.as_bytes());
+            if a.len() < b.len() {
+                return false;
+            }
+            let mut i = 0;
+            while i < b.len() {
+                if a[i] != b[i] {
+                    return false;
+                }
+                i += 1;
+            }
+            true
+        }
+        if eq(name, "Charge") {
+            Flow::Charge
+        } else if eq(name, "TryEnter") {
+            Flow::TryEnter
+        } else if eq(name, "Return") || eq(name, "Throw") {
+            Flow::End
+        } else if eq(name, "Catch") {
+            Flow::Catch
+        } else if eq(name, "Call") {
+            Flow::Call
+        } else if eq(name, "CallNative") {
+            Flow::CallNative
+        } else if starts(name, "Jump") {
+            // `Jump`, the conditional jumps and the fused compare-and-branches
+            Flow::Branch
+        } else {
+            Flow::Plain
+        }
+    }
+}
 
 /// Calls `$m!` with the names of the fused compare-and-branch instructions.
 macro_rules! fused_names {
@@ -879,6 +971,47 @@ mod tests {
         assert_eq!(j.jump_target(), Some(17));
         assert!(j.ends_block() && !j.is_terminator());
         assert_eq!(j.cost(), 2 * BASE);
+    }
+
+    /// Every opcode's [`Flow`] agrees with what the instruction queries say of it.
+    #[test]
+    fn flow_agrees_with_the_instruction_queries() {
+        let mut seen = 0;
+        for code in 0..=255u8 {
+            let mut b = [0u8; 16];
+            b[0] = code;
+            let Ok((op, _)) = Op::decode(&b) else {
+                continue;
+            };
+            seen += 1;
+            let (cost, flow) = op.inspect(|_| {});
+            assert_eq!(cost, op.cost(), "{op:?}");
+            let mut operands = Vec::new();
+            op.operands(|o| operands.push(o));
+            let mut inspected = Vec::new();
+            op.inspect(|o| inspected.push(o));
+            assert_eq!(operands, inspected, "{op:?}");
+            let branch = matches!(flow, Flow::Branch | Flow::TryEnter);
+            assert_eq!(branch, op.jump_target().is_some(), "{op:?}");
+            // a target is exactly a jump target
+            let has_target = operands.iter().any(|o| matches!(o, Operand::Target(_)));
+            assert_eq!(has_target, branch, "{op:?}");
+            assert_eq!(
+                flow == Flow::End || matches!(op, Op::Jump { .. }),
+                op.is_terminator(),
+                "{op:?}"
+            );
+            assert_eq!(op.ends_block(), branch || flow == Flow::End, "{op:?}");
+            assert_eq!(flow == Flow::Charge, matches!(op, Op::Charge { .. }));
+            assert_eq!(flow == Flow::TryEnter, matches!(op, Op::TryEnter { .. }));
+            assert_eq!(flow == Flow::Catch, matches!(op, Op::Catch { .. }));
+            assert_eq!(flow == Flow::Call, matches!(op, Op::Call { .. }));
+            assert_eq!(
+                flow == Flow::CallNative,
+                matches!(op, Op::CallNative { .. })
+            );
+        }
+        assert!(seen > 80);
     }
 
     #[test]

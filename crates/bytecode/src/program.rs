@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::isa::{DecodeFault, Op, Operand, ISA_HASH};
+use crate::isa::{DecodeFault, Flow, Op, Operand, ISA_HASH};
 use crate::natives::NativeId;
 
 /// First bytes of every artifact.
@@ -310,6 +310,22 @@ pub enum CodeFault {
     StrayCatch,
 }
 
+/// What the verifier sees of one instruction (see `Program::inspect`).
+struct Inspected {
+    /// Whether every operand is valid.
+    fit: bool,
+    /// Its cost ([`Op::cost`]).
+    cost: u32,
+    /// What its check is besides its operands.
+    flow: Flow,
+    /// Its target (a branch's) or immediate (a `Charge`'s amount).
+    value: u32,
+    /// Its function (a `Call`'s) or native (a `CallNative`'s).
+    index: u16,
+    /// Its argument count (a call's).
+    count: u8,
+}
+
 impl Program {
     /// Serializes the program: header (magic, format version, cost version, instruction-set
     /// fingerprint), then the body.
@@ -571,7 +587,7 @@ impl Program {
             if f.code.len() > MAX_CODE_LEN {
                 return Err(LoadError::Program(format!("function {fi} is too long")));
             }
-            self.verify_function(fi, f)
+            self.verify_function(f)
                 .map_err(|(pc, fault)| LoadError::Code {
                     func: fi,
                     pc,
@@ -608,8 +624,12 @@ impl Program {
         Ok(VerifiedProgram(shared, most))
     }
 
-    fn verify_function(&self, _fi: usize, f: &Function) -> Result<(), (usize, CodeFault)> {
-        let code = &f.code;
+    /// Checks one function's code in one pass over it: the faults of the first kind (operands,
+    /// arities) are reported at once, in pc order, the others only after the pass, in this
+    /// precedence: a stray `Catch`, then a block leader without its `Charge` (the first by pc),
+    /// then a `Charge` with a wrong amount (the first by pc).
+    fn verify_function(&self, f: &Function) -> Result<(), (usize, CodeFault)> {
+        let code = &f.code[..];
         match code.last() {
             None => return Err((0, CodeFault::FallsOffEnd)),
             Some(op) if !op.is_terminator() => {
@@ -617,38 +637,85 @@ impl Program {
             }
             _ => {}
         }
-        let nregs = f.nregs;
-        // per instruction: LEADER (opens a basic block), HANDLER (the `Catch` slot of a handler)
-        const LEADER: u8 = 1;
-        const HANDLER: u8 = 2;
-        // (on the stack for a short function)
-        let mut small = [0u8; 256];
-        let mut large = Vec::new();
-        let marks: &mut [u8] = if code.len() <= small.len() {
-            &mut small[..code.len()]
-        } else {
-            large.resize(code.len(), 0);
-            &mut large
-        };
-        marks[0] = LEADER;
-        let mut any_catch = false;
+        let (nregs, len) = (f.nregs, code.len());
+        let opens_block = |t: usize| matches!(code.get(t), Some(Op::Charge { .. }));
+        // The leaders (instruction 0, jump targets, instructions after one that ends a block)
+        // must be `Charge`s: a leader is checked when it is found, and the smallest pc of one
+        // that is not is kept (reported as the old second pass over leader marks found it).
+        let mut bad_leader = usize::MAX;
+        // whether this instruction is a leader because the one before ended a block (or pc 0)
+        let mut after_end = true;
+        // the `Charge` opening the current block: its pc and amount, and its block's costs so
+        // far (before the first `Charge` nothing is open: then instruction 0 is a bad leader,
+        // which is reported before any amount)
+        let (mut open_pc, mut open_amount, mut sum) = (0usize, 0u32, 0u32);
+        // the first `Charge` (by pc) whose amount is not its block's cost, with that cost
+        let mut wrong_amount: Option<(usize, u32)> = None;
+        // (`try` is rare: these allocate only for a function that has one)
+        // the slot after each handler's `Charge`, where a `Catch` may stand
+        let mut catch_slots: Vec<usize> = Vec::new();
+        // every `Catch`, in pc order
+        let mut catches: Vec<usize> = Vec::new();
         for (pc, op) in code.iter().enumerate() {
-            // the operands checked inline; only a fault takes the full check, which names it
-            if !self.operands_fit(op, nregs, code.len()) {
-                self.check_operands(op, nregs, code.len())
+            let seen = self.inspect(op, nregs, len);
+            if !seen.fit {
+                // only a fault takes the full check, which names it
+                self.check_operands(op, nregs, len)
                     .map_err(|fault| (pc, fault))?;
             }
-            match *op {
-                Op::CallNative { native, argc, .. } => {
-                    // check_operand has validated the id
-                    if let Some(n) = NativeId::from_u16(native.0) {
+            if after_end && seen.flow != Flow::Charge {
+                bad_leader = bad_leader.min(pc);
+            }
+            after_end = false;
+            sum += seen.cost;
+            match seen.flow {
+                Flow::Plain => {}
+                Flow::Charge => {
+                    if sum != open_amount && wrong_amount.is_none() {
+                        wrong_amount = Some((open_pc, sum));
+                    }
+                    (open_pc, open_amount, sum) = (pc, seen.value, 0);
+                }
+                Flow::Branch | Flow::TryEnter => {
+                    // (the target is inside the function: its operand fits)
+                    let t = seen.value as usize;
+                    if !opens_block(t) {
+                        bad_leader = bad_leader.min(t);
+                    }
+                    after_end = true;
+                    // The handler block is `Charge; Catch`: the Catch position.
+                    if seen.flow == Flow::TryEnter && t + 1 < len {
+                        catch_slots.push(t + 1);
+                    }
+                }
+                Flow::End => after_end = true,
+                Flow::Catch => catches.push(pc),
+                Flow::Call => {
+                    // (the function exists: its operand fits)
+                    let expected = self
+                        .functions
+                        .get(seen.index as usize)
+                        .map_or(0, |g| g.params.len());
+                    if seen.count as usize != expected {
+                        return Err((
+                            pc,
+                            CodeFault::CallArity {
+                                given: seen.count,
+                                expected,
+                            },
+                        ));
+                    }
+                }
+                Flow::CallNative => {
+                    // (the native exists: its operand fits)
+                    if let Some(n) = NativeId::from_u16(seen.index) {
                         let (min, max) = n.arity();
-                        if argc.0 < min || argc.0 > max {
+                        if seen.count < min || seen.count > max {
                             return Err((
                                 pc,
                                 CodeFault::NativeArity {
                                     name: n.js_name(),
-                                    count: argc.0,
+                                    count: seen.count,
                                     min,
                                     max,
                                 },
@@ -656,112 +723,80 @@ impl Program {
                         }
                     }
                 }
-                Op::Call { func, argc, .. } => {
-                    let expected = self.functions[func.0 as usize].params.len();
-                    if argc.0 as usize != expected {
-                        return Err((
-                            pc,
-                            CodeFault::CallArity {
-                                given: argc.0,
-                                expected,
-                            },
-                        ));
-                    }
-                }
-                Op::TryEnter { handler } => {
-                    // The handler block is `Charge; Catch` — remember the Catch position.
-                    if let Some(slot) = marks.get_mut(handler.0 as usize + 1) {
-                        *slot |= HANDLER;
-                    }
-                }
-                Op::Catch { .. } => any_catch = true,
-                _ => {}
-            }
-            // the block leaders (what `leaders` computes): jump targets (in range: checked
-            // above) and every instruction after one that ends a block
-            if let Some(t) = op.jump_target() {
-                if let Some(slot) = marks.get_mut(t as usize) {
-                    *slot |= LEADER;
-                }
-            }
-            if op.ends_block() {
-                if let Some(slot) = marks.get_mut(pc + 1) {
-                    *slot |= LEADER;
-                }
             }
         }
-        if any_catch {
-            for (pc, op) in code.iter().enumerate() {
-                if matches!(op, Op::Catch { .. }) && marks[pc] & HANDLER == 0 {
-                    return Err((pc, CodeFault::StrayCatch));
-                }
+        if !catches.is_empty() {
+            catch_slots.sort_unstable();
+            if let Some(&pc) = catches
+                .iter()
+                .find(|&&pc| catch_slots.binary_search(&pc).is_err())
+            {
+                return Err((pc, CodeFault::StrayCatch));
             }
         }
-        // Every basic block opens with Charge{sum of the costs of the instructions up to the
-        // next Charge}: jump targets and fall-through successors of branches are block heads.
-        // A leader without its Charge is reported before a wrong amount.
-        let mut wrong_amount = None;
-        // the Charge opening the current run of instructions: its pc, amount and the sum so far
-        let mut open: Option<(usize, u32, u32)> = None;
-        for (pc, op) in code.iter().enumerate() {
-            if let Op::Charge { amount } = *op {
-                if let Some((at, amount, sum)) = open {
-                    if amount != sum && wrong_amount.is_none() {
-                        wrong_amount = Some((at, CodeFault::Charge { expected: sum }));
-                    }
-                }
-                open = Some((pc, amount.0, 0));
-                continue;
-            }
-            if marks[pc] & LEADER != 0 {
-                return Err((pc, CodeFault::Charge { expected: 0 }));
-            }
-            match &mut open {
-                Some((_, _, sum)) => *sum += op.cost(),
-                None => {
-                    if wrong_amount.is_none() {
-                        wrong_amount = Some((pc, CodeFault::StrayCharge));
-                    }
-                }
-            }
+        if bad_leader != usize::MAX {
+            return Err((bad_leader, CodeFault::Charge { expected: 0 }));
         }
-        if let Some((at, amount, sum)) = open {
-            if amount != sum && wrong_amount.is_none() {
-                wrong_amount = Some((at, CodeFault::Charge { expected: sum }));
-            }
+        if sum != open_amount && wrong_amount.is_none() {
+            wrong_amount = Some((open_pc, sum));
         }
         match wrong_amount {
-            Some(e) => Err(e),
+            Some((at, expected)) => Err((at, CodeFault::Charge { expected })),
             None => Ok(()),
         }
     }
 
-    /// Whether every operand of `op` is valid ([`Self::check_operands`] finds no fault): a
-    /// small callback the compiler inlines into each instruction's operands, where the kind of
-    /// each is known, so that the usual instruction costs a few comparisons.
+    /// What the verifier sees of `op` in one dispatch on it ([`Op::inspect`]): whether every
+    /// operand is valid ([`Self::check_operands`] finds no fault), its cost and flow, and the
+    /// operands its flow's check needs. (A small callback the compiler inlines into each
+    /// instruction's arm, where the kind of each operand is known, so that the usual instruction
+    /// costs a few comparisons.)
     #[inline(always)]
-    fn operands_fit(&self, op: &Op, nregs: u16, len: usize) -> bool {
+    fn inspect(&self, op: &Op, nregs: u16, len: usize) -> Inspected {
         let (constants, nfuncs, natoms) = (&self.constants, self.functions.len(), self.atoms.len());
         let mut fit = true;
         let mut base = 0u32;
-        op.operands(|o| {
+        let (mut value, mut index, mut count) = (0u32, 0u16, 0u8);
+        let (cost, flow) = op.inspect(|o| {
             fit &= match o {
                 Operand::Read(r) | Operand::Write(r) => r < nregs,
                 Operand::Base(b) => {
                     base = b as u32;
                     base <= nregs as u32
                 }
-                Operand::Count(c) => base + c as u32 <= nregs as u32,
+                Operand::Count(c) => {
+                    count = c;
+                    base + c as u32 <= nregs as u32
+                }
                 Operand::Const(k) => (k as usize) < constants.len(),
                 Operand::Key(k) => matches!(constants.get(k as usize), Some(Constant::String(_))),
-                Operand::Target(t) => (t as usize) < len,
-                Operand::Imm(_) => true,
-                Operand::Native(n) => NativeId::from_u16(n).is_some(),
-                Operand::Func(n) => (n as usize) < nfuncs,
+                Operand::Target(t) => {
+                    value = t;
+                    (t as usize) < len
+                }
+                Operand::Imm(i) => {
+                    value = i;
+                    true
+                }
+                Operand::Native(n) => {
+                    index = n;
+                    NativeId::from_u16(n).is_some()
+                }
+                Operand::Func(n) => {
+                    index = n;
+                    (n as usize) < nfuncs
+                }
                 Operand::Atom(n) => (n as usize) < natoms,
             }
         });
-        fit
+        Inspected {
+            fit,
+            cost,
+            flow,
+            value,
+            index,
+            count,
+        }
     }
 
     /// The first fault of `op`'s operands, in declaration order.
@@ -923,11 +958,14 @@ impl Flat {
                 start,
                 nregs: f.nregs,
             });
-            code.extend(f.code.iter().map(|&op| {
-                let mut op = op;
-                op.map_target(|t| t + start);
-                op
-            }));
+            // copied whole, then only the instructions with a target moved (the first
+            // function's stay: it starts at 0)
+            code.extend_from_slice(&f.code);
+            if start != 0 {
+                for op in &mut code[start as usize..] {
+                    op.map_target(|t| t + start);
+                }
+            }
         }
     }
 }
@@ -1315,7 +1353,7 @@ mod tests {
             let nregs = (r >> 8) as u16 % 40;
             let len = (r >> 24) as usize % 40;
             assert_eq!(
-                p.operands_fit(&op, nregs, len),
+                p.inspect(&op, nregs, len).fit,
                 p.check_operands(&op, nregs, len).is_ok(),
                 "{op:?} nregs {nregs} len {len}"
             );
