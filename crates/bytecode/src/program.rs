@@ -638,13 +638,13 @@ impl Program {
             _ => {}
         }
         let (nregs, len) = (f.nregs, code.len());
-        let opens_block = |t: usize| matches!(code.get(t), Some(Op::Charge { .. }));
+        // whether a leader at `t` is all right: a `Charge`, or past the end (the instruction
+        // after the last, which ends a block, is no leader)
+        let opens_block = |t: usize| code.get(t).is_none_or(|op| matches!(op, Op::Charge { .. }));
         // The leaders (instruction 0, jump targets, instructions after one that ends a block)
-        // must be `Charge`s: a leader is checked when it is found, and the smallest pc of one
-        // that is not is kept (reported as the old second pass over leader marks found it).
-        let mut bad_leader = usize::MAX;
-        // whether this instruction is a leader because the one before ended a block (or pc 0)
-        let mut after_end = true;
+        // must be `Charge`s: a leader is checked when it is found (by the instruction that makes
+        // it one), and the smallest pc of one that is not is kept.
+        let mut bad_leader = if opens_block(0) { usize::MAX } else { 0 };
         // the `Charge` opening the current block: its pc and amount, and its block's costs so
         // far (before the first `Charge` nothing is open: then instruction 0 is a bad leader,
         // which is reported before any amount)
@@ -663,11 +663,11 @@ impl Program {
                 self.check_operands(op, nregs, len)
                     .map_err(|fault| (pc, fault))?;
             }
-            if after_end && seen.flow != Flow::Charge {
-                bad_leader = bad_leader.min(pc);
-            }
-            after_end = false;
             sum += seen.cost;
+            if seen.flow == Flow::Plain {
+                // (most instructions: nothing more to check)
+                continue;
+            }
             match seen.flow {
                 Flow::Plain => {}
                 Flow::Charge => {
@@ -682,13 +682,19 @@ impl Program {
                     if !opens_block(t) {
                         bad_leader = bad_leader.min(t);
                     }
-                    after_end = true;
+                    if !opens_block(pc + 1) {
+                        bad_leader = bad_leader.min(pc + 1);
+                    }
                     // The handler block is `Charge; Catch`: the Catch position.
                     if seen.flow == Flow::TryEnter && t + 1 < len {
                         catch_slots.push(t + 1);
                     }
                 }
-                Flow::End => after_end = true,
+                Flow::End => {
+                    if !opens_block(pc + 1) {
+                        bad_leader = bad_leader.min(pc + 1);
+                    }
+                }
                 Flow::Catch => catches.push(pc),
                 Flow::Call => {
                     // (the function exists: its operand fits)
