@@ -318,12 +318,6 @@ struct Inspected {
     cost: u32,
     /// What its check is besides its operands.
     flow: Flow,
-    /// Its target (a branch's) or immediate (a `Charge`'s amount).
-    value: u32,
-    /// Its function (a `Call`'s) or native (a `CallNative`'s).
-    index: u16,
-    /// Its argument count (a call's).
-    count: u8,
 }
 
 impl Program {
@@ -624,10 +618,10 @@ impl Program {
         Ok(VerifiedProgram(shared, most))
     }
 
-    /// Checks one function's code in one pass over it: the faults of the first kind (operands,
-    /// arities) are reported at once, in pc order, the others only after the pass, in this
-    /// precedence: a stray `Catch`, then a block leader without its `Charge` (the first by pc),
-    /// then a `Charge` with a wrong amount (the first by pc).
+    /// Checks one function's code in one pass over it. The faults of the first kind (operands,
+    /// arities) are reported at once, in pc order; then a stray `Catch`; then the block faults
+    /// (a leader without its `Charge`, a `Charge` with a wrong amount), which the pass only
+    /// notes: their first, by the old precedence, is found by [`first_block_fault`], out of line.
     fn verify_function(&self, f: &Function) -> Result<(), (usize, CodeFault)> {
         let code = &f.code[..];
         match code.last() {
@@ -641,16 +635,14 @@ impl Program {
         // whether a leader at `t` is all right: a `Charge`, or past the end (the instruction
         // after the last, which ends a block, is no leader)
         let opens_block = |t: usize| code.get(t).is_none_or(|op| matches!(op, Op::Charge { .. }));
-        // The leaders (instruction 0, jump targets, instructions after one that ends a block)
-        // must be `Charge`s: a leader is checked when it is found (by the instruction that makes
-        // it one), and the smallest pc of one that is not is kept.
-        let mut bad_leader = if opens_block(0) { usize::MAX } else { 0 };
-        // the `Charge` opening the current block: its pc and amount, and its block's costs so
-        // far (before the first `Charge` nothing is open: then instruction 0 is a bad leader,
-        // which is reported before any amount)
-        let (mut open_pc, mut open_amount, mut sum) = (0usize, 0u32, 0u32);
-        // the first `Charge` (by pc) whose amount is not its block's cost, with that cost
-        let mut wrong_amount: Option<(usize, u32)> = None;
+        // Whether some leader (instruction 0, a jump target, an instruction after one that ends
+        // a block) is not a `Charge`: a leader is checked by the instruction that makes it one.
+        let mut bad_leader = !opens_block(0);
+        // Whether some `Charge`'s amount is not its block's cost; the amount of the `Charge`
+        // opening the current block and its block's costs so far (before the first `Charge`
+        // nothing is open: then instruction 0 is a bad leader anyway).
+        let mut bad_amount = false;
+        let (mut open_amount, mut sum) = (0u32, 0u32);
         // (`try` is rare: these allocate only for a function that has one)
         // the slot after each handler's `Charge`, where a `Catch` may stand
         let mut catch_slots: Vec<usize> = Vec::new();
@@ -671,61 +663,58 @@ impl Program {
             match seen.flow {
                 Flow::Plain => {}
                 Flow::Charge => {
-                    if sum != open_amount && wrong_amount.is_none() {
-                        wrong_amount = Some((open_pc, sum));
-                    }
-                    (open_pc, open_amount, sum) = (pc, seen.value, 0);
+                    bad_amount |= sum != open_amount;
+                    let amount = match *op {
+                        Op::Charge { amount } => amount.0,
+                        _ => 0,
+                    };
+                    (open_amount, sum) = (amount, 0);
                 }
                 Flow::Branch | Flow::TryEnter => {
                     // (the target is inside the function: its operand fits)
-                    let t = seen.value as usize;
-                    if !opens_block(t) {
-                        bad_leader = bad_leader.min(t);
-                    }
-                    if !opens_block(pc + 1) {
-                        bad_leader = bad_leader.min(pc + 1);
-                    }
+                    let t = op.jump_target().unwrap_or(0) as usize;
+                    bad_leader |= !opens_block(t) || !opens_block(pc + 1);
                     // The handler block is `Charge; Catch`: the Catch position.
                     if seen.flow == Flow::TryEnter && t + 1 < len {
                         catch_slots.push(t + 1);
                     }
                 }
-                Flow::End => {
-                    if !opens_block(pc + 1) {
-                        bad_leader = bad_leader.min(pc + 1);
-                    }
-                }
+                Flow::End => bad_leader |= !opens_block(pc + 1),
                 Flow::Catch => catches.push(pc),
                 Flow::Call => {
-                    // (the function exists: its operand fits)
-                    let expected = self
-                        .functions
-                        .get(seen.index as usize)
-                        .map_or(0, |g| g.params.len());
-                    if seen.count as usize != expected {
-                        return Err((
-                            pc,
-                            CodeFault::CallArity {
-                                given: seen.count,
-                                expected,
-                            },
-                        ));
+                    if let Op::Call { func, argc, .. } = *op {
+                        // (the function exists: its operand fits)
+                        let expected = self
+                            .functions
+                            .get(func.0 as usize)
+                            .map_or(0, |g| g.params.len());
+                        if argc.0 as usize != expected {
+                            return Err((
+                                pc,
+                                CodeFault::CallArity {
+                                    given: argc.0,
+                                    expected,
+                                },
+                            ));
+                        }
                     }
                 }
                 Flow::CallNative => {
                     // (the native exists: its operand fits)
-                    if let Some(n) = NativeId::from_u16(seen.index) {
-                        let (min, max) = n.arity();
-                        if seen.count < min || seen.count > max {
-                            return Err((
-                                pc,
-                                CodeFault::NativeArity {
-                                    name: n.js_name(),
-                                    count: seen.count,
-                                    min,
-                                    max,
-                                },
-                            ));
+                    if let Op::CallNative { native, argc, .. } = *op {
+                        if let Some(n) = NativeId::from_u16(native.0) {
+                            let (min, max) = n.arity();
+                            if argc.0 < min || argc.0 > max {
+                                return Err((
+                                    pc,
+                                    CodeFault::NativeArity {
+                                        name: n.js_name(),
+                                        count: argc.0,
+                                        min,
+                                        max,
+                                    },
+                                ));
+                            }
                         }
                     }
                 }
@@ -740,21 +729,17 @@ impl Program {
                 return Err((pc, CodeFault::StrayCatch));
             }
         }
-        if bad_leader != usize::MAX {
-            return Err((bad_leader, CodeFault::Charge { expected: 0 }));
+        bad_amount |= sum != open_amount;
+        if bad_leader || bad_amount {
+            return Err(first_block_fault(code));
         }
-        if sum != open_amount && wrong_amount.is_none() {
-            wrong_amount = Some((open_pc, sum));
-        }
-        match wrong_amount {
-            Some((at, expected)) => Err((at, CodeFault::Charge { expected })),
-            None => Ok(()),
-        }
+        Ok(())
     }
 
     /// What the verifier sees of `op` in one dispatch on it ([`Op::inspect`]): whether every
-    /// operand is valid ([`Self::check_operands`] finds no fault), its cost and flow, and the
-    /// operands its flow's check needs. (A small callback the compiler inlines into each
+    /// operand is valid ([`Self::check_operands`] finds no fault), its cost and flow. (The few
+    /// instructions whose flow needs an operand read it again: carrying it out of every arm costs
+    /// more than that.) (A small callback the compiler inlines into each
     /// instruction's arm, where the kind of each operand is known, so that the usual instruction
     /// costs a few comparisons.)
     #[inline(always)]
@@ -762,7 +747,6 @@ impl Program {
         let (constants, nfuncs, natoms) = (&self.constants, self.functions.len(), self.atoms.len());
         let mut fit = true;
         let mut base = 0u32;
-        let (mut value, mut index, mut count) = (0u32, 0u16, 0u8);
         let (cost, flow) = op.inspect(|o| {
             fit &= match o {
                 Operand::Read(r) | Operand::Write(r) => r < nregs,
@@ -770,39 +754,17 @@ impl Program {
                     base = b as u32;
                     base <= nregs as u32
                 }
-                Operand::Count(c) => {
-                    count = c;
-                    base + c as u32 <= nregs as u32
-                }
+                Operand::Count(c) => base + c as u32 <= nregs as u32,
                 Operand::Const(k) => (k as usize) < constants.len(),
                 Operand::Key(k) => matches!(constants.get(k as usize), Some(Constant::String(_))),
-                Operand::Target(t) => {
-                    value = t;
-                    (t as usize) < len
-                }
-                Operand::Imm(i) => {
-                    value = i;
-                    true
-                }
-                Operand::Native(n) => {
-                    index = n;
-                    NativeId::from_u16(n).is_some()
-                }
-                Operand::Func(n) => {
-                    index = n;
-                    (n as usize) < nfuncs
-                }
+                Operand::Target(t) => (t as usize) < len,
+                Operand::Imm(_) => true,
+                Operand::Native(n) => NativeId::from_u16(n).is_some(),
+                Operand::Func(n) => (n as usize) < nfuncs,
                 Operand::Atom(n) => (n as usize) < natoms,
             }
         });
-        Inspected {
-            fit,
-            cost,
-            flow,
-            value,
-            index,
-            count,
-        }
+        Inspected { fit, cost, flow }
     }
 
     /// The first fault of `op`'s operands, in declaration order.
@@ -909,6 +871,52 @@ impl Program {
     }
 }
 
+/// The first block fault of `code`, a function's code whose operands and arities are valid and
+/// which has a block fault (see [`Program::verify_function`]): every basic block must open with
+/// `Charge{sum of the costs of the instructions up to the next Charge}`, where jump targets and
+/// the instructions after a branch or a terminator are block heads. The first leader without its
+/// `Charge` is reported before any wrong amount, then the first wrong amount. (The verifier's
+/// second pass before it noted block faults in its one pass, kept as it was: a program with such
+/// a fault is a refused one, and this is the precedence it is reported in.)
+#[cold]
+#[inline(never)]
+fn first_block_fault(code: &[Op]) -> (usize, CodeFault) {
+    let leaders = crate::isa::leaders(code);
+    let mut wrong_amount = None;
+    // the Charge opening the current run of instructions: its pc, amount and the sum so far
+    let mut open: Option<(usize, u32, u32)> = None;
+    for (pc, op) in code.iter().enumerate() {
+        if let Op::Charge { amount } = *op {
+            if let Some((at, amount, sum)) = open {
+                if amount != sum && wrong_amount.is_none() {
+                    wrong_amount = Some((at, CodeFault::Charge { expected: sum }));
+                }
+            }
+            open = Some((pc, amount.0, 0));
+            continue;
+        }
+        if leaders.get(pc).copied().unwrap_or(false) {
+            return (pc, CodeFault::Charge { expected: 0 });
+        }
+        match &mut open {
+            Some((_, _, sum)) => *sum += op.cost(),
+            None => {
+                if wrong_amount.is_none() {
+                    wrong_amount = Some((pc, CodeFault::StrayCharge));
+                }
+            }
+        }
+    }
+    if let Some((at, amount, sum)) = open {
+        if amount != sum && wrong_amount.is_none() {
+            wrong_amount = Some((at, CodeFault::Charge { expected: sum }));
+        }
+    }
+    // (the caller saw a fault: `None` would mean its pass and this one disagree; report the
+    // function's first instruction rather than accept)
+    wrong_amount.unwrap_or((0, CodeFault::Charge { expected: 0 }))
+}
+
 /// Where a function starts in a verified program's [`VerifiedProgram::code`], and its
 /// registers: what a call needs of its callee.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -969,7 +977,10 @@ impl Flat {
             code.extend_from_slice(&f.code);
             if start != 0 {
                 for op in &mut code[start as usize..] {
-                    op.map_target(|t| t + start);
+                    // (the flow is a table lookup; only a branch takes `map_target`'s dispatch)
+                    if matches!(op.inspect(|_| {}).1, Flow::Branch | Flow::TryEnter) {
+                        op.map_target(|t| t + start);
+                    }
                 }
             }
         }
