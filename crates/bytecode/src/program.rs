@@ -1152,7 +1152,7 @@ impl std::ops::Deref for VerifiedProgram {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::isa::{insert_charges, Dst, Src, Target, Target24};
+    use crate::isa::{insert_charges, Dst, Imm, Src, Target, Target24};
 
     fn function(code: &[Op]) -> Function {
         Function {
@@ -1377,5 +1377,247 @@ mod tests {
             checked += 1;
         }
         assert!(checked > 10_000);
+    }
+
+    /// TEST-ONLY REFERENCE: the per-function check as it was before the one-pass verifier
+    /// (commit 1fe75a6: an operand and arity pass that marks block leaders and `Catch` slots,
+    /// the stray-`Catch` check, then a second pass over the charges), kept to compare the
+    /// verifier's verdicts against. Not used outside the tests.
+    fn reference_verify_function(p: &Program, f: &Function) -> Result<(), (usize, CodeFault)> {
+        let code = &f.code;
+        match code.last() {
+            None => return Err((0, CodeFault::FallsOffEnd)),
+            Some(op) if !op.is_terminator() => {
+                return Err((code.len() - 1, CodeFault::FallsOffEnd))
+            }
+            _ => {}
+        }
+        let nregs = f.nregs;
+        const LEADER: u8 = 1;
+        const HANDLER: u8 = 2;
+        let mut marks = vec![0u8; code.len()];
+        marks[0] = LEADER;
+        let mut any_catch = false;
+        for (pc, op) in code.iter().enumerate() {
+            p.check_operands(op, nregs, code.len())
+                .map_err(|fault| (pc, fault))?;
+            match *op {
+                Op::CallNative { native, argc, .. } => {
+                    if let Some(n) = NativeId::from_u16(native.0) {
+                        let (min, max) = n.arity();
+                        if argc.0 < min || argc.0 > max {
+                            return Err((
+                                pc,
+                                CodeFault::NativeArity {
+                                    name: n.js_name(),
+                                    count: argc.0,
+                                    min,
+                                    max,
+                                },
+                            ));
+                        }
+                    }
+                }
+                Op::Call { func, argc, .. } => {
+                    let expected = p.functions[func.0 as usize].params.len();
+                    if argc.0 as usize != expected {
+                        return Err((
+                            pc,
+                            CodeFault::CallArity {
+                                given: argc.0,
+                                expected,
+                            },
+                        ));
+                    }
+                }
+                Op::TryEnter { handler } => {
+                    if let Some(slot) = marks.get_mut(handler.0 as usize + 1) {
+                        *slot |= HANDLER;
+                    }
+                }
+                Op::Catch { .. } => any_catch = true,
+                _ => {}
+            }
+            if let Some(t) = op.jump_target() {
+                if let Some(slot) = marks.get_mut(t as usize) {
+                    *slot |= LEADER;
+                }
+            }
+            if op.ends_block() {
+                if let Some(slot) = marks.get_mut(pc + 1) {
+                    *slot |= LEADER;
+                }
+            }
+        }
+        if any_catch {
+            for (pc, op) in code.iter().enumerate() {
+                if matches!(op, Op::Catch { .. }) && marks[pc] & HANDLER == 0 {
+                    return Err((pc, CodeFault::StrayCatch));
+                }
+            }
+        }
+        let mut wrong_amount = None;
+        let mut open: Option<(usize, u32, u32)> = None;
+        for (pc, op) in code.iter().enumerate() {
+            if let Op::Charge { amount } = *op {
+                if let Some((at, amount, sum)) = open {
+                    if amount != sum && wrong_amount.is_none() {
+                        wrong_amount = Some((at, CodeFault::Charge { expected: sum }));
+                    }
+                }
+                open = Some((pc, amount.0, 0));
+                continue;
+            }
+            if marks[pc] & LEADER != 0 {
+                return Err((pc, CodeFault::Charge { expected: 0 }));
+            }
+            match &mut open {
+                Some((_, _, sum)) => *sum += op.cost(),
+                None => {
+                    if wrong_amount.is_none() {
+                        wrong_amount = Some((pc, CodeFault::StrayCharge));
+                    }
+                }
+            }
+        }
+        if let Some((at, amount, sum)) = open {
+            if amount != sum && wrong_amount.is_none() {
+                wrong_amount = Some((at, CodeFault::Charge { expected: sum }));
+            }
+        }
+        match wrong_amount {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// The one-pass verifier gives every function the verdict of the reference (the verifier
+    /// before it, [`reference_verify_function`]) — the same fault at the same pc, or none — on
+    /// random functions: charged ones (mostly valid) and then broken by a few edits (an
+    /// operand, a target, a charge amount, an instruction moved, dropped or added, a `try`
+    /// piece), with a fixed seed.
+    #[test]
+    fn verdicts_match_the_reference_verifier() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let below = |n: usize, next: &mut dyn FnMut() -> u64| (next() % n.max(1) as u64) as usize;
+        let random_op = |next: &mut dyn FnMut() -> u64| loop {
+            let mut bytes = [0u8; 16];
+            for chunk in bytes.chunks_mut(8) {
+                chunk.copy_from_slice(&next().to_le_bytes());
+            }
+            // small operands (most bytes 0), so that most fit
+            for b in bytes.iter_mut().skip(1) {
+                *b = if next().is_multiple_of(4) {
+                    *b & 0x07
+                } else {
+                    0
+                };
+            }
+            if let Ok((op, _)) = Op::decode(&bytes) {
+                return op;
+            }
+        };
+        let mut verdicts = std::collections::BTreeMap::<String, usize>::new();
+        for round in 0..20_000 {
+            let nfuncs = 1 + below(8, &mut next);
+            let mut functions = Vec::new();
+            for _ in 0..nfuncs {
+                let nregs = below(9, &mut next) as u16;
+                let len = 1 + below(40, &mut next);
+                let mut code: Vec<Op> = (0..len)
+                    .map(|_| random_op(&mut next))
+                    .filter(|op| !matches!(op, Op::Charge { .. }))
+                    .collect();
+                code.push(Op::Return { src: Src(0) });
+                let n = code.len() as u32;
+                for op in &mut code {
+                    op.map_registers(&|r| r % nregs.max(1));
+                    op.map_target(|t| t % n);
+                }
+                let mut code = insert_charges(&code, &vec![(); code.len()]).0;
+                for _ in 0..below(4, &mut next) {
+                    let len = code.len();
+                    if len == 0 {
+                        break;
+                    }
+                    let pc = below(len, &mut next);
+                    match below(7, &mut next) {
+                        0 => code[pc] = random_op(&mut next),
+                        1 => {
+                            let t = below(len + 2, &mut next) as u32;
+                            code[pc].map_target(|_| t);
+                        }
+                        2 => {
+                            if let Op::Charge { amount } = &mut code[pc] {
+                                amount.0 = amount.0.wrapping_add(100);
+                            }
+                        }
+                        3 => code.swap(pc, below(len, &mut next)),
+                        4 => {
+                            code.remove(pc);
+                        }
+                        5 => code.insert(pc, random_op(&mut next)),
+                        _ => {
+                            let op = match below(3, &mut next) {
+                                0 => Op::Catch { dst: Dst(0) },
+                                1 => Op::TryEnter {
+                                    handler: Target(below(len, &mut next) as u32),
+                                },
+                                _ => Op::Charge {
+                                    amount: Imm(100 * below(4, &mut next) as u32),
+                                },
+                            };
+                            code.insert(pc, op);
+                        }
+                    }
+                }
+                functions.push(Function {
+                    name: String::new(),
+                    params: vec![String::new(); below(3, &mut next).min(nregs as usize)],
+                    nregs,
+                    code,
+                });
+            }
+            let mut p = program_of(functions);
+            p.constants = (0..4 + below(5, &mut next))
+                .map(|k| {
+                    if k % 4 != 3 {
+                        Constant::String(Vec::new())
+                    } else {
+                        Constant::Number(0.0)
+                    }
+                })
+                .collect();
+            p.atoms = (0..4 + below(5, &mut next))
+                .map(|a| a.to_string())
+                .collect();
+            for f in &p.functions {
+                let want = reference_verify_function(&p, f);
+                let got = p.verify_function(f);
+                assert_eq!(got, want, "round {round}: {:?}", f.code);
+                let name = match &got {
+                    Ok(()) => "ok".to_string(),
+                    Err((_, fault)) => format!("{fault:?}")
+                        .split([' ', '('])
+                        .next()
+                        .unwrap()
+                        .into(),
+                };
+                *verdicts.entry(name).or_default() += 1;
+            }
+        }
+        // both verdicts, and the block faults, occur
+        for kind in ["ok", "Charge", "StrayCatch", "Register", "Target"] {
+            assert!(
+                verdicts.get(kind).copied().unwrap_or(0) > 20,
+                "{verdicts:?}"
+            );
+        }
     }
 }
