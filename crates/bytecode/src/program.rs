@@ -662,6 +662,7 @@ impl Program {
             }
             match seen.flow {
                 Flow::Plain => {}
+                // (it closes the block before it and opens its own)
                 Flow::Charge => {
                     bad_amount |= sum != open_amount;
                     let amount = match *op {
@@ -875,9 +876,9 @@ impl Program {
 /// which has a block fault (see [`Program::verify_function`]): every basic block must open with
 /// `Charge{sum of the costs of the instructions up to the next Charge}`, where jump targets and
 /// the instructions after a branch or a terminator are block heads. The first leader without its
-/// `Charge` is reported before any wrong amount, then the first wrong amount. (The verifier's
-/// second pass before it noted block faults in its one pass, kept as it was: a program with such
-/// a fault is a refused one, and this is the precedence it is reported in.)
+/// `Charge` is reported before any wrong amount, then the first wrong amount. (This is the
+/// verifier's former second pass over the charges, kept as it was: only a refused program takes
+/// it, and it reports that program's fault exactly as the verifier always has.)
 #[cold]
 #[inline(never)]
 fn first_block_fault(code: &[Op]) -> (usize, CodeFault) {
