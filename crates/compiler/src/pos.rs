@@ -795,7 +795,7 @@ static KEYWORD_KEYS: [u64; 32] = {
 /// [`classify_keyword`] of the [`KEYWORDS`] of up to eight bytes by the hash of their bytes: in
 /// each slot a keyword's bytes as a number (0 in the slots no keyword takes) and its class. The
 /// fast path reads a word's class from one slot, with no call and no filter (the agent's prescan,
-/// 137.0 k -> 135.0 k instructions).
+/// 137.0 k -> ? k instructions).
 static KEYWORD_SLOTS: [(u64, bool, Prev); 32] = {
     let groups: [(&[&[u8]], bool, Prev); 4] = [
         (
@@ -1330,6 +1330,8 @@ const F_SLASH: u8 = 11;
 const F_SIGN: u8 = 12;
 /// `<` (which may start `<!--`).
 const F_LESS: u8 = 13;
+/// A backtick.
+const F_TICK: u8 = 14;
 
 static FAST_CLASS: [u8; 256] = {
     let mut t = [F_SLOW; 256];
@@ -1346,6 +1348,7 @@ static FAST_CLASS: [u8; 256] = {
             b'>' | b'*' | b'%' | b'&' | b'|' | b'^' | b':' => F_OP,
             b'+' | b'-' => F_SIGN,
             b'<' => F_LESS,
+            b'`' => F_TICK,
             b'\'' | b'"' => F_QUOTE,
             b'.' => F_DOT,
             b',' | b';' => F_SEP,
@@ -1357,15 +1360,34 @@ static FAST_CLASS: [u8; 256] = {
     t
 };
 
-/// [`FAST_CLASS`] where the nesting scan has a template open: a closing bracket may go back to
-/// its text, which is the general step's.
-static FAST_CLASS_IN_TEMPLATE: [u8; 256] = {
-    let mut t = FAST_CLASS;
-    t[b')' as usize] = F_SLOW;
-    t[b']' as usize] = F_SLOW;
-    t[b'}' as usize] = F_SLOW;
-    t
-};
+/// Where template text from `i` (after a backtick or a substitution's `}`) ends, read the way
+/// both scans read it ([`Frames::template_text`] and [`Nest::scan`]: from one byte that matters
+/// to the next, a `\` skipping the byte after it).
+enum TextEnd {
+    /// At the closing backtick at this index.
+    Tick(usize),
+    /// At the `${` at this index.
+    Substitution(usize),
+    /// At the end of the source (an unterminated template).
+    End,
+}
+
+/// See [`TextEnd`].
+fn text_end(b: &[u8], mut i: usize) -> TextEnd {
+    loop {
+        let rest = b.get(i..).unwrap_or(&[]);
+        match rest.iter().position(|&c| TEXT_BYTES[c as usize]) {
+            Some(k) => i += k,
+            None => return TextEnd::End,
+        }
+        match b.get(i) {
+            Some(b'\\') => i += 2,
+            Some(b'`') => return TextEnd::Tick(i),
+            Some(b'$') if b.get(i + 1) == Some(&b'{') => return TextEnd::Substitution(i),
+            _ => i += 1,
+        }
+    }
+}
 
 /// The index of the first byte from `i` that is not white space.
 #[inline(always)]
@@ -1426,17 +1448,19 @@ fn short_word(w: &[u8; 16]) -> Option<usize> {
 }
 
 /// [`bound`]'s steps over the common tokens from `i`, where the nesting scan `ns` is too (in
-/// code, not template text): white space, plain words, numbers, brackets outside templates,
+/// code, not template text): white space, plain words, numbers, brackets, template text,
 /// operators, strings without escapes, `.`, `,`, `;` and a dividing `/`. Each has the effect the
 /// general step gives it (on the bound and on the nesting scan, which stays exactly here);
 /// returns the index of the first token left to the general step (or the end).
 ///
 /// One dispatch a token computes both: the two scans' state is in locals (the frames' stack
 /// moved out of `f`, the running and most units; the nesting scan's depth and operator run),
-/// out of line so that they stay in registers (inlined into [`bound`], 150.7 k -> 143.3 k
-/// instructions on the agent). No template starts or ends here, so whether the nesting scan
-/// has one open holds throughout (it picks the class table), and every frame opened here is a
-/// bracket's.
+/// out of line so that more of them stay in registers (inlined into [`bound`], 150.7 k ->
+/// 143.3 k instructions on the agent). Template text is read once for both, which read it
+/// alike ([`text_end`]): after a backtick, and after a closing bracket where the bound's frame
+/// and the nesting scan agree that it ends a substitution (where they disagree, or a template
+/// is unterminated, the general step reads the token and the nesting scan catches up by
+/// itself).
 #[inline(never)]
 fn fast(
     b: &[u8],
@@ -1450,18 +1474,12 @@ fn fast(
     let mut run = ns.run;
     let mut depth = ns.depth;
     let mut pv = *prev;
-    // (a closing bracket in a template is the general step's)
-    let class = if ns.templates.is_empty() {
-        &FAST_CLASS
-    } else {
-        &FAST_CLASS_IN_TEMPLATE
-    };
     let mut open = std::mem::take(&mut f.open);
     let mut units = f.units;
     let mut most = f.max;
     let r = 'scan: {
         while let Some(&c) = b.get(i) {
-            match class[c as usize] {
+            match FAST_CLASS[c as usize] {
                 F_SPACE => i = skip_space(b, i + 1),
                 F_WORD => {
                     run = 0;
@@ -1527,12 +1545,25 @@ fn fast(
                     i += 1;
                 }
                 F_CLOSE => {
-                    if let Some(top) = open.pop() {
-                        if top & 1 != 0 {
-                            // (template frames are the general step's)
-                            open.push(top);
-                            break 'scan Ok(());
+                    let after = depth.saturating_sub(1);
+                    // whether the bound's frame is a template substitution's, and whether the
+                    // nesting scan goes back to template text: when they agree, both read the
+                    // text alike from here; otherwise the general step reads the bracket
+                    let substitution = open.last().is_some_and(|&top| top & 1 != 0);
+                    let to_text = ns.templates.last() == Some(&after);
+                    if substitution != to_text {
+                        break 'scan Ok(());
+                    }
+                    let text = if substitution {
+                        match text_end(b, i + 1) {
+                            // (unterminated: the general step's)
+                            TextEnd::End => break 'scan Ok(()),
+                            end => end,
                         }
+                    } else {
+                        TextEnd::End
+                    };
+                    if let Some(top) = open.pop() {
                         // (the units only go down here: the most so far is taken before)
                         most = most.max(units);
                         units = top >> 1;
@@ -1540,15 +1571,62 @@ fn fast(
                     if depth == 1 {
                         ns.closing_top(i);
                     }
-                    depth = depth.saturating_sub(1);
+                    depth = after;
                     run = 0;
-                    pv = if c == b']' {
-                        Prev::Value
-                    } else {
-                        Prev::Unknown
+                    match text {
+                        TextEnd::End => {
+                            pv = if c == b']' {
+                                Prev::Value
+                            } else {
+                                Prev::Unknown
+                            };
+                            // (and the white space after it: a line end and the next line's
+                            // indent)
+                            i = skip_space(b, i + 1);
+                        }
+                        TextEnd::Tick(q) => {
+                            ns.templates.pop();
+                            pv = Prev::Value;
+                            i = q + 1;
+                        }
+                        TextEnd::Substitution(q) => {
+                            open.push(units << 1 | 1);
+                            units += BRACKET_UNITS;
+                            depth += 1;
+                            if depth > max {
+                                break 'scan Nest::too_deep(q);
+                            }
+                            pv = Prev::Expr;
+                            i = q + 2;
+                        }
+                    }
+                }
+                F_TICK => {
+                    let (q, substitution) = match text_end(b, i + 1) {
+                        TextEnd::Tick(q) => (q, false),
+                        TextEnd::Substitution(q) => (q, true),
+                        // (unterminated: the general step's)
+                        TextEnd::End => break 'scan Ok(()),
                     };
-                    // (and the white space after it: a line end and the next line's indent)
-                    i = skip_space(b, i + 1);
+                    // (the only place a template starts)
+                    if ns.open_at.is_some() && ns.tick.is_none() {
+                        ns.tick = Some((i, depth));
+                    }
+                    run = 0;
+                    if substitution {
+                        ns.templates.push(depth);
+                        open.push(units << 1 | 1);
+                        units += BRACKET_UNITS;
+                        depth += 1;
+                        if depth > max {
+                            break 'scan Nest::too_deep(q);
+                        }
+                        pv = Prev::Expr;
+                        i = q + 2;
+                    } else {
+                        pv = Prev::Value;
+                        i = q + 1;
+                    }
                 }
                 F_RUN => {
                     units += 1;
