@@ -833,6 +833,28 @@ static KEYWORD_SLOTS: [(u64, bool, Prev); 32] = {
     t
 };
 
+/// [`classify_keyword`] of the plain word `w[..len]` (`len` below 16), `None` for a word that is
+/// no keyword: by the hash of its bytes for up to eight ([`KEYWORD_SLOTS`]), `instanceof` by
+/// its length and bytes.
+#[inline(always)]
+fn short_word_class(w: &[u8; 16], len: usize) -> Option<(bool, Prev)> {
+    if len <= 8 {
+        let head = u64::from_le_bytes(*w.first_chunk().unwrap_or(&[0; 8]));
+        let word = head & LOW_BYTES[len & 15];
+        let slot = keyword_slot(word);
+        if KEYWORD_KEYS[slot] == word {
+            let (_, nesting, next) = KEYWORD_SLOTS[slot];
+            return Some((nesting, next));
+        }
+        None
+    } else if len == 10 && w.first_chunk::<10>() == Some(b"instanceof") {
+        // (the one longer keyword)
+        Some((true, Prev::Expr))
+    } else {
+        None
+    }
+}
+
 /// What the previous token says about a following `/`.
 #[derive(Clone, Copy, PartialEq, Debug)]
 enum Prev {
@@ -1493,25 +1515,12 @@ fn fast(
                                 i = j + usize::from(b.get(j) == Some(&b' '));
                                 continue;
                             }
-                            pv = if len <= 8 {
-                                // (its class by the hash of its bytes, see [`KEYWORD_SLOTS`])
-                                let head = u64::from_le_bytes(*w.first_chunk().unwrap_or(&[0; 8]));
-                                let word = head & LOW_BYTES[len & 15];
-                                let slot = keyword_slot(word);
-                                if KEYWORD_KEYS[slot] == word {
-                                    let (_, nesting, next) = KEYWORD_SLOTS[slot];
+                            pv = match short_word_class(w, len) {
+                                Some((nesting, next)) => {
                                     units += usize::from(nesting);
                                     next
-                                } else {
-                                    Prev::Value
                                 }
-                            } else if len == 10 {
-                                // (`instanceof`, the one longer keyword)
-                                let (nesting, next) = classify_keyword(w.get(..len).unwrap_or(&[]));
-                                units += usize::from(nesting);
-                                next
-                            } else {
-                                Prev::Value
+                                None => Prev::Value,
                             };
                             // (a space after a word is common: it needs no dispatch of its own)
                             i += len + usize::from(e == b' ');
@@ -1550,8 +1559,9 @@ fn fast(
                     // nesting scan goes back to template text: when they agree, both read the
                     // text alike from here; otherwise the general step reads the bracket
                     let substitution = open.last().is_some_and(|&top| top & 1 != 0);
-                    let to_text = ns.templates.last() == Some(&after);
-                    if substitution != to_text {
+                    if (substitution || !ns.templates.is_empty())
+                        && substitution != (ns.templates.last() == Some(&after))
+                    {
                         break 'scan Ok(());
                     }
                     let text = if substitution {
@@ -3412,6 +3422,57 @@ mod tests {
             for op in ["!", "- ", "++", "--", "+ +", "a++", "=", "~"] {
                 same_as_old(&op.repeat(k * 2), 256);
             }
+        }
+    }
+
+    #[test]
+    fn the_keyword_hash_classifies_like_the_match() {
+        // `w` as the fast path sees it: in a 16-byte window, followed by a byte that ends it
+        let same = |w: &[u8]| {
+            if w.is_empty() || w.len() >= 16 || !w.iter().all(|&c| PLAIN_WORD_BYTES[c as usize]) {
+                return;
+            }
+            for after in [b' ', b'(', b'.', 0xc3] {
+                let mut window = [after; 16];
+                window[..w.len()].copy_from_slice(w);
+                let got = short_word_class(&window, w.len()).unwrap_or((false, Prev::Value));
+                assert_eq!(got, classify_keyword(w), "{w:?}");
+            }
+        };
+        for w in KEYWORDS {
+            let window: [u8; 16] = [w, &[b' '; 16][w.len()..]].concat().try_into().unwrap();
+            assert!(short_word_class(&window, w.len()).is_some(), "{w:?}");
+            // every word one letter off, shorter or longer
+            for k in 0..w.len() {
+                for c in (b'a'..=b'z').chain(*b"AZ_$09") {
+                    let mut v = w.to_vec();
+                    v[k] = c;
+                    same(&v);
+                    v.insert(k, c);
+                    same(&v);
+                }
+                same(&w[..k]);
+                same(&[&w[k..], &w[..k]].concat());
+                same(&[w, w].concat());
+            }
+        }
+        let letters: Vec<u8> = (b'a'..=b'z').chain(*b"_$A0").collect();
+        for &a in &letters {
+            same(&[a]);
+            for &b in &letters {
+                same(&[a, b]);
+                for &c in &letters {
+                    same(&[a, b, c]);
+                }
+            }
+        }
+        let mut next = crate::test_rng::xorshift(0x1f83_d9ab_fb41_bd6b_u64);
+        for _ in 0..200_000 {
+            let len = 1 + next() % 15;
+            let w: Vec<u8> = (0..len)
+                .map(|_| b"etaoinsrhdlcufwy_$0"[next() % 19])
+                .collect();
+            same(&w);
         }
     }
 
