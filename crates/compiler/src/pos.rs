@@ -838,6 +838,10 @@ static KEYWORD_SLOTS: [(u64, bool, Prev); 32] = {
 /// its length and bytes.
 #[inline(always)]
 fn short_word_class(w: &[u8; 16], len: usize) -> Option<(bool, Prev)> {
+    // (most words are no keyword: their first byte and length say so)
+    if KEYWORD_LENS[w[0] as usize] & (1 << (len & 15)) == 0 {
+        return None;
+    }
     if len <= 8 {
         let head = u64::from_le_bytes(*w.first_chunk().unwrap_or(&[0; 8]));
         let word = head & LOW_BYTES[len & 15];
@@ -1508,7 +1512,7 @@ fn fast(
                     if let Some(w) = b.get(i..).and_then(|r| r.first_chunk::<16>()) {
                         if let Some(len) = short_word(w) {
                             let e = w[len & 15];
-                            if WORD_BYTES[e as usize] == ODD {
+                            if e != b' ' && WORD_BYTES[e as usize] == ODD {
                                 // (a word with an escape or a non-ASCII letter)
                                 let j = odd_word_end(b, i + len).0;
                                 pv = Prev::Unknown;
