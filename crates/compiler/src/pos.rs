@@ -1459,12 +1459,14 @@ static PLAIN_WORD_BYTES: [bool; 256] = {
 /// `w` ends its ASCII letters, digits, `_` and `$`: that byte is `w[len]`. Unrolled, one table
 /// test a byte with no bounds check (most words are short: 4.7 bytes on the agent).
 #[inline(always)]
-fn short_word(w: &[u8; 16]) -> Option<usize> {
+fn short_word(w: &[u8; 16]) -> Option<(usize, usize)> {
+    // (with the byte that ends it, widened once: used as an index and compared)
     macro_rules! ends_at {
         ($($k:literal)*) => {
             $(
-                if !PLAIN_WORD_BYTES[w[$k] as usize] {
-                    return Some($k);
+                let d = usize::from(w[$k]);
+                if !PLAIN_WORD_BYTES[d] {
+                    return Some(($k, d));
                 }
             )*
         };
@@ -1510,9 +1512,8 @@ fn fast(
                 F_WORD => {
                     run = 0;
                     if let Some(w) = b.get(i..).and_then(|r| r.first_chunk::<16>()) {
-                        if let Some(len) = short_word(w) {
-                            let e = w[len & 15];
-                            if e != b' ' && WORD_BYTES[e as usize] == ODD {
+                        if let Some((len, e)) = short_word(w) {
+                            if e != usize::from(b' ') && WORD_BYTES[e] == ODD {
                                 // (a word with an escape or a non-ASCII letter)
                                 let j = odd_word_end(b, i + len).0;
                                 pv = Prev::Unknown;
@@ -1527,7 +1528,7 @@ fn fast(
                                 None => Prev::Value,
                             };
                             // (a space after a word is common: it needs no dispatch of its own)
-                            i += len + usize::from(e == b' ');
+                            i += len + usize::from(e == usize::from(b' '));
                             continue;
                         }
                     }
