@@ -1569,15 +1569,40 @@ fn fast(
                     {
                         break 'scan Ok(());
                     }
-                    let text = if substitution {
-                        match text_end(b, i + 1) {
+                    if substitution {
+                        let (q, next) = match text_end(b, i + 1) {
+                            TextEnd::Tick(q) => (q, false),
+                            TextEnd::Substitution(q) => (q, true),
                             // (unterminated: the general step's)
                             TextEnd::End => break 'scan Ok(()),
-                            end => end,
+                        };
+                        if let Some(top) = open.pop() {
+                            most = most.max(units);
+                            units = top >> 1;
                         }
-                    } else {
-                        TextEnd::End
-                    };
+                        if depth == 1 {
+                            ns.closing_top(i);
+                        }
+                        depth = after;
+                        run = 0;
+                        if next {
+                            // the next substitution
+                            open.push(units << 1 | 1);
+                            units += BRACKET_UNITS;
+                            depth += 1;
+                            if depth > max {
+                                break 'scan Nest::too_deep(q);
+                            }
+                            pv = Prev::Expr;
+                            i = q + 2;
+                        } else {
+                            // the template's end
+                            ns.templates.pop();
+                            pv = Prev::Value;
+                            i = q + 1;
+                        }
+                        continue;
+                    }
                     if let Some(top) = open.pop() {
                         // (the units only go down here: the most so far is taken before)
                         most = most.max(units);
@@ -1588,33 +1613,13 @@ fn fast(
                     }
                     depth = after;
                     run = 0;
-                    match text {
-                        TextEnd::End => {
-                            pv = if c == b']' {
-                                Prev::Value
-                            } else {
-                                Prev::Unknown
-                            };
-                            // (and the white space after it: a line end and the next line's
-                            // indent)
-                            i = skip_space(b, i + 1);
-                        }
-                        TextEnd::Tick(q) => {
-                            ns.templates.pop();
-                            pv = Prev::Value;
-                            i = q + 1;
-                        }
-                        TextEnd::Substitution(q) => {
-                            open.push(units << 1 | 1);
-                            units += BRACKET_UNITS;
-                            depth += 1;
-                            if depth > max {
-                                break 'scan Nest::too_deep(q);
-                            }
-                            pv = Prev::Expr;
-                            i = q + 2;
-                        }
-                    }
+                    pv = if c == b']' {
+                        Prev::Value
+                    } else {
+                        Prev::Unknown
+                    };
+                    // (and the white space after it: a line end and the next line's indent)
+                    i = skip_space(b, i + 1);
                 }
                 F_TICK => {
                     let (q, substitution) = match text_end(b, i + 1) {
