@@ -1335,29 +1335,29 @@ fn bound(src: &str, mut nest: Option<&mut Nest>) -> Result<usize, Fail> {
 }
 
 /// Byte classes of [`fast`]: [`F_SLOW`] for a byte whose token it leaves to [`bound`]'s general
-/// step.
-const F_SLOW: u8 = 0;
-const F_SPACE: u8 = 1;
+/// step. (The classes it reads count from 0: its dispatch takes no subtraction, 121.6 k -> 119.4 k.)
+const F_SLOW: u8 = 14;
+const F_SPACE: u8 = 0;
 /// An ASCII letter, `_` or `$`.
-const F_WORD: u8 = 2;
-const F_DIGIT: u8 = 3;
-const F_OPEN: u8 = 4;
-const F_CLOSE: u8 = 5;
+const F_WORD: u8 = 1;
+const F_DIGIT: u8 = 2;
+const F_OPEN: u8 = 3;
+const F_CLOSE: u8 = 4;
 /// An operator character that goes on the nesting scan's operator run: `=`, `!`, `~`, `?`.
-const F_RUN: u8 = 6;
+const F_RUN: u8 = 5;
 /// Any other operator character ([`is_operator`]) but `+`, `-` and `<`.
-const F_OP: u8 = 7;
-const F_QUOTE: u8 = 8;
-const F_DOT: u8 = 9;
+const F_OP: u8 = 6;
+const F_QUOTE: u8 = 7;
+const F_DOT: u8 = 8;
 /// `,` and `;`.
-const F_SEP: u8 = 10;
-const F_SLASH: u8 = 11;
+const F_SEP: u8 = 9;
+const F_SLASH: u8 = 10;
 /// `+` and `-` (on the operator run; they may double, or start `-->`).
-const F_SIGN: u8 = 12;
+const F_SIGN: u8 = 11;
 /// `<` (which may start `<!--`).
-const F_LESS: u8 = 13;
+const F_LESS: u8 = 12;
 /// A backtick.
-const F_TICK: u8 = 14;
+const F_TICK: u8 = 13;
 
 static FAST_CLASS: [u8; 256] = {
     let mut t = [F_SLOW; 256];
