@@ -194,7 +194,7 @@ impl Frame {
 /// grows past the run's depth limit (it grows only in `Call`'s cold path, which tests the
 /// limit, or holds a snapshot's checked frames), so a slot above the caller's exists only
 /// below the limit, and the limit, a `Vec`'s capacity test and the caller's frame need no
-/// test of their own.
+/// test of their own. Indexed from [`Frames::top`], in `u32`.
 #[derive(Clone, Debug, Default)]
 struct Frames {
     slots: Vec<Frame>,
@@ -254,11 +254,27 @@ impl Frames {
         self.slots.capacity()
     }
 
+    /// The top frame's index, wrapped in `u32` (`u32::MAX` when there is none): a range from
+    /// it to `+ 2` does not overflow a 64-bit `usize`, so taking two frames from it is one
+    /// bounds check (the compiler knows the range's start is below its end). Exact: a run
+    /// holds at most `MAX_FRAMES`.
+    #[inline]
+    fn top(&self) -> usize {
+        self.top_but(0)
+    }
+
+    /// The index of the frame `n` below the top, wrapped in `u32` as [`Frames::top`].
+    #[inline]
+    fn top_but(&self, n: u32) -> usize {
+        (self.depth as u32).wrapping_sub(1 + n) as usize
+    }
+
     /// One more spare slot, when the depth limit allows it (`Call`'s cold path).
     #[cold]
     #[inline(never)]
     fn grow(&mut self, max_depth: usize) -> bool {
-        if self.depth >= max_depth {
+        // (below `u32::MAX` frames, so that `top` is exact)
+        if self.depth >= max_depth || self.depth >= MAX_FRAMES {
             return false;
         }
         self.slots.truncate(self.depth);
@@ -266,6 +282,10 @@ impl Frames {
         true
     }
 }
+
+/// Most frames a run may hold, whatever its depth limit (see `Frames::top`; a run of this
+/// many frames would not fit in memory anyway).
+pub(crate) const MAX_FRAMES: usize = u32::MAX as usize - 1;
 
 impl From<Vec<Frame>> for Frames {
     fn from(slots: Vec<Frame>) -> Frames {
@@ -1621,7 +1641,10 @@ impl Vm {
                     // the common case: back to a caller from a frame that opened no handler
                     // or batch (the entry frame is marked as if it had); the two frames in one
                     // bounds check (`None` when there is no caller)
-                    if let Some(&[caller, done]) = self.frames.slots.get(n.wrapping_sub(2)..n) {
+                    let below = self.frames.top_but(1);
+                    if let Some(&[caller, done]) =
+                        self.frames.slots.get(below..below.wrapping_add(2))
+                    {
                         if done.opened {
                             // (the slow path below)
                         } else {
@@ -1720,7 +1743,7 @@ impl Vm {
                     let f = prog.entries()[callee.0 as usize];
                     // the caller's frame and the slot above it, in one bounds check (see
                     // `Frames`: the slot exists only below the depth limit)
-                    let top = self.frames.depth.wrapping_sub(1);
+                    let top = self.frames.top();
                     let pair = match self.frames.slots.get_mut(top..top.wrapping_add(2)) {
                         Some(pair) => pair,
                         None => {

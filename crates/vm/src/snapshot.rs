@@ -549,7 +549,10 @@ impl Vm {
         if b.regs.len() as u64 != expected_base {
             return invalid("registers do not match the frames");
         }
-        if b.max_call_depth == 0 || b.frames.len() as u64 > b.max_call_depth {
+        if b.max_call_depth == 0
+            || b.frames.len() as u64 > b.max_call_depth
+            || b.frames.len() > super::MAX_FRAMES
+        {
             return invalid("more frames than the call depth allows");
         }
         let mut tries = Vec::with_capacity(b.tries.len());
