@@ -348,7 +348,10 @@ impl Vm {
                 .enumerate()
                 // (a snapshot names the register a frame returns into absolutely)
                 .map(|(i, f)| {
-                    let caller_base = i.checked_sub(1).map_or(0, |c| self.frames[c].base);
+                    let caller_base = i
+                        .checked_sub(1)
+                        .and_then(|c| self.frames.get(c))
+                        .map_or(0, |c| c.base);
                     let pc = self.program.local_pc(f.func as usize, f.pc);
                     (f.func, pc, f.base, caller_base + f.ret)
                 })
@@ -546,7 +549,10 @@ impl Vm {
         if b.regs.len() as u64 != expected_base {
             return invalid("registers do not match the frames");
         }
-        if b.max_call_depth == 0 || b.frames.len() as u64 > b.max_call_depth {
+        if b.max_call_depth == 0
+            || b.frames.len() as u64 > b.max_call_depth
+            || b.frames.len() > super::MAX_FRAMES
+        {
             return invalid("more frames than the call depth allows");
         }
         let mut tries = Vec::with_capacity(b.tries.len());
@@ -778,7 +784,7 @@ impl Vm {
             typeof_consts,
             const_keys: Vec::new(),
             regs,
-            frames,
+            frames: frames.into(),
             tries,
             fuel_budget: b.fuel_budget,
             fuel: Fuel::new(b.fuel_left),
