@@ -533,18 +533,7 @@ impl Flow {
     const fn of(name: &str) -> Flow {
         /// `a == b` in a constant.
         const fn eq(a: &str, b: &str) -> bool {
-            let (a, b) = (a.as_bytes(), b.as_bytes());
-            if a.len() != b.len() {
-                return false;
-            }
-            let mut i = 0;
-            while i < a.len() {
-                if a[i] != b[i] {
-                    return false;
-                }
-                i += 1;
-            }
-            true
+            a.len() == b.len() && starts(a, b)
         }
         /// Whether `name` starts with `prefix`.
         const fn starts(name: &str, prefix: &str) -> bool {
