@@ -2,17 +2,11 @@
 //! `SafeFunction`.
 
 use ajs::{Eval, JsValue, Options, SafeFunction};
+use ajs_benches::runtime;
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::json;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime")
-}
 
 fn eval_from_source(c: &mut Criterion) {
     // Created once, outside the measured loop.
@@ -63,5 +57,10 @@ fn sync_variants(c: &mut Criterion) {
     });
 }
 
-criterion_group!(overhead, eval_from_source, safe_function_call, sync_variants);
+criterion_group!(
+    overhead,
+    eval_from_source,
+    safe_function_call,
+    sync_variants
+);
 criterion_main!(overhead);

@@ -9,56 +9,13 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use ajs::{Eval, JsValue, Options, Runner, SafeFunction};
-use ajs_benches::{Program, AGENT_8K, PROGRAMS};
+use ajs_benches::{agent_8k_js, ajs_run, qjs_runtime, runtime, AGENT_8K, PROGRAMS};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use serde_json::json;
 
-/// Fuel given to our runs: far more than any program here needs (metering stays on).
-const FUEL: f64 = 1e7;
 /// The peers' budgets: generous, but on.
-const QJS_MEMORY: usize = 256 << 20;
 const BOA_LOOP_LIMIT: u64 = 100_000_000;
 const RHAI_MAX_OPS: u64 = 1_000_000_000;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime")
-}
-
-fn ajs_options() -> Options {
-    Options {
-        fuel: FUEL,
-        ..Options::default()
-    }
-}
-
-fn ajs_run(rt: &tokio::runtime::Runtime, p: &Program) -> (f64, f64) {
-    let out = if p.agent {
-        rt.block_on(Runner::default().run_agent(p.ajs, &json!({}), &ajs_options()))
-    } else {
-        rt.block_on(Eval::new(p.ajs).options(ajs_options()).run())
-    };
-    let v = match (&out.error, out.result) {
-        (None, JsValue::Number(n)) => n,
-        (None, JsValue::Object(o)) => match o.first() {
-            Some((_, JsValue::Number(n))) => *n,
-            other => panic!("{}: {other:?}", p.name),
-        },
-        (e, r) => panic!("{}: {e:?} {r:?}", p.name),
-    };
-    (v, out.fuel_used)
-}
-
-fn qjs_runtime() -> rquickjs::Runtime {
-    let rt = rquickjs::Runtime::new().expect("quickjs runtime");
-    rt.set_memory_limit(QJS_MEMORY);
-    // A careful user's deadline: checked whenever QuickJS polls the handler.
-    let deadline = Instant::now() + Duration::from_secs(3600);
-    rt.set_interrupt_handler(Some(Box::new(move || Instant::now() > deadline)));
-    rt
-}
 
 fn boa_context() -> boa_engine::Context {
     let mut ctx = boa_engine::Context::default();
@@ -292,19 +249,8 @@ fn compile_8k(c: &mut Criterion) {
     g.bench_function(BenchmarkId::from_parameter("ajs"), |b| {
         b.iter(|| black_box(Runner::compile_agent(black_box(AGENT_8K), &opts)))
     });
-    // AJS types the entry's parameters by example (`main({ orders: [...] })`), which is not
-    // JavaScript: the peers compile the same program with a plain destructuring signature.
-    let js: String = AGENT_8K
-        .lines()
-        .map(|l| {
-            if l.starts_with("function main(") {
-                "function main({ orders, history, coupons }) {"
-            } else {
-                l
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
+    // (the same program with a plain destructuring signature: see `agent_8k_js`)
+    let js: String = agent_8k_js();
     let js = js.as_str();
     let qrt = qjs_runtime();
     let qctx = rquickjs::Context::full(&qrt).expect("context");

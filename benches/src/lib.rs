@@ -1,6 +1,11 @@
 //! Programs shared by the benchmarks in `benches/` and the opcode census in `examples/`.
 //! Run everything with `cd benches && cargo bench`; see README.md and docs/PERFORMANCE.md.
 
+use std::time::{Duration, Instant};
+
+use ajs::{Eval, JsValue, Options, Runner};
+use serde_json::json;
+
 /// The 8 KB agent program the compile benchmark compiles (valid AJS and plain JavaScript).
 pub const AGENT_8K: &str = include_str!("../programs/agent_8k.js");
 
@@ -58,3 +63,70 @@ pub const PROGRAMS: &[Program] = &[
         expect: 1999.0,
     },
 ];
+
+/// Fuel given to our runs: far more than any program here needs (metering stays on).
+pub const FUEL: f64 = 1e7;
+/// QuickJS's memory limit: generous, but on.
+pub const QJS_MEMORY: usize = 256 << 20;
+
+/// A current-thread tokio runtime, as a service embedding ajs would have.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+/// Our options in the benchmarks: the defaults, with [`FUEL`].
+pub fn ajs_options() -> Options {
+    Options {
+        fuel: FUEL,
+        ..Options::default()
+    }
+}
+
+/// Runs `p` in ajs from source to result (as an agent or an `Eval`): its number and the fuel used.
+pub fn ajs_run(rt: &tokio::runtime::Runtime, p: &Program) -> (f64, f64) {
+    let out = if p.agent {
+        rt.block_on(Runner::default().run_agent(p.ajs, &json!({}), &ajs_options()))
+    } else {
+        rt.block_on(Eval::new(p.ajs).options(ajs_options()).run())
+    };
+    let v = match (&out.error, out.result) {
+        (None, JsValue::Number(n)) => n,
+        (None, JsValue::Object(o)) => match o.first() {
+            Some((_, JsValue::Number(n))) => *n,
+            other => panic!("{}: {other:?}", p.name),
+        },
+        (e, r) => panic!("{}: {e:?} {r:?}", p.name),
+    };
+    (v, out.fuel_used)
+}
+
+/// A QuickJS runtime with the limits a careful user sets: a memory limit and an interrupt
+/// handler checking a deadline.
+pub fn qjs_runtime() -> rquickjs::Runtime {
+    let rt = rquickjs::Runtime::new().expect("quickjs runtime");
+    rt.set_memory_limit(QJS_MEMORY);
+    // A careful user's deadline: checked whenever QuickJS polls the handler.
+    let deadline = Instant::now() + Duration::from_secs(3600);
+    rt.set_interrupt_handler(Some(Box::new(move || Instant::now() > deadline)));
+    rt
+}
+
+/// The 8 KB agent as plain JavaScript, for the peers: AJS types the entry's parameters by
+/// example (`main({ orders: [...] })`), which is not JavaScript, so the peers compile the same
+/// program with a plain destructuring signature.
+pub fn agent_8k_js() -> String {
+    AGENT_8K
+        .lines()
+        .map(|l| {
+            if l.starts_with("function main(") {
+                "function main({ orders, history, coupons }) {"
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
