@@ -10,7 +10,9 @@ use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher, RandomState};
 
-use ajs_bytecode::isa::{Atom, Base, Const, Count, Dst, Imm, Key, Native, Operand, Src, Target};
+use ajs_bytecode::isa::{
+    Atom, Base, Const, Count, Dst, Imm, Key, Native, Operand, Src, Target, Visitor,
+};
 use ajs_bytecode::natives::{NativeId, MATH_CONSTANTS, NUMBER_CONSTANTS};
 use ajs_bytecode::program::{Constant, DebugInfo, Function, SourcePos, MAX_CONSTANTS};
 use ajs_bytecode::{Op, Program};
@@ -1402,16 +1404,13 @@ impl<'o> Lowerer<'o> {
             // (the jump target is the one `Target` operand of the instructions that have one,
             // which are those `Op::jump_target` names: found in this visit, not by another
             // match over the instruction: ~3 k instructions per compile)
-            let mut target = None;
-            op.operands(|o| match o {
-                Operand::Read(v) | Operand::Write(v) if v as u32 >= boundary => {
-                    used[(u16::MAX - v) as usize] = true;
-                }
-                // a run never includes a special; if one did, keep them all
-                Operand::Base(v) if v as u32 >= boundary => used.iter_mut().for_each(|u| *u = true),
-                Operand::Target(t) => target = Some(t),
-                _ => {}
-            });
+            let mut seen = Seen {
+                boundary,
+                used: &mut *used,
+                target: None,
+            };
+            op.visit(&mut seen);
+            let target = seen.target;
             // (`ends_block`, with the jump target found once)
             if let Some(t) = target {
                 if let Some(slot) = marks.get_mut(t as usize) {
@@ -3182,6 +3181,38 @@ fn is_logical(test: &Expression) -> bool {
 
 /// [`Lowerer::finish_function`]'s mark of a body instruction that leads a basic block.
 const LEAD: u32 = 1;
+/// What [`Lowerer::finish_function`]'s first pass learns of an instruction: the specials it
+/// names (at or above `boundary`), marked in `used`, and its jump target. (Told by
+/// [`Op::visit`], whose arms call these directly: handed each operand as an [`Operand`] to match
+/// again, the pass cost ~15 instructions more per instruction.)
+struct Seen<'u> {
+    boundary: u32,
+    used: &'u mut [bool],
+    target: Option<u32>,
+}
+
+impl Visitor for Seen<'_> {
+    #[inline(always)]
+    fn register(&mut self, v: u16) {
+        if v as u32 >= self.boundary {
+            self.used[(u16::MAX - v) as usize] = true;
+        }
+    }
+
+    #[inline(always)]
+    fn base(&mut self, v: u16) {
+        // a run never includes a special; if one did, keep them all
+        if v as u32 >= self.boundary {
+            self.used.iter_mut().for_each(|u| *u = true);
+        }
+    }
+
+    #[inline(always)]
+    fn target(&mut self, t: u32) {
+        self.target = Some(t);
+    }
+}
+
 /// [`Lowerer::finish_function`]'s mark of a body instruction that has a jump target.
 const JUMP: u32 = 2;
 
