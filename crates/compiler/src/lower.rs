@@ -823,7 +823,7 @@ pub(crate) struct Lowerer<'o> {
     callbacks: Vec<CallbackCtx>,
     /// Helper functions of an agent program: name -> (function index, arity); one table shared
     /// by every function of the program.
-    helpers: Option<&'o HashMap<&'o str, (u16, usize)>>,
+    helpers: Option<&'o agent::Helpers<'o>>,
     /// A register holding the array a callback method iterates, when it was built already
     /// (`Array.from(x, cb)`).
     callback_source: Option<u16>,
@@ -928,7 +928,7 @@ impl<'o> Lowerer<'o> {
 
     /// The function index and arity of the helper function `name`, if the program has one.
     fn helper(&self, name: &str) -> Option<(u16, usize)> {
-        self.helpers?.get(name).copied()
+        self.helpers?.get(name)
     }
 
     // ---------------------------------------------------------------- emission and registers
