@@ -567,34 +567,94 @@ impl Layout<'_, '_, '_> {
     }
 }
 
-/// The string constants of a program by content. Each string is hashed once, with std's keyed
-/// SipHash (a guest cannot choose strings that collide), and the map from that hash to the
-/// constant's index hashes no further; the rare strings whose hash another string has already
-/// are kept in a second, ordinary map.
+/// The string constants of a program by content. A direct-mapped table, by a cheap hash of the
+/// string ([`string_hash`]), holds the first string of each slot and is checked against the
+/// pool: a string whose slot is empty is new, without any other lookup. A string whose slot
+/// another holds is hashed once with std's keyed SipHash (a guest cannot choose strings that
+/// collide there: a guest's strings colliding in the table cost a keyed lookup each, no chain),
+/// and the map from that hash to the constant's index hashes no further; the rare strings whose
+/// keyed hash another string has already are kept in a second, ordinary map. (The keyed maps
+/// alone hashed every new string, ~150 instructions, and grew with them: ~16 k instructions per
+/// compile of the 8 KB agent.)
 pub(crate) struct StrMap {
+    /// The index of the string constant of each slot (`NO_STRING`: none), a power of two of
+    /// them; made at the first string, `wanted` of them.
+    slots: Vec<u16>,
+    wanted: usize,
+    /// The strings whose slot another holds (made at the first of them: a program without
+    /// strings, such as most Eval snippets, makes neither).
+    keyed: Option<Box<Keyed>>,
+}
+
+/// The strings of a [`StrMap`] whose slot another string holds, by keyed hash.
+#[derive(Default)]
+pub(crate) struct Keyed {
     keys: RandomState,
     by_hash: HashMap<u64, u16, BuildHasherDefault<Prehashed>>,
     collided: HashMap<Vec<u16>, u16>,
 }
 
+/// An empty slot of [`StrMap`] (no constant has this index: there are at most
+/// [`MAX_CONSTANTS`]).
+const NO_STRING: u16 = u16::MAX;
+
+const _: () = assert!(MAX_CONSTANTS <= NO_STRING as usize);
+
+/// Slots of a [`StrMap`] for a program of unknown size, and at most.
+const STRING_SLOTS: usize = 64;
+const MAX_STRING_SLOTS: usize = 1 << 16;
+
 impl Default for StrMap {
     fn default() -> Self {
         StrMap {
-            keys: RandomState::new(),
-            by_hash: HashMap::default(),
-            collided: HashMap::new(),
+            slots: Vec::new(),
+            wanted: STRING_SLOTS,
+            keyed: None,
         }
     }
 }
 
 impl StrMap {
+    /// A map for about `n` strings (four slots each, so that few share one).
     fn with_capacity(n: usize) -> StrMap {
         StrMap {
-            by_hash: HashMap::with_capacity_and_hasher(n, BuildHasherDefault::default()),
+            wanted: n
+                .saturating_mul(4)
+                .clamp(STRING_SLOTS, MAX_STRING_SLOTS)
+                .next_power_of_two(),
             ..StrMap::default()
         }
     }
 
+    /// The slot of the string whose [`string_hash`] is `h`: its top bits.
+    #[inline]
+    fn slot(&mut self, h: u32) -> usize {
+        if self.slots.is_empty() {
+            self.make_slots();
+        }
+        (h >> (32 - self.slots.len().trailing_zeros())) as usize
+    }
+
+    #[cold]
+    fn make_slots(&mut self) {
+        self.slots = vec![NO_STRING; self.wanted];
+    }
+
+    /// Sets slot `slot` (empty) to constant `k`.
+    #[inline]
+    fn fill(&mut self, slot: usize, k: u16) {
+        if let Some(s) = self.slots.get_mut(slot) {
+            *s = k;
+        }
+    }
+
+    /// The keyed maps.
+    fn keyed(&mut self) -> &mut Keyed {
+        self.keyed.get_or_insert_with(Box::default)
+    }
+}
+
+impl Keyed {
     /// The keyed hash of the string of `units` (`ascii`: its bytes, when the caller has them).
     /// An ASCII string is hashed as its bytes, in one write: half the bytes of its units and no
     /// length prefix (~80 instructions less per new string, ~9 k per compile of the 8 KB
@@ -641,80 +701,62 @@ impl StrMap {
     }
 }
 
-/// A small direct-mapped cache of recently looked-up constants in front of the keyed maps of
-/// the pool: repeated strings (property names read again and again) and numbers are found
-/// without the keyed hash. A slot holds the index of one constant and is indexed by a cheap
-/// hash; a hit is checked against the pool itself, so a stale slot (of another function or
-/// compile: the cache is kept with the [`Buffers`]) only misses, and so does a guest's set of
-/// colliding values: each takes the maps' path, no slow chain forms. (The pool holds every
-/// string, and every number by [`num_bits`], once: a matching constant is *the* constant.)
+/// A small direct-mapped cache of recently looked-up number constants in front of the keyed map
+/// of the pool: repeated numbers are found without the keyed hash. A slot holds the index of one
+/// constant and is indexed by a cheap hash; a hit is checked against the pool itself, so a stale
+/// slot (of another function or compile: the cache is kept with the [`Buffers`]) only misses,
+/// and so does a guest's set of colliding values: each takes the map's path, no slow chain forms.
+/// (The pool holds every number, by [`num_bits`], once: a matching constant is *the* constant.)
 #[derive(Default)]
 pub(crate) struct Recent(Vec<u16>);
 
-/// Slots of [`Recent`] for strings, then for numbers (powers of two).
-const RECENT_STRINGS: usize = 256;
+/// Slots of [`Recent`] (a power of two).
 const RECENT_NUMBERS: usize = 64;
 
+/// A cheap hash of the string `units` ([`StrMap`]'s slot is its top bits): multiplicative, of
+/// its length and of at most its first and last eight units.
+/// (Of the units of a string, or of the bytes of an ASCII string: the same hash.)
+#[inline]
+fn string_hash<T: Copy + Into<u32>>(units: &[T]) -> u32 {
+    let mut h = (units.len() as u32).wrapping_mul(0x9E37_79B9);
+    let (head, tail) = if units.len() > 16 {
+        (&units[..8], &units[units.len() - 8..])
+    } else {
+        (units, &[][..])
+    };
+    // (two loops: a chained iterator costs more per unit)
+    for &u in head {
+        h = (h ^ u.into()).wrapping_mul(0x9E37_79B9);
+    }
+    for &u in tail {
+        h = (h ^ u.into()).wrapping_mul(0x9E37_79B9);
+    }
+    h
+}
+
+/// [`string_hash`] of the bytes of `s` when it is ASCII, `None` when it is not. (A short string
+/// is checked in the loop that hashes it: ~23 instructions less per lookup, ~6 k per compile of
+/// the 8 KB agent.)
+#[inline]
+fn ascii_hash(s: &str) -> Option<u32> {
+    let bytes = s.as_bytes();
+    if bytes.len() > 16 {
+        return s.is_ascii().then(|| string_hash(bytes));
+    }
+    let mut h = (bytes.len() as u32).wrapping_mul(0x9E37_79B9);
+    let mut high = 0u8;
+    for &b in bytes {
+        high |= b;
+        h = (h ^ u32::from(b)).wrapping_mul(0x9E37_79B9);
+    }
+    high.is_ascii().then_some(h)
+}
+
 impl Recent {
-    /// The slot of the string `units`: a multiplicative hash of its length and of at most its
-    /// first and last eight units.
-    /// (Of the units of a string, or of the bytes of an ASCII string: the same slot.)
-    #[inline]
-    fn string_slot<T: Copy + Into<u32>>(units: &[T]) -> usize {
-        let mut h = (units.len() as u32).wrapping_mul(0x9E37_79B9);
-        let (head, tail) = if units.len() > 16 {
-            (&units[..8], &units[units.len() - 8..])
-        } else {
-            (units, &[][..])
-        };
-        // (two loops: a chained iterator costs more per unit)
-        for &u in head {
-            h = (h ^ u.into()).wrapping_mul(0x9E37_79B9);
-        }
-        for &u in tail {
-            h = (h ^ u.into()).wrapping_mul(0x9E37_79B9);
-        }
-        (h >> (32 - RECENT_STRINGS.trailing_zeros())) as usize
-    }
-
-    /// [`Self::string_slot`] of the bytes of `s` when it is ASCII, `None` when it is not. (A short
-    /// string is checked in the loop that hashes it: ~23 instructions less per lookup, ~6 k per
-    /// compile of the 8 KB agent.)
-    #[inline]
-    fn ascii_slot(s: &str) -> Option<usize> {
-        let bytes = s.as_bytes();
-        if bytes.len() > 16 {
-            return s.is_ascii().then(|| Self::string_slot(bytes));
-        }
-        let mut h = (bytes.len() as u32).wrapping_mul(0x9E37_79B9);
-        let mut high = 0u8;
-        for &b in bytes {
-            high |= b;
-            h = (h ^ u32::from(b)).wrapping_mul(0x9E37_79B9);
-        }
-        high.is_ascii()
-            .then_some((h >> (32 - RECENT_STRINGS.trailing_zeros())) as usize)
-    }
-
     /// The slot of the number of bits `bits`.
     fn number_slot(bits: u64) -> usize {
         let h = (bits ^ (bits >> 32)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        RECENT_STRINGS + (h >> (64 - RECENT_NUMBERS.trailing_zeros())) as usize
-    }
-
-    /// The string constant `units` when slot `slot` holds it.
-    fn string(&self, slot: usize, units: &[u16], constants: &[Constant]) -> Option<u16> {
-        let k = *self.0.get(slot)?;
-        match constants.get(k as usize) {
-            Some(Constant::String(s)) if s.as_slice() == units => Some(k),
-            _ => None,
-        }
-    }
-
-    /// [`Self::string`] of the string of ASCII `bytes`.
-    fn ascii(&self, slot: usize, bytes: &[u8], constants: &[Constant]) -> Option<u16> {
-        let k = *self.0.get(slot)?;
-        is_ascii_constant(constants.get(k as usize), bytes).then_some(k)
+        (h >> (64 - RECENT_NUMBERS.trailing_zeros())) as usize
     }
 
     /// The number constant of bits `bits` when slot `slot` holds it.
@@ -729,7 +771,7 @@ impl Recent {
     /// Remembers constant `k` in slot `slot`.
     fn remember(&mut self, slot: usize, k: u16) {
         if self.0.is_empty() {
-            self.0.resize(RECENT_STRINGS + RECENT_NUMBERS, u16::MAX);
+            self.0.resize(RECENT_NUMBERS, u16::MAX);
         }
         if let Some(r) = self.0.get_mut(slot) {
             *r = k;
@@ -1184,61 +1226,51 @@ impl<'o> Lowerer<'o> {
 
     /// The constant of the string of UTF-16 `units` (added when new).
     fn str_const_slice(&mut self, units: &[u16], span: Span) -> R<u16> {
-        let slot = Recent::string_slot(units);
-        if let Some(k) = self.bufs.recent.string(slot, units, &self.constants) {
-            return Ok(k);
+        let slot = self.str_map.slot(string_hash(units));
+        match self.str_map.slots.get(slot).copied() {
+            Some(NO_STRING) => {
+                let k = self.add_constant(Constant::String(units.to_vec()), span)?;
+                self.str_map.fill(slot, k);
+                Ok(k)
+            }
+            Some(k) if self.is_string(k, units) => Ok(k),
+            _ => self.str_const_keyed(units, None, span),
         }
-        self.str_const_missed(units, None, slot, span)
     }
 
-    /// [`Self::str_const_slice`] when slot `slot` of the recent constants does not hold it
+    /// Whether constant `k` is the string of `units`.
+    #[inline]
+    fn is_string(&self, k: u16, units: &[u16]) -> bool {
+        matches!(self.constants.get(k as usize), Some(Constant::String(s)) if s.as_slice() == units)
+    }
+
+    /// [`Self::str_const_slice`] when the slot of `units` holds another string: by the keyed maps
     /// (`ascii`: the string's bytes, when it is ASCII and the caller has them).
-    fn str_const_missed(
-        &mut self,
-        units: &[u16],
-        ascii: Option<&[u8]>,
-        slot: usize,
-        span: Span,
-    ) -> R<u16> {
-        let (hash, collided) = match self.str_map.find(units, ascii, &self.constants) {
-            Ok(k) => {
-                self.bufs.recent.remember(slot, k);
-                return Ok(k);
-            }
+    fn str_const_keyed(&mut self, units: &[u16], ascii: Option<&[u8]>, span: Span) -> R<u16> {
+        let (hash, collided) = match self.str_map.keyed().find(units, ascii, &self.constants) {
+            Ok(k) => return Ok(k),
             Err(miss) => miss,
         };
         let k = self.add_constant(Constant::String(units.to_vec()), span)?;
-        self.str_map.insert(hash, collided, units, k);
-        self.bufs.recent.remember(slot, k);
+        self.str_map.keyed().insert(hash, collided, units, k);
         Ok(k)
     }
 
     fn str_const_units(&mut self, units: Vec<u16>, span: Span) -> R<u16> {
-        let slot = Recent::string_slot(&units);
-        if let Some(k) = self.bufs.recent.string(slot, &units, &self.constants) {
-            return Ok(k);
-        }
-        let (hash, collided) = match self.str_map.find(&units, None, &self.constants) {
-            Ok(k) => {
-                self.bufs.recent.remember(slot, k);
-                return Ok(k);
+        let slot = self.str_map.slot(string_hash(&units));
+        match self.str_map.slots.get(slot).copied() {
+            Some(NO_STRING) => {
+                let k = self.add_constant(Constant::String(units), span)?;
+                self.str_map.fill(slot, k);
+                Ok(k)
             }
-            Err(miss) => miss,
-        };
-        if collided {
-            let k = self.add_constant(Constant::String(units.clone()), span)?;
-            self.str_map.insert(hash, true, &units, k);
-            self.bufs.recent.remember(slot, k);
-            return Ok(k);
+            Some(k) if self.is_string(k, &units) => Ok(k),
+            _ => self.str_const_keyed(&units, None, span),
         }
-        let k = self.add_constant(Constant::String(units), span)?;
-        self.str_map.insert(hash, false, &[], k);
-        self.bufs.recent.remember(slot, k);
-        Ok(k)
     }
 
     fn str_const(&mut self, s: &str, span: Span) -> R<u16> {
-        let Some(slot) = Recent::ascii_slot(s) else {
+        let Some(h) = ascii_hash(s) else {
             // encoded into the scratch buffer: a constant seen before costs no allocation
             let mut units = std::mem::take(&mut self.bufs.units);
             units.clear();
@@ -1250,16 +1282,28 @@ impl<'o> Lowerer<'o> {
             self.bufs.units = units;
             return r;
         };
-        // An ASCII string is looked up by its bytes (not encoded first), in one probe of the map,
-        // and a new one is widened straight into its constant (~130 instructions less per new
-        // string than encoding it into the scratch buffer, copying that and probing twice: ~15 k
-        // per compile of the 8 KB agent).
+        // An ASCII string is looked up by its bytes (not encoded first), and a new one is widened
+        // straight into its constant (~130 instructions less per new string than encoding it
+        // into the scratch buffer, copying that and probing twice: ~15 k per compile of the 8 KB
+        // agent).
         let bytes = s.as_bytes();
-        if let Some(k) = self.bufs.recent.ascii(slot, bytes, &self.constants) {
-            return Ok(k);
+        let slot = self.str_map.slot(h);
+        match self.str_map.slots.get(slot).copied() {
+            Some(NO_STRING) => {
+                let k = self.add_constant(
+                    Constant::String(bytes.iter().map(|&b| u16::from(b)).collect()),
+                    span,
+                )?;
+                self.str_map.fill(slot, k);
+                return Ok(k);
+            }
+            Some(k) if is_ascii_constant(self.constants.get(k as usize), bytes) => return Ok(k),
+            _ => {}
         }
-        let hash = self.str_map.hash(&[], Some(bytes));
-        let k = match self.str_map.by_hash.entry(hash) {
+        // the slot holds another string: the keyed maps, in one probe
+        let keyed = self.str_map.keyed();
+        let hash = keyed.hash(&[], Some(bytes));
+        match keyed.by_hash.entry(hash) {
             Entry::Vacant(e) => {
                 if self.constants.len() >= MAX_CONSTANTS {
                     return fail(span, "too many constants (more than 65535)");
@@ -1269,25 +1313,23 @@ impl<'o> Lowerer<'o> {
                 ));
                 let k = (self.constants.len() - 1) as u16;
                 e.insert(k);
-                k
+                Ok(k)
             }
             Entry::Occupied(e)
                 if is_ascii_constant(self.constants.get(*e.get() as usize), bytes) =>
             {
-                *e.get()
+                Ok(*e.get())
             }
             Entry::Occupied(_) => {
-                // another string has its hash: the units way, by the map of such strings
+                // another string has its keyed hash: the units way, by the map of such strings
                 let mut units = std::mem::take(&mut self.bufs.units);
                 units.clear();
                 units.extend(bytes.iter().map(|&b| u16::from(b)));
-                let r = self.str_const_missed(&units, Some(bytes), slot, span);
+                let r = self.str_const_keyed(&units, Some(bytes), span);
                 self.bufs.units = units;
-                return r;
+                r
             }
-        };
-        self.bufs.recent.remember(slot, k);
-        Ok(k)
+        }
     }
 
     fn num_reg(&mut self, v: f64, span: Span) -> R<u16> {
@@ -3341,13 +3383,13 @@ fn with_const_operand(op: &Op, const_of: impl Fn(u16) -> Option<u16>) -> Option<
 #[cfg(test)]
 mod tests {
     use super::js_number_to_string as s;
-    use super::{Constant, StrMap};
+    use super::{Constant, Keyed};
 
     #[test]
     fn a_string_whose_hash_is_taken_is_kept_apart() {
         let units = |t: &str| t.encode_utf16().collect::<Vec<u16>>();
         let (a, b) = (units("a"), units("b"));
-        let mut m = StrMap::with_capacity(4);
+        let mut m = Keyed::default();
         let mut constants = vec![Constant::String(a.clone())];
         let ha = m.hash(&a, None);
         m.insert(ha, false, &a, 0);
@@ -3363,6 +3405,45 @@ mod tests {
             m.find(&units("c"), None, &constants).map_err(|e| e.1),
             Err(false)
         );
+    }
+
+    /// Every string constant is in the pool once, however many share a slot of the direct-mapped
+    /// table (64 slots for an Eval or a function body): ASCII strings, others, and strings
+    /// with lone surrogates, each written several times and in both quotes.
+    #[test]
+    fn each_string_is_one_constant() {
+        use crate::{compile, CompileOptions, Mode};
+        let mut items = Vec::new();
+        for i in 0..600 {
+            let text = match i % 3 {
+                0 => format!("s{i}"),
+                1 => format!("é{i}✓"),
+                _ => format!("\\ud800{i}"),
+            };
+            items.push(format!("'{text}'"));
+            items.push(format!("\"{text}\""));
+        }
+        let src = format!("return [{}, {}]", items.join(", "), items.join(", "));
+        let opts = CompileOptions {
+            mode: Mode::FunctionBody,
+            ..CompileOptions::default()
+        };
+        let program = compile(&src, &opts).expect("compiles");
+        let strings: Vec<&Vec<u16>> = program
+            .constants
+            .iter()
+            .filter_map(|c| match c {
+                Constant::String(s) => Some(s),
+                _ => None,
+            })
+            .collect();
+        let distinct: std::collections::HashSet<&Vec<u16>> = strings.iter().copied().collect();
+        assert_eq!(
+            distinct.len(),
+            strings.len(),
+            "a string is in the pool twice"
+        );
+        assert_eq!(distinct.len(), 600);
     }
 
     #[test]
