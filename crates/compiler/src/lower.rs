@@ -359,7 +359,7 @@ const MAX_COPIED_TEST: usize = 24;
 /// What the functions of one program share: constants and the atoms table.
 pub(crate) struct Pool {
     constants: Vec<Constant>,
-    num_map: HashMap<u64, u16>,
+    num_map: NumMap,
     str_map: StrMap,
     atoms: Vec<String>,
     /// The emptied buffers of the previous function, reused by the next.
@@ -386,8 +386,6 @@ pub(crate) struct Buffers {
     units: Vec<u16>,
     /// [`Lowerer::finish_function`]'s block-leader marks.
     marks: Vec<u32>,
-    /// Constants looked up recently.
-    recent: Recent,
     /// The register of each constant loaded so far in this function, by constant index (kept
     /// between the functions of a program: [`Lowerer::finish_function`] empties the slots it
     /// set, so a later function does not resize a table by the whole pool).
@@ -596,9 +594,13 @@ pub(crate) struct Keyed {
 
 /// An empty slot of [`StrMap`] (no constant has this index: there are at most
 /// [`MAX_CONSTANTS`]).
-const NO_STRING: u16 = u16::MAX;
+const NO_STRING: u16 = NO_CONSTANT;
 
-const _: () = assert!(MAX_CONSTANTS <= NO_STRING as usize);
+/// An empty slot of a table of constants (no constant has this index: there are at most
+/// [`MAX_CONSTANTS`]).
+const NO_CONSTANT: u16 = u16::MAX;
+
+const _: () = assert!(MAX_CONSTANTS <= NO_CONSTANT as usize);
 
 /// Slots of a [`StrMap`] for a program of unknown size, and at most.
 const STRING_SLOTS: usize = 64;
@@ -701,17 +703,48 @@ impl Keyed {
     }
 }
 
-/// A small direct-mapped cache of recently looked-up number constants in front of the keyed map
-/// of the pool: repeated numbers are found without the keyed hash. A slot holds the index of one
-/// constant and is indexed by a cheap hash; a hit is checked against the pool itself, so a stale
-/// slot (of another function or compile: the cache is kept with the [`Buffers`]) only misses,
-/// and so does a guest's set of colliding values: each takes the map's path, no slow chain forms.
-/// (The pool holds every number, by [`num_bits`], once: a matching constant is *the* constant.)
+/// The number constants of a program by their bits ([`num_bits`]), as [`StrMap`] keeps strings:
+/// a direct-mapped table, by a cheap hash of the bits, holds the first number of each slot
+/// (checked against the pool: an empty slot means a new number), and a keyed map (std's SipHash,
+/// made at the first of them) the numbers whose slot another holds. (A keyed map alone, behind a
+/// cache of recent numbers, hashed every new number: ~3 k instructions per compile of the 8 KB
+/// agent.)
 #[derive(Default)]
-pub(crate) struct Recent(Vec<u16>);
+pub(crate) struct NumMap {
+    /// The index of the number constant of each slot (`NO_CONSTANT`: none), a power of two of
+    /// them; made at the first number, `wanted` of them (at least `NUMBER_SLOTS`).
+    slots: Vec<u16>,
+    wanted: usize,
+    keyed: Option<HashMap<u64, u16>>,
+}
 
-/// Slots of [`Recent`] (a power of two).
-const RECENT_NUMBERS: usize = 64;
+/// Slots of a [`NumMap`] for a program of unknown size.
+const NUMBER_SLOTS: usize = 64;
+
+impl NumMap {
+    /// A map for about `n` numbers (four slots each).
+    fn with_capacity(n: usize) -> NumMap {
+        NumMap {
+            wanted: n.saturating_mul(4).clamp(NUMBER_SLOTS, MAX_STRING_SLOTS),
+            ..NumMap::default()
+        }
+    }
+
+    /// The slot of the number of bits `bits`.
+    #[inline]
+    fn slot(&mut self, bits: u64) -> usize {
+        if self.slots.is_empty() {
+            self.make_slots();
+        }
+        let h = (bits ^ (bits >> 32)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (h >> (64 - self.slots.len().trailing_zeros())) as usize
+    }
+
+    #[cold]
+    fn make_slots(&mut self) {
+        self.slots = vec![NO_CONSTANT; self.wanted.max(NUMBER_SLOTS).next_power_of_two()];
+    }
+}
 
 /// A cheap hash of the string `units` ([`StrMap`]'s slot is its top bits): multiplicative, of
 /// its length and of at most its first and last eight units.
@@ -750,33 +783,6 @@ fn ascii_hash(s: &str) -> Option<u32> {
         h = (h ^ u32::from(b)).wrapping_mul(0x9E37_79B9);
     }
     high.is_ascii().then_some(h)
-}
-
-impl Recent {
-    /// The slot of the number of bits `bits`.
-    fn number_slot(bits: u64) -> usize {
-        let h = (bits ^ (bits >> 32)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        (h >> (64 - RECENT_NUMBERS.trailing_zeros())) as usize
-    }
-
-    /// The number constant of bits `bits` when slot `slot` holds it.
-    fn number(&self, slot: usize, bits: u64, constants: &[Constant]) -> Option<u16> {
-        let k = *self.0.get(slot)?;
-        match constants.get(k as usize) {
-            Some(Constant::Number(v)) if num_bits(*v) == bits => Some(k),
-            _ => None,
-        }
-    }
-
-    /// Remembers constant `k` in slot `slot`.
-    fn remember(&mut self, slot: usize, k: u16) {
-        if self.0.is_empty() {
-            self.0.resize(RECENT_NUMBERS, u16::MAX);
-        }
-        if let Some(r) = self.0.get_mut(slot) {
-            *r = k;
-        }
-    }
 }
 
 /// Whether `c` is the string constant of the ASCII `bytes`.
@@ -847,7 +853,7 @@ pub(crate) struct Lowerer<'o> {
     /// The working buffers (moved in and out whole: see [`Buffers`]).
     bufs: Buffers,
     constants: Vec<Constant>,
-    num_map: HashMap<u64, u16>,
+    num_map: NumMap,
     str_map: StrMap,
     atoms: Vec<String>,
     /// The register of each special value other than a constant loaded so far, by
@@ -935,7 +941,7 @@ impl<'o> Lowerer<'o> {
     fn new(opts: &'o CompileOptions<'o>) -> Self {
         let pool = Pool {
             constants: Vec::new(),
-            num_map: HashMap::new(),
+            num_map: NumMap::default(),
             str_map: StrMap::default(),
             atoms: Vec::new(),
             bufs: Buffers::take(),
@@ -1204,12 +1210,28 @@ impl<'o> Lowerer<'o> {
 
     fn num_const(&mut self, v: f64, span: Span) -> R<u16> {
         let bits = num_bits(v);
-        let slot = Recent::number_slot(bits);
-        if let Some(k) = self.bufs.recent.number(slot, bits, &self.constants) {
-            return Ok(k);
+        let slot = self.num_map.slot(bits);
+        match self.num_map.slots.get(slot).copied() {
+            Some(NO_CONSTANT) => {
+                let k = self.add_constant(Constant::Number(v), span)?;
+                if let Some(s) = self.num_map.slots.get_mut(slot) {
+                    *s = k;
+                }
+                return Ok(k);
+            }
+            Some(k) if matches!(self.constants.get(k as usize), Some(Constant::Number(x)) if num_bits(*x) == bits) => {
+                return Ok(k)
+            }
+            _ => {}
         }
-        let k = match self.num_map.entry(bits) {
-            Entry::Occupied(e) => *e.get(),
+        // the slot holds another number: the keyed map
+        match self
+            .num_map
+            .keyed
+            .get_or_insert_with(HashMap::new)
+            .entry(bits)
+        {
+            Entry::Occupied(e) => Ok(*e.get()),
             Entry::Vacant(e) => {
                 if self.constants.len() >= MAX_CONSTANTS {
                     return fail(span, "too many constants (more than 65535)");
@@ -1217,11 +1239,9 @@ impl<'o> Lowerer<'o> {
                 self.constants.push(Constant::Number(v));
                 let k = (self.constants.len() - 1) as u16;
                 e.insert(k);
-                k
+                Ok(k)
             }
-        };
-        self.bufs.recent.remember(slot, k);
-        Ok(k)
+        }
     }
 
     /// The constant of the string of UTF-16 `units` (added when new).
@@ -3444,6 +3464,42 @@ mod tests {
             "a string is in the pool twice"
         );
         assert_eq!(distinct.len(), 600);
+    }
+
+    /// Every number constant is in the pool once (by its bits, every NaN as one), however many
+    /// share a slot of the direct-mapped table.
+    #[test]
+    fn each_number_is_one_constant() {
+        use crate::{compile, CompileOptions, Mode};
+        let items: Vec<String> = (0..600)
+            .map(|i| match i % 4 {
+                0 => format!("{i}"),
+                1 => format!("{i}.5"),
+                2 => format!("{}e300", i),
+                _ => format!("-{i}"),
+            })
+            .collect();
+        let src = format!(
+            "return [{}, {}, NaN, 0 / 0, Infinity, -0, 0]",
+            items.join(", "),
+            items.join(", ")
+        );
+        let opts = CompileOptions {
+            mode: Mode::FunctionBody,
+            ..CompileOptions::default()
+        };
+        let program = compile(&src, &opts).expect("compiles");
+        let bits: Vec<u64> = program
+            .constants
+            .iter()
+            .filter_map(|c| match c {
+                Constant::Number(v) => Some(super::num_bits(*v)),
+                _ => None,
+            })
+            .collect();
+        let distinct: std::collections::HashSet<u64> = bits.iter().copied().collect();
+        assert_eq!(distinct.len(), bits.len(), "a number is in the pool twice");
+        assert!(distinct.len() >= 600);
     }
 
     #[test]

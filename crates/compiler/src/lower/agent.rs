@@ -156,7 +156,7 @@ fn agent_program(
     let guess = src.len() / 32;
     let mut pool = Pool {
         constants: Vec::with_capacity(guess),
-        num_map: HashMap::with_capacity(guess / 4),
+        num_map: NumMap::with_capacity(guess / 4),
         str_map: StrMap::with_capacity(guess),
         atoms: Vec::new(),
         bufs: Buffers::take(),
