@@ -121,6 +121,9 @@ pub trait Visitor {
     fn base(&mut self, r: u16);
     /// The jump target ([`Target`], [`Target24`]).
     fn target(&mut self, t: u32);
+    /// The instruction is a `Return` or a `Throw` (control does not go on to the next; told
+    /// after its operands).
+    fn end(&mut self);
 }
 
 macro_rules! u16_kind {
@@ -316,11 +319,17 @@ macro_rules! define_ops {
             }
             /// Tells `v` every register this instruction names and its jump target, in
             /// declaration order (what [`Op::operands`] gives as [`Operand::Read`],
-            /// [`Operand::Write`], [`Operand::Base`] and [`Operand::Target`]).
+            /// [`Operand::Write`], [`Operand::Base`] and [`Operand::Target`]), then whether it
+            /// is a `Return` or a `Throw` (which, with the jumps, are [`Op::ends_block`]).
             #[inline]
             pub fn visit<V: Visitor>(&self, v: &mut V) {
                 match *self {
-                    $( Op::$name { $($field),* } => { $( OperandKind::visit($field, v); )* } )*
+                    $( Op::$name { $($field),* } => {
+                        $( OperandKind::visit($field, v); )*
+                        if const { matches!(Flow::of(stringify!($name)), Flow::End) } {
+                            v.end();
+                        }
+                    } )*
                 }
             }
             /// The verifier's one dispatch on an instruction: calls `f` with every operand, in
@@ -1049,7 +1058,7 @@ mod tests {
     #[test]
     fn visit_agrees_with_operands() {
         #[derive(Default)]
-        struct Told(Vec<Operand>);
+        struct Told(Vec<Operand>, bool);
         impl Visitor for Told {
             fn register(&mut self, r: u16) {
                 self.0.push(Operand::Read(r));
@@ -1059,6 +1068,9 @@ mod tests {
             }
             fn target(&mut self, t: u32) {
                 self.0.push(Operand::Target(t));
+            }
+            fn end(&mut self) {
+                self.1 = true;
             }
         }
         let mut seen = 0;
@@ -1079,6 +1091,13 @@ mod tests {
             let mut told = Told::default();
             op.visit(&mut told);
             assert_eq!(told.0, expected, "{op:?}");
+            assert_eq!(
+                told.1,
+                matches!(op, Op::Return { .. } | Op::Throw { .. }),
+                "{op:?}"
+            );
+            let has_target = told.0.iter().any(|o| matches!(o, Operand::Target(_)));
+            assert_eq!(has_target || told.1, op.ends_block(), "{op:?}");
         }
         assert!(seen > 80);
     }

@@ -1470,9 +1470,10 @@ impl<'o> Lowerer<'o> {
                 boundary,
                 used: &mut *used,
                 target: None,
+                end: false,
             };
             op.visit(&mut seen);
-            let target = seen.target;
+            let (target, end) = (seen.target, seen.end);
             // (`ends_block`, with the jump target found once)
             if let Some(t) = target {
                 if let Some(slot) = marks.get_mut(t as usize) {
@@ -1482,7 +1483,8 @@ impl<'o> Lowerer<'o> {
                     *slot |= JUMP;
                 }
             }
-            if target.is_some() || op.is_terminator() {
+            // (`Jump` has a target: a terminator is that or a `Return` or `Throw`)
+            if target.is_some() || end {
                 if let Some(slot) = marks.get_mut(i + 1) {
                     *slot |= LEAD;
                 }
@@ -3244,13 +3246,16 @@ fn is_logical(test: &Expression) -> bool {
 /// [`Lowerer::finish_function`]'s mark of a body instruction that leads a basic block.
 const LEAD: u32 = 1;
 /// What [`Lowerer::finish_function`]'s first pass learns of an instruction: the specials it
-/// names (at or above `boundary`), marked in `used`, and its jump target. (Told by
+/// names (at or above `boundary`), marked in `used`, its jump target, and whether it ends its
+/// block without one. (Told by
 /// [`Op::visit`], whose arms call these directly: handed each operand as an [`Operand`] to match
 /// again, the pass cost ~15 instructions more per instruction.)
 struct Seen<'u> {
     boundary: u32,
     used: &'u mut [bool],
     target: Option<u32>,
+    /// It is a `Return` or `Throw`.
+    end: bool,
 }
 
 impl Visitor for Seen<'_> {
@@ -3272,6 +3277,11 @@ impl Visitor for Seen<'_> {
     #[inline(always)]
     fn target(&mut self, t: u32) {
         self.target = Some(t);
+    }
+
+    #[inline(always)]
+    fn end(&mut self) {
+        self.end = true;
     }
 }
 
