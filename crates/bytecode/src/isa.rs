@@ -105,6 +105,9 @@ pub trait OperandKind: Copy + fmt::Debug {
     fn operand(self) -> Operand;
     /// Rewrites the register this operand names, if it names one.
     fn map_register<F: Fn(u16) -> u16 + ?Sized>(&mut self, _f: &F) {}
+    /// Rewrites the jump target this operand is, if it is one.
+    #[inline(always)]
+    fn map_jump<T: Fn(u32) -> u32>(&mut self, _t: &T) {}
     /// Tells `v` the register or jump target this operand names, if it names one.
     #[inline(always)]
     fn visit<V: Visitor>(self, _v: &mut V) {}
@@ -190,6 +193,10 @@ u32_kind!(Target, Target, {
     fn visit<V: Visitor>(self, v: &mut V) {
         v.target(self.0);
     }
+    #[inline(always)]
+    fn map_jump<T: Fn(u32) -> u32>(&mut self, t: &T) {
+        self.0 = t(self.0);
+    }
 });
 u32_kind!(Imm, Imm);
 
@@ -207,6 +214,10 @@ impl OperandKind for Target24 {
     #[inline(always)]
     fn visit<V: Visitor>(self, v: &mut V) {
         v.target(self.get());
+    }
+    #[inline(always)]
+    fn map_jump<T: Fn(u32) -> u32>(&mut self, t: &T) {
+        *self = Target24::new(t(self.get()));
     }
 }
 
@@ -307,6 +318,21 @@ macro_rules! define_ops {
             pub fn map_registers<F: Fn(u16) -> u16 + ?Sized>(&mut self, f: &F) {
                 match self {
                     $( Op::$name { $($field),* } => { $( OperandKind::map_register($field, f); )* } )*
+                }
+            }
+            /// [`Op::map_registers`] through `f` and [`Op::map_target`] through `t`, in one
+            /// match (`t` must keep the target below [`crate::program::MAX_CODE_LEN`]).
+            #[inline]
+            pub fn map_registers_and_target<F, T>(&mut self, f: &F, t: &T)
+            where
+                F: Fn(u16) -> u16 + ?Sized,
+                T: Fn(u32) -> u32,
+            {
+                match self {
+                    $( Op::$name { $($field),* } => { $(
+                        OperandKind::map_register($field, f);
+                        OperandKind::map_jump($field, t);
+                    )* } )*
                 }
             }
             /// Calls `f` with every operand, in declaration order (the verifier's view).
@@ -1050,6 +1076,29 @@ mod tests {
                 flow == Flow::CallNative,
                 matches!(op, Op::CallNative { .. })
             );
+        }
+        assert!(seen > 80);
+    }
+
+    /// [`Op::map_registers_and_target`] is [`Op::map_registers`] then [`Op::map_target`].
+    #[test]
+    fn one_map_is_both() {
+        let mut seen = 0;
+        for code in 0..=255u8 {
+            let mut b: [u8; 16] = std::array::from_fn(|i| (i as u8).wrapping_mul(29) ^ 0x33);
+            b[0] = code;
+            let Ok((op, _)) = Op::decode(&b) else {
+                continue;
+            };
+            seen += 1;
+            let f = |r: u16| r.wrapping_mul(7).wrapping_add(3);
+            let t = |x: u32| (x ^ 0x5_5555) & 0xF_FFFF;
+            let mut both = op;
+            both.map_registers_and_target(&f, &t);
+            let mut each = op;
+            each.map_registers(&f);
+            each.map_target(t);
+            assert_eq!(both, each, "{op:?}");
         }
         assert!(seen > 80);
     }

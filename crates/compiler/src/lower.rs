@@ -1452,9 +1452,9 @@ impl<'o> Lowerer<'o> {
         // Block leaders of the body, by index in it: every jump target, every instruction after
         // a block end (the laid-out code is [prologue][body]; the prologue has no jumps, and
         // its first instruction, or the body's when there is none, leads too). `marks[j]`: its
-        // bit `LEAD` set when body instruction j leads a block and its bit `JUMP` when it has a
-        // jump target, then (below) also its new index, or the index of the `Charge` before it
-        // when it leads a block, times four (`>> 2` takes it back).
+        // bit `LEAD` set when body instruction j leads a block, then (below) also its new index,
+        // or the index of the `Charge` before it when it leads a block, times two (`>> 1` takes
+        // it back).
         let mut marks = std::mem::take(&mut self.bufs.marks);
         marks.clear();
         marks.resize(self.bufs.code.len(), 0);
@@ -1478,9 +1478,6 @@ impl<'o> Lowerer<'o> {
             if let Some(t) = target {
                 if let Some(slot) = marks.get_mut(t as usize) {
                     *slot |= LEAD;
-                }
-                if let Some(slot) = marks.get_mut(i) {
-                    *slot |= JUMP;
                 }
             }
             // (`Jump` has a target: a terminator is that or a `Return` or `Throw`)
@@ -1570,7 +1567,7 @@ impl<'o> Lowerer<'o> {
         }
         for slot in marks.iter_mut() {
             let lead = *slot & LEAD;
-            *slot |= n << 2;
+            *slot |= n << 1;
             n += lead + 1;
         }
         let at: &[u32] = &marks;
@@ -1586,17 +1583,16 @@ impl<'o> Lowerer<'o> {
             out.push(op, off, k == 0);
         }
         let new_target = |t: u32| match at.get(t as usize) {
-            Some(&new) => new >> 2,
+            Some(&new) => new >> 1,
             None => t.wrapping_add(shift as u32),
         };
         // (rewritten in place, in the body buffer emptied below: an instruction copied out first
         // is taken apart into its bytes and put back together, ~25 instructions more each; only
         // a jump is asked for its target, ~9 instructions less for each other one)
+        // (the registers and the jump target in one match over the instruction: asking each jump
+        // for its target again, by a mark of its own, cost ~4 k instructions per compile)
         for ((op, &off), &mark) in self.bufs.code.iter_mut().zip(&self.bufs.spans).zip(at) {
-            op.map_registers(&map);
-            if mark & JUMP != 0 {
-                op.map_target(new_target);
-            }
+            op.map_registers_and_target(&map, &new_target);
             out.push(*op, off, mark & LEAD != 0);
         }
         let (code, pos) = out.finish();
@@ -3284,9 +3280,6 @@ impl Visitor for Seen<'_> {
         self.end = true;
     }
 }
-
-/// [`Lowerer::finish_function`]'s mark of a body instruction that has a jump target.
-const JUMP: u32 = 2;
 
 /// Entries of a per-special table of [`Lowerer::finish_function`] kept on the stack.
 const SHORT_TABLE: usize = 32;
