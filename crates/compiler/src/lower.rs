@@ -525,8 +525,9 @@ struct Layout<'c, 'i, 's> {
     code: Vec<Op>,
     pos: Vec<SourcePos>,
     cursor: &'c mut crate::pos::Cursor<'i, 's>,
-    /// The index of the open block's `Charge`, and the cost of its instructions so far.
-    charge: Option<usize>,
+    /// The index of the open block's `Charge` (`usize::MAX` before the first), and the cost of
+    /// its instructions so far.
+    charge: usize,
     amount: u32,
 }
 
@@ -538,7 +539,7 @@ impl Layout<'_, '_, '_> {
         let p = self.cursor.pos(off);
         if lead {
             self.close();
-            self.charge = Some(self.code.len());
+            self.charge = self.code.len();
             self.code.push(Op::Charge { amount: Imm(0) });
             self.pos.push(p);
         }
@@ -549,13 +550,12 @@ impl Layout<'_, '_, '_> {
 
     /// Writes the open block's cost into its `Charge`.
     fn close(&mut self) {
-        if let Some(c) = self.charge.take() {
-            if let Some(slot) = self.code.get_mut(c) {
-                *slot = Op::Charge {
-                    amount: Imm(self.amount),
-                };
-            }
+        if let Some(slot) = self.code.get_mut(self.charge) {
+            *slot = Op::Charge {
+                amount: Imm(self.amount),
+            };
         }
+        self.charge = usize::MAX;
         self.amount = 0;
     }
 
@@ -1576,7 +1576,7 @@ impl<'o> Lowerer<'o> {
             code,
             pos,
             cursor,
-            charge: None,
+            charge: usize::MAX,
             amount: 0,
         };
         for (k, (op, off)) in prologue.enumerate() {
