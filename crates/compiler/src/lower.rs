@@ -327,8 +327,32 @@ impl Names {
                 .0
                 .as_bytes()
                 .get(n.0 as usize..(n.0 + n.1) as usize)
-                .is_some_and(|t| t.first() == name.as_bytes().first() && t == name.as_bytes())
+                .is_some_and(|t| same_bytes(t, name.as_bytes()))
     }
+}
+
+/// `a == b` for two slices of one length, a short one (most names) compared by two overlapping
+/// words, without a call to `memcmp` (~15 instructions less per name compared, ~5 k per compile
+/// of the 8 KB agent).
+#[inline(always)]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    // (each pair of windows covers the whole of a slice of its lengths)
+    if let (Some(ah), Some(bh)) = (a.first_chunk::<8>(), b.first_chunk::<8>()) {
+        if n <= 16 {
+            let (at, bt) = (a.last_chunk::<8>(), b.last_chunk::<8>());
+            return ah == bh && at == bt;
+        }
+        return a == b;
+    }
+    if let (Some(ah), Some(bh)) = (a.first_chunk::<4>(), b.first_chunk::<4>()) {
+        return ah == bh && a.last_chunk::<4>() == b.last_chunk::<4>();
+    }
+    // up to three bytes: the first, the middle and the last
+    a.first() == b.first() && a.get(n / 2) == b.get(n / 2) && a.last() == b.last()
 }
 
 struct Var {
@@ -3467,6 +3491,25 @@ mod tests {
             "a string is in the pool twice"
         );
         assert_eq!(distinct.len(), 600);
+    }
+
+    /// `same_bytes` is `==`, at every length up to 40, for equal slices and slices differing in
+    /// any one byte.
+    #[test]
+    fn same_bytes_is_equality() {
+        let mut next = crate::test_rng::xorshift(0x2545_f491_4f6c_dd1d);
+        for _ in 0..20_000 {
+            let n = next() % 41;
+            let a: Vec<u8> = (0..n).map(|_| b"ab_"[next() % 3]).collect();
+            let mut b = a.clone();
+            assert!(super::same_bytes(&a, &b));
+            if n > 0 {
+                let i = next() % n;
+                b[i] = b"ab_z"[next() % 4];
+            }
+            assert_eq!(super::same_bytes(&a, &b), a == b, "{a:?} {b:?}");
+            assert!(!super::same_bytes(&a, &a[..n / 2]) || n == 0);
+        }
     }
 
     /// Every number constant is in the pool once (by its bits, every NaN as one), however many
