@@ -902,6 +902,9 @@ pub(crate) struct Lowerer<'o> {
     /// Set by `parallel(xs.map(…))` for the `map` it lowers: the callback's results are
     /// parallel items, not array elements.
     parallel_map: bool,
+    /// The parameter names of an agent's function being lowered: its externals, in place of
+    /// `opts.externals` (empty then) when there are any (see [`Self::externals`]).
+    ext_names: Vec<String>,
 }
 
 /// Compiles one expression (Eval expression mode).
@@ -995,6 +998,34 @@ impl<'o> Lowerer<'o> {
             helpers: None,
             callback_source: None,
             parallel_map: false,
+            ext_names: Vec::new(),
+        }
+    }
+
+    /// Begins the next function of an agent in this lowerer: what the previous one left in
+    /// the per-function fields is forgotten (its buffers were emptied by
+    /// [`Self::finish_function`]), the program's pool and helpers stay.
+    fn begin_function(&mut self) {
+        self.special_regs.0.clear();
+        self.ext_regs.0.clear();
+        self.top = 0;
+        self.max_top = 0;
+        self.loops.clear();
+        self.try_depth = 0;
+        self.depth = 0;
+        self.chain = None;
+        self.callbacks.clear();
+        self.callback_source = None;
+        self.parallel_map = false;
+    }
+
+    /// The names of the externals: the parameter names of an agent's function, or the options'.
+    #[inline]
+    fn externals(&self) -> &[String] {
+        if self.ext_names.is_empty() {
+            self.opts.externals
+        } else {
+            &self.ext_names
         }
     }
 
@@ -1514,10 +1545,11 @@ impl<'o> Lowerer<'o> {
         let final_of = zeroed(&mut final_short, &mut final_long, nspecial_all);
         // the parameter names, written over the recycled ones where there are
         let mut next = 0u16;
+        let externals = self.externals();
         for (k, (s, _)) in self.bufs.specials.iter().enumerate() {
             if let Special::Ext(i) = s {
                 final_of[k] = next;
-                let text = self.opts.externals.get(*i).map_or("", String::as_str);
+                let text = externals.get(*i).map_or("", String::as_str);
                 put_str(&mut params, next as usize, text);
                 next += 1;
             }
@@ -1659,7 +1691,7 @@ impl<'o> Lowerer<'o> {
 
     fn param_index(&self, name: &str) -> Option<usize> {
         if self.opts.mode == Mode::FunctionBody {
-            self.opts.externals.iter().rposition(|p| p == name)
+            self.externals().iter().rposition(|p| p == name)
         } else {
             None
         }
