@@ -1229,9 +1229,11 @@ impl<'o> Lowerer<'o> {
             let r = self.new_special(Special::Const(k), span.start)?;
             let k = k as usize;
             if self.bufs.const_regs.len() <= k {
+                // (to the pool's capacity: resized to its length, the table grew with nearly
+                // every new constant)
                 self.bufs
                     .const_regs
-                    .resize(self.constants.len().max(k + 1), None);
+                    .resize(self.constants.capacity().max(k + 1), None);
             }
             if let Some(slot) = self.bufs.const_regs.get_mut(k) {
                 *slot = Some(r);
