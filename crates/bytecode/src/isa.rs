@@ -105,13 +105,39 @@ pub trait OperandKind: Copy + fmt::Debug {
     fn operand(self) -> Operand;
     /// Rewrites the register this operand names, if it names one.
     fn map_register<F: Fn(u16) -> u16 + ?Sized>(&mut self, _f: &F) {}
+    /// Rewrites the jump target this operand is, if it is one.
+    #[inline(always)]
+    fn map_jump<T: Fn(u32) -> u32>(&mut self, _t: &T) {}
+    /// Tells `v` the register or jump target this operand names, if it names one.
+    #[inline(always)]
+    fn visit<V: Visitor>(self, _v: &mut V) {}
+}
+
+/// What [`Op::visit`] tells of an instruction: the registers it names and its jump target.
+/// (The compiler's view of an instruction when it lays a function out: one match per
+/// instruction, each arm calling these directly, where [`Op::operands`] hands every operand
+/// over as an [`Operand`] that the caller must match again.)
+pub trait Visitor {
+    /// A register read or written ([`Src`], [`Dst`]).
+    fn register(&mut self, r: u16);
+    /// The first register of a run ([`Base`]).
+    fn base(&mut self, r: u16);
+    /// The jump target ([`Target`], [`Target24`]).
+    fn target(&mut self, t: u32);
+    /// The instruction is a `Return` or a `Throw` (control does not go on to the next; told
+    /// after its operands).
+    fn end(&mut self);
 }
 
 macro_rules! u16_kind {
-    ($t:ident, $v:ident, reg) => {
+    ($t:ident, $v:ident, reg $visit:ident) => {
         u16_kind!($t, $v, {
             fn map_register<F: Fn(u16) -> u16 + ?Sized>(&mut self, f: &F) {
                 self.0 = f(self.0);
+            }
+            #[inline(always)]
+            fn visit<V: Visitor>(self, v: &mut V) {
+                v.$visit(self.0);
             }
         });
     };
@@ -136,6 +162,9 @@ macro_rules! u16_kind {
 }
 macro_rules! u32_kind {
     ($t:ident, $v:ident) => {
+        u32_kind!($t, $v, {});
+    };
+    ($t:ident, $v:ident, { $($extra:tt)* }) => {
         impl OperandKind for $t {
             const SIZE: usize = 4;
             fn encode(self, out: &mut Vec<u8>) {
@@ -147,18 +176,28 @@ macro_rules! u32_kind {
             fn operand(self) -> Operand {
                 Operand::$v(self.0)
             }
+            $($extra)*
         }
     };
 }
-u16_kind!(Src, Read, reg);
-u16_kind!(Base, Base, reg);
-u16_kind!(Dst, Write, reg);
+u16_kind!(Src, Read, reg register);
+u16_kind!(Base, Base, reg base);
+u16_kind!(Dst, Write, reg register);
 u16_kind!(Const, Const);
 u16_kind!(Key, Key);
 u16_kind!(Native, Native);
 u16_kind!(Func, Func);
 u16_kind!(Atom, Atom);
-u32_kind!(Target, Target);
+u32_kind!(Target, Target, {
+    #[inline(always)]
+    fn visit<V: Visitor>(self, v: &mut V) {
+        v.target(self.0);
+    }
+    #[inline(always)]
+    fn map_jump<T: Fn(u32) -> u32>(&mut self, t: &T) {
+        self.0 = t(self.0);
+    }
+});
 u32_kind!(Imm, Imm);
 
 impl OperandKind for Target24 {
@@ -171,6 +210,14 @@ impl OperandKind for Target24 {
     }
     fn operand(self) -> Operand {
         Operand::Target(self.get())
+    }
+    #[inline(always)]
+    fn visit<V: Visitor>(self, v: &mut V) {
+        v.target(self.get());
+    }
+    #[inline(always)]
+    fn map_jump<T: Fn(u32) -> u32>(&mut self, t: &T) {
+        *self = Target24::new(t(self.get()));
     }
 }
 
@@ -273,6 +320,21 @@ macro_rules! define_ops {
                     $( Op::$name { $($field),* } => { $( OperandKind::map_register($field, f); )* } )*
                 }
             }
+            /// [`Op::map_registers`] through `f` and [`Op::map_target`] through `t`, in one
+            /// match (`t` must keep the target below [`crate::program::MAX_CODE_LEN`]).
+            #[inline]
+            pub fn map_registers_and_target<F, T>(&mut self, f: &F, t: &T)
+            where
+                F: Fn(u16) -> u16 + ?Sized,
+                T: Fn(u32) -> u32,
+            {
+                match self {
+                    $( Op::$name { $($field),* } => { $(
+                        OperandKind::map_register($field, f);
+                        OperandKind::map_jump($field, t);
+                    )* } )*
+                }
+            }
             /// Calls `f` with every operand, in declaration order (the verifier's view).
             #[inline]
             pub fn operands(&self, mut f: impl FnMut(Operand)) {
@@ -280,6 +342,21 @@ macro_rules! define_ops {
                     $( Op::$name { $($field),* } => { $( f(OperandKind::operand($field)); )* } )*
                 }
                 let _ = &mut f;
+            }
+            /// Tells `v` every register this instruction names and its jump target, in
+            /// declaration order (what [`Op::operands`] gives as [`Operand::Read`],
+            /// [`Operand::Write`], [`Operand::Base`] and [`Operand::Target`]), then whether it
+            /// is a `Return` or a `Throw` (which, with the jumps, are [`Op::ends_block`]).
+            #[inline]
+            pub fn visit<V: Visitor>(&self, v: &mut V) {
+                match *self {
+                    $( Op::$name { $($field),* } => {
+                        $( OperandKind::visit($field, v); )*
+                        if const { matches!(Flow::of(stringify!($name)), Flow::End) } {
+                            v.end();
+                        }
+                    } )*
+                }
             }
             /// The verifier's one dispatch on an instruction: calls `f` with every operand, in
             /// declaration order (as [`Op::operands`]), and returns the instruction's cost (as
@@ -999,6 +1076,77 @@ mod tests {
                 flow == Flow::CallNative,
                 matches!(op, Op::CallNative { .. })
             );
+        }
+        assert!(seen > 80);
+    }
+
+    /// [`Op::map_registers_and_target`] is [`Op::map_registers`] then [`Op::map_target`].
+    #[test]
+    fn one_map_is_both() {
+        let mut seen = 0;
+        for code in 0..=255u8 {
+            let mut b: [u8; 16] = std::array::from_fn(|i| (i as u8).wrapping_mul(29) ^ 0x33);
+            b[0] = code;
+            let Ok((op, _)) = Op::decode(&b) else {
+                continue;
+            };
+            seen += 1;
+            let f = |r: u16| r.wrapping_mul(7).wrapping_add(3);
+            let t = |x: u32| (x ^ 0x5_5555) & 0xF_FFFF;
+            let mut both = op;
+            both.map_registers_and_target(&f, &t);
+            let mut each = op;
+            each.map_registers(&f);
+            each.map_target(t);
+            assert_eq!(both, each, "{op:?}");
+        }
+        assert!(seen > 80);
+    }
+
+    /// [`Op::visit`] tells exactly the registers and the target [`Op::operands`] gives, in order.
+    #[test]
+    fn visit_agrees_with_operands() {
+        #[derive(Default)]
+        struct Told(Vec<Operand>, bool);
+        impl Visitor for Told {
+            fn register(&mut self, r: u16) {
+                self.0.push(Operand::Read(r));
+            }
+            fn base(&mut self, r: u16) {
+                self.0.push(Operand::Base(r));
+            }
+            fn target(&mut self, t: u32) {
+                self.0.push(Operand::Target(t));
+            }
+            fn end(&mut self) {
+                self.1 = true;
+            }
+        }
+        let mut seen = 0;
+        for code in 0..=255u8 {
+            // distinct operand bytes, so that operands told out of order would differ
+            let mut b: [u8; 16] = std::array::from_fn(|i| (i as u8).wrapping_mul(37) ^ 0x5A);
+            b[0] = code;
+            let Ok((op, _)) = Op::decode(&b) else {
+                continue;
+            };
+            seen += 1;
+            let mut expected = Vec::new();
+            op.operands(|o| match o {
+                Operand::Read(r) | Operand::Write(r) => expected.push(Operand::Read(r)),
+                Operand::Base(_) | Operand::Target(_) => expected.push(o),
+                _ => {}
+            });
+            let mut told = Told::default();
+            op.visit(&mut told);
+            assert_eq!(told.0, expected, "{op:?}");
+            assert_eq!(
+                told.1,
+                matches!(op, Op::Return { .. } | Op::Throw { .. }),
+                "{op:?}"
+            );
+            let has_target = told.0.iter().any(|o| matches!(o, Operand::Target(_)));
+            assert_eq!(has_target || told.1, op.ends_block(), "{op:?}");
         }
         assert!(seen > 80);
     }

@@ -10,7 +10,9 @@ use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher, RandomState};
 
-use ajs_bytecode::isa::{Atom, Base, Const, Count, Dst, Imm, Key, Native, Operand, Src, Target};
+use ajs_bytecode::isa::{
+    Atom, Base, Const, Count, Dst, Imm, Key, Native, Operand, Src, Target, Visitor,
+};
 use ajs_bytecode::natives::{NativeId, MATH_CONSTANTS, NUMBER_CONSTANTS};
 use ajs_bytecode::program::{Constant, DebugInfo, Function, SourcePos, MAX_CONSTANTS};
 use ajs_bytecode::{Op, Program};
@@ -325,8 +327,32 @@ impl Names {
                 .0
                 .as_bytes()
                 .get(n.0 as usize..(n.0 + n.1) as usize)
-                .is_some_and(|t| t.first() == name.as_bytes().first() && t == name.as_bytes())
+                .is_some_and(|t| same_bytes(t, name.as_bytes()))
     }
+}
+
+/// `a == b` for two slices of one length, a short one (most names) compared by two overlapping
+/// words, without a call to `memcmp` (~15 instructions less per name compared, ~5 k per compile
+/// of the 8 KB agent).
+#[inline(always)]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    // (each pair of windows covers the whole of a slice of its lengths)
+    if let (Some(ah), Some(bh)) = (a.first_chunk::<8>(), b.first_chunk::<8>()) {
+        if n <= 16 {
+            let (at, bt) = (a.last_chunk::<8>(), b.last_chunk::<8>());
+            return ah == bh && at == bt;
+        }
+        return a == b;
+    }
+    if let (Some(ah), Some(bh)) = (a.first_chunk::<4>(), b.first_chunk::<4>()) {
+        return ah == bh && a.last_chunk::<4>() == b.last_chunk::<4>();
+    }
+    // up to three bytes: the first, the middle and the last
+    a.first() == b.first() && a.get(n / 2) == b.get(n / 2) && a.last() == b.last()
 }
 
 struct Var {
@@ -357,22 +383,23 @@ const MAX_COPIED_TEST: usize = 24;
 /// What the functions of one program share: constants and the atoms table.
 pub(crate) struct Pool {
     constants: Vec<Constant>,
-    num_map: HashMap<u64, u16>,
+    num_map: NumMap,
     str_map: StrMap,
     atoms: Vec<String>,
     /// The emptied buffers of the previous function, reused by the next.
     bufs: Buffers,
 }
 
-/// The working buffers of a lowering (instructions, spans, specials, names, scopes), emptied
+/// The working buffers of a lowering (instructions and their source offsets, specials, names, scopes), emptied
 /// when a function is finished: the next function of the program reuses them, and a thread
 /// keeps one set between compiles (see [`Buffers::take`]), so that a small compile allocates
 /// none of them.
 #[derive(Default)]
 pub(crate) struct Buffers {
-    /// The instructions of the function being lowered, and the source offset of each.
-    code: Vec<Op>,
-    spans: Vec<u32>,
+    /// The instructions of the function being lowered, each with its source offset (one vector:
+    /// an instruction emitted is one push, ~5 instructions less than two, ~5 k per compile of
+    /// the 8 KB agent).
+    code: Vec<(Op, u32)>,
     /// The specials of the function (externals and the constant values it loads).
     specials: Vec<(Special, u32)>,
     /// The text of every variable name of `scopes`.
@@ -384,8 +411,6 @@ pub(crate) struct Buffers {
     units: Vec<u16>,
     /// [`Lowerer::finish_function`]'s block-leader marks.
     marks: Vec<u32>,
-    /// Constants looked up recently.
-    recent: Recent,
     /// The register of each constant loaded so far in this function, by constant index (kept
     /// between the functions of a program: [`Lowerer::finish_function`] empties the slots it
     /// set, so a later function does not resize a table by the whole pool).
@@ -420,7 +445,7 @@ impl Buffers {
         self.spare_scopes.truncate(KEEP_SCOPES);
         // (indexed by the constants of the program just compiled: none of them is the next's)
         self.const_regs.clear();
-        let too_big = self.code.capacity().max(self.spans.capacity()) > KEEP_BUFFER_LEN
+        let too_big = self.code.capacity() > KEEP_BUFFER_LEN
             || self.specials.capacity() > KEEP_BUFFER_LEN
             || self.names.0.capacity() > KEEP_BUFFER_LEN
             || self.units.capacity() > KEEP_BUFFER_LEN
@@ -433,7 +458,6 @@ impl Buffers {
                 .any(|s| s.vars.capacity().max(s.pending.capacity()) > KEEP_BUFFER_LEN);
         // (emptied already: what is left in a buffer would be read by the next compile)
         let emptied = self.code.is_empty()
-            && self.spans.is_empty()
             && self.specials.is_empty()
             && self.names.0.is_empty()
             && self.scopes.is_empty()
@@ -525,8 +549,9 @@ struct Layout<'c, 'i, 's> {
     code: Vec<Op>,
     pos: Vec<SourcePos>,
     cursor: &'c mut crate::pos::Cursor<'i, 's>,
-    /// The index of the open block's `Charge`, and the cost of its instructions so far.
-    charge: Option<usize>,
+    /// The index of the open block's `Charge` (`usize::MAX` before the first), and the cost of
+    /// its instructions so far.
+    charge: usize,
     amount: u32,
 }
 
@@ -538,7 +563,7 @@ impl Layout<'_, '_, '_> {
         let p = self.cursor.pos(off);
         if lead {
             self.close();
-            self.charge = Some(self.code.len());
+            self.charge = self.code.len();
             self.code.push(Op::Charge { amount: Imm(0) });
             self.pos.push(p);
         }
@@ -549,13 +574,12 @@ impl Layout<'_, '_, '_> {
 
     /// Writes the open block's cost into its `Charge`.
     fn close(&mut self) {
-        if let Some(c) = self.charge.take() {
-            if let Some(slot) = self.code.get_mut(c) {
-                *slot = Op::Charge {
-                    amount: Imm(self.amount),
-                };
-            }
+        if let Some(slot) = self.code.get_mut(self.charge) {
+            *slot = Op::Charge {
+                amount: Imm(self.amount),
+            };
         }
+        self.charge = usize::MAX;
         self.amount = 0;
     }
 
@@ -565,34 +589,98 @@ impl Layout<'_, '_, '_> {
     }
 }
 
-/// The string constants of a program by content. Each string is hashed once, with std's keyed
-/// SipHash (a guest cannot choose strings that collide), and the map from that hash to the
-/// constant's index hashes no further; the rare strings whose hash another string has already
-/// are kept in a second, ordinary map.
+/// The string constants of a program by content. A direct-mapped table, by a cheap hash of the
+/// string ([`string_hash`]), holds the first string of each slot and is checked against the
+/// pool: a string whose slot is empty is new, without any other lookup. A string whose slot
+/// another holds is hashed once with std's keyed SipHash (a guest cannot choose strings that
+/// collide there: a guest's strings colliding in the table cost a keyed lookup each, no chain),
+/// and the map from that hash to the constant's index hashes no further; the rare strings whose
+/// keyed hash another string has already are kept in a second, ordinary map. (The keyed maps
+/// alone hashed every new string, ~150 instructions, and grew with them: ~16 k instructions per
+/// compile of the 8 KB agent.)
 pub(crate) struct StrMap {
+    /// The index of the string constant of each slot (`NO_STRING`: none), a power of two of
+    /// them; made at the first string, `wanted` of them.
+    slots: Vec<u16>,
+    wanted: usize,
+    /// The strings whose slot another holds (made at the first of them: a program without
+    /// strings, such as most Eval snippets, makes neither).
+    keyed: Option<Box<Keyed>>,
+}
+
+/// The strings of a [`StrMap`] whose slot another string holds, by keyed hash.
+#[derive(Default)]
+pub(crate) struct Keyed {
     keys: RandomState,
     by_hash: HashMap<u64, u16, BuildHasherDefault<Prehashed>>,
     collided: HashMap<Vec<u16>, u16>,
 }
 
+/// An empty slot of [`StrMap`] (no constant has this index: there are at most
+/// [`MAX_CONSTANTS`]).
+const NO_STRING: u16 = NO_CONSTANT;
+
+/// An empty slot of a table of constants (no constant has this index: there are at most
+/// [`MAX_CONSTANTS`]).
+const NO_CONSTANT: u16 = u16::MAX;
+
+const _: () = assert!(MAX_CONSTANTS <= NO_CONSTANT as usize);
+
+/// Slots of a [`StrMap`] for a program of unknown size, and at most.
+const STRING_SLOTS: usize = 64;
+const MAX_STRING_SLOTS: usize = 1 << 16;
+
 impl Default for StrMap {
     fn default() -> Self {
         StrMap {
-            keys: RandomState::new(),
-            by_hash: HashMap::default(),
-            collided: HashMap::new(),
+            slots: Vec::new(),
+            wanted: STRING_SLOTS,
+            keyed: None,
         }
     }
 }
 
 impl StrMap {
+    /// A map for about `n` strings (four slots each, so that few share one).
     fn with_capacity(n: usize) -> StrMap {
         StrMap {
-            by_hash: HashMap::with_capacity_and_hasher(n, BuildHasherDefault::default()),
+            wanted: n
+                .saturating_mul(4)
+                .clamp(STRING_SLOTS, MAX_STRING_SLOTS)
+                .next_power_of_two(),
             ..StrMap::default()
         }
     }
 
+    /// The slot of the string whose [`string_hash`] is `h`: its top bits.
+    #[inline]
+    fn slot(&mut self, h: u32) -> usize {
+        if self.slots.is_empty() {
+            self.make_slots();
+        }
+        (h >> (32 - self.slots.len().trailing_zeros())) as usize
+    }
+
+    #[cold]
+    fn make_slots(&mut self) {
+        self.slots = vec![NO_STRING; self.wanted];
+    }
+
+    /// Sets slot `slot` (empty) to constant `k`.
+    #[inline]
+    fn fill(&mut self, slot: usize, k: u16) {
+        if let Some(s) = self.slots.get_mut(slot) {
+            *s = k;
+        }
+    }
+
+    /// The keyed maps.
+    fn keyed(&mut self) -> &mut Keyed {
+        self.keyed.get_or_insert_with(Box::default)
+    }
+}
+
+impl Keyed {
     /// The keyed hash of the string of `units` (`ascii`: its bytes, when the caller has them).
     /// An ASCII string is hashed as its bytes, in one write: half the bytes of its units and no
     /// length prefix (~80 instructions less per new string, ~9 k per compile of the 8 KB
@@ -639,100 +727,86 @@ impl StrMap {
     }
 }
 
-/// A small direct-mapped cache of recently looked-up constants in front of the keyed maps of
-/// the pool: repeated strings (property names read again and again) and numbers are found
-/// without the keyed hash. A slot holds the index of one constant and is indexed by a cheap
-/// hash; a hit is checked against the pool itself, so a stale slot (of another function or
-/// compile: the cache is kept with the [`Buffers`]) only misses, and so does a guest's set of
-/// colliding values: each takes the maps' path, no slow chain forms. (The pool holds every
-/// string, and every number by [`num_bits`], once: a matching constant is *the* constant.)
+/// The number constants of a program by their bits ([`num_bits`]), as [`StrMap`] keeps strings:
+/// a direct-mapped table, by a cheap hash of the bits, holds the first number of each slot
+/// (checked against the pool: an empty slot means a new number), and a keyed map (std's SipHash,
+/// made at the first of them) the numbers whose slot another holds. (A keyed map alone, behind a
+/// cache of recent numbers, hashed every new number: ~3 k instructions per compile of the 8 KB
+/// agent.)
 #[derive(Default)]
-pub(crate) struct Recent(Vec<u16>);
+pub(crate) struct NumMap {
+    /// The index of the number constant of each slot (`NO_CONSTANT`: none), a power of two of
+    /// them; made at the first number, `wanted` of them (at least `NUMBER_SLOTS`).
+    slots: Vec<u16>,
+    wanted: usize,
+    keyed: Option<HashMap<u64, u16>>,
+}
 
-/// Slots of [`Recent`] for strings, then for numbers (powers of two).
-const RECENT_STRINGS: usize = 256;
-const RECENT_NUMBERS: usize = 64;
+/// Slots of a [`NumMap`] for a program of unknown size.
+const NUMBER_SLOTS: usize = 64;
 
-impl Recent {
-    /// The slot of the string `units`: a multiplicative hash of its length and of at most its
-    /// first and last eight units.
-    /// (Of the units of a string, or of the bytes of an ASCII string: the same slot.)
-    #[inline]
-    fn string_slot<T: Copy + Into<u32>>(units: &[T]) -> usize {
-        let mut h = (units.len() as u32).wrapping_mul(0x9E37_79B9);
-        let (head, tail) = if units.len() > 16 {
-            (&units[..8], &units[units.len() - 8..])
-        } else {
-            (units, &[][..])
-        };
-        // (two loops: a chained iterator costs more per unit)
-        for &u in head {
-            h = (h ^ u.into()).wrapping_mul(0x9E37_79B9);
+impl NumMap {
+    /// A map for about `n` numbers (four slots each).
+    fn with_capacity(n: usize) -> NumMap {
+        NumMap {
+            wanted: n.saturating_mul(4).clamp(NUMBER_SLOTS, MAX_STRING_SLOTS),
+            ..NumMap::default()
         }
-        for &u in tail {
-            h = (h ^ u.into()).wrapping_mul(0x9E37_79B9);
-        }
-        (h >> (32 - RECENT_STRINGS.trailing_zeros())) as usize
-    }
-
-    /// [`Self::string_slot`] of the bytes of `s` when it is ASCII, `None` when it is not. (A short
-    /// string is checked in the loop that hashes it: ~23 instructions less per lookup, ~6 k per
-    /// compile of the 8 KB agent.)
-    #[inline]
-    fn ascii_slot(s: &str) -> Option<usize> {
-        let bytes = s.as_bytes();
-        if bytes.len() > 16 {
-            return s.is_ascii().then(|| Self::string_slot(bytes));
-        }
-        let mut h = (bytes.len() as u32).wrapping_mul(0x9E37_79B9);
-        let mut high = 0u8;
-        for &b in bytes {
-            high |= b;
-            h = (h ^ u32::from(b)).wrapping_mul(0x9E37_79B9);
-        }
-        high.is_ascii()
-            .then_some((h >> (32 - RECENT_STRINGS.trailing_zeros())) as usize)
     }
 
     /// The slot of the number of bits `bits`.
-    fn number_slot(bits: u64) -> usize {
+    #[inline]
+    fn slot(&mut self, bits: u64) -> usize {
+        if self.slots.is_empty() {
+            self.make_slots();
+        }
         let h = (bits ^ (bits >> 32)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        RECENT_STRINGS + (h >> (64 - RECENT_NUMBERS.trailing_zeros())) as usize
+        (h >> (64 - self.slots.len().trailing_zeros())) as usize
     }
 
-    /// The string constant `units` when slot `slot` holds it.
-    fn string(&self, slot: usize, units: &[u16], constants: &[Constant]) -> Option<u16> {
-        let k = *self.0.get(slot)?;
-        match constants.get(k as usize) {
-            Some(Constant::String(s)) if s.as_slice() == units => Some(k),
-            _ => None,
-        }
+    #[cold]
+    fn make_slots(&mut self) {
+        self.slots = vec![NO_CONSTANT; self.wanted.max(NUMBER_SLOTS).next_power_of_two()];
     }
+}
 
-    /// [`Self::string`] of the string of ASCII `bytes`.
-    fn ascii(&self, slot: usize, bytes: &[u8], constants: &[Constant]) -> Option<u16> {
-        let k = *self.0.get(slot)?;
-        is_ascii_constant(constants.get(k as usize), bytes).then_some(k)
+/// A cheap hash of the string `units` ([`StrMap`]'s slot is its top bits): multiplicative, of
+/// its length and of at most its first and last eight units.
+/// (Of the units of a string, or of the bytes of an ASCII string: the same hash.)
+#[inline]
+fn string_hash<T: Copy + Into<u32>>(units: &[T]) -> u32 {
+    let mut h = (units.len() as u32).wrapping_mul(0x9E37_79B9);
+    let (head, tail) = if units.len() > 16 {
+        (&units[..8], &units[units.len() - 8..])
+    } else {
+        (units, &[][..])
+    };
+    // (two loops: a chained iterator costs more per unit)
+    for &u in head {
+        h = (h ^ u.into()).wrapping_mul(0x9E37_79B9);
     }
+    for &u in tail {
+        h = (h ^ u.into()).wrapping_mul(0x9E37_79B9);
+    }
+    h
+}
 
-    /// The number constant of bits `bits` when slot `slot` holds it.
-    fn number(&self, slot: usize, bits: u64, constants: &[Constant]) -> Option<u16> {
-        let k = *self.0.get(slot)?;
-        match constants.get(k as usize) {
-            Some(Constant::Number(v)) if num_bits(*v) == bits => Some(k),
-            _ => None,
-        }
+/// [`string_hash`] of the bytes of `s` when it is ASCII, `None` when it is not. (A short string
+/// is checked in the loop that hashes it: ~23 instructions less per lookup, ~6 k per compile of
+/// the 8 KB agent.)
+#[inline]
+fn ascii_hash(s: &str) -> Option<u32> {
+    let bytes = s.as_bytes();
+    if bytes.len() > 16 {
+        return s.is_ascii().then(|| string_hash(bytes));
     }
-
-    /// Remembers constant `k` in slot `slot`.
-    fn remember(&mut self, slot: usize, k: u16) {
-        if self.0.is_empty() {
-            self.0.resize(RECENT_STRINGS + RECENT_NUMBERS, u16::MAX);
-        }
-        if let Some(r) = self.0.get_mut(slot) {
-            *r = k;
-        }
+    let mut h = (bytes.len() as u32).wrapping_mul(0x9E37_79B9);
+    let mut high = 0u8;
+    for &b in bytes {
+        high |= b;
+        h = (h ^ u32::from(b)).wrapping_mul(0x9E37_79B9);
     }
+    high.is_ascii().then_some(h)
 }
 
 /// Whether `c` is the string constant of the ASCII `bytes`.
@@ -803,7 +877,7 @@ pub(crate) struct Lowerer<'o> {
     /// The working buffers (moved in and out whole: see [`Buffers`]).
     bufs: Buffers,
     constants: Vec<Constant>,
-    num_map: HashMap<u64, u16>,
+    num_map: NumMap,
     str_map: StrMap,
     atoms: Vec<String>,
     /// The register of each special value other than a constant loaded so far, by
@@ -821,13 +895,16 @@ pub(crate) struct Lowerer<'o> {
     callbacks: Vec<CallbackCtx>,
     /// Helper functions of an agent program: name -> (function index, arity); one table shared
     /// by every function of the program.
-    helpers: Option<&'o HashMap<&'o str, (u16, usize)>>,
+    helpers: Option<&'o agent::Helpers<'o>>,
     /// A register holding the array a callback method iterates, when it was built already
     /// (`Array.from(x, cb)`).
     callback_source: Option<u16>,
     /// Set by `parallel(xs.map(…))` for the `map` it lowers: the callback's results are
     /// parallel items, not array elements.
     parallel_map: bool,
+    /// The parameter names of an agent's function being lowered: its externals, in place of
+    /// `opts.externals` (empty then) when there are any (see [`Self::externals`]).
+    ext_names: Vec<String>,
 }
 
 /// Compiles one expression (Eval expression mode).
@@ -891,7 +968,7 @@ impl<'o> Lowerer<'o> {
     fn new(opts: &'o CompileOptions<'o>) -> Self {
         let pool = Pool {
             constants: Vec::new(),
-            num_map: HashMap::new(),
+            num_map: NumMap::default(),
             str_map: StrMap::default(),
             atoms: Vec::new(),
             bufs: Buffers::take(),
@@ -921,12 +998,40 @@ impl<'o> Lowerer<'o> {
             helpers: None,
             callback_source: None,
             parallel_map: false,
+            ext_names: Vec::new(),
+        }
+    }
+
+    /// Begins the next function of an agent in this lowerer: what the previous one left in
+    /// the per-function fields is forgotten (its buffers were emptied by
+    /// [`Self::finish_function`]), the program's pool and helpers stay.
+    fn begin_function(&mut self) {
+        self.special_regs.0.clear();
+        self.ext_regs.0.clear();
+        self.top = 0;
+        self.max_top = 0;
+        self.loops.clear();
+        self.try_depth = 0;
+        self.depth = 0;
+        self.chain = None;
+        self.callbacks.clear();
+        self.callback_source = None;
+        self.parallel_map = false;
+    }
+
+    /// The names of the externals: the parameter names of an agent's function, or the options'.
+    #[inline]
+    fn externals(&self) -> &[String] {
+        if self.ext_names.is_empty() {
+            self.opts.externals
+        } else {
+            &self.ext_names
         }
     }
 
     /// The function index and arity of the helper function `name`, if the program has one.
     fn helper(&self, name: &str) -> Option<(u16, usize)> {
-        self.helpers?.get(name).copied()
+        self.helpers?.get(name)
     }
 
     // ---------------------------------------------------------------- emission and registers
@@ -936,8 +1041,7 @@ impl<'o> Lowerer<'o> {
     /// a plain `#[inline]` was not taken.)
     #[inline(always)]
     fn emit(&mut self, op: Op, span: Span) {
-        self.bufs.code.push(op);
-        self.bufs.spans.push(span.start);
+        self.bufs.code.push((op, span.start));
     }
 
     fn here(&self) -> u32 {
@@ -951,7 +1055,7 @@ impl<'o> Lowerer<'o> {
     }
 
     fn patch(&mut self, at: usize, target: u32) {
-        if let Some(op) = self.bufs.code.get_mut(at) {
+        if let Some((op, _)) = self.bufs.code.get_mut(at) {
             op.map_target(|_| target);
         }
     }
@@ -1028,13 +1132,13 @@ impl<'o> Lowerer<'o> {
     ) -> (usize, Option<Op>) {
         let here = self.here();
         if c >= mark && here > start {
-            let last = self.bufs.code[here as usize - 1];
+            let last = self.bufs.code[here as usize - 1].0;
             if let Some(fused) = last.fused_branch(c, when, target) {
                 let lands_after = self.bufs.code[start as usize..]
                     .iter()
-                    .any(|op| op.jump_target() == Some(here));
+                    .any(|(op, _)| op.jump_target() == Some(here));
                 if !lands_after {
-                    self.bufs.code[here as usize - 1] = fused;
+                    self.bufs.code[here as usize - 1].0 = fused;
                     return (here as usize - 1, Some(last));
                 }
             }
@@ -1061,7 +1165,7 @@ impl<'o> Lowerer<'o> {
             return false;
         }
         let test = &self.bufs.code[s..e];
-        let movable = test.iter().all(|op| match op.jump_target() {
+        let movable = test.iter().all(|(op, _)| match op.jump_target() {
             _ if matches!(
                 op,
                 Op::TryEnter { .. } | Op::Return { .. } | Op::Throw { .. }
@@ -1077,9 +1181,8 @@ impl<'o> Lowerer<'o> {
         }
         let shift = self.here() - start;
         for i in s..e {
-            let (op, span) = (self.bufs.code[i], self.bufs.spans[i]);
-            self.bufs.code.push(op);
-            self.bufs.spans.push(span);
+            let (op, span) = self.bufs.code[i];
+            self.bufs.code.push((op, span));
             if let Some(t) = op.jump_target() {
                 self.patch(self.bufs.code.len() - 1, t + shift);
             }
@@ -1126,9 +1229,11 @@ impl<'o> Lowerer<'o> {
             let r = self.new_special(Special::Const(k), span.start)?;
             let k = k as usize;
             if self.bufs.const_regs.len() <= k {
+                // (to the pool's capacity: resized to its length, the table grew with nearly
+                // every new constant)
                 self.bufs
                     .const_regs
-                    .resize(self.constants.len().max(k + 1), None);
+                    .resize(self.constants.capacity().max(k + 1), None);
             }
             if let Some(slot) = self.bufs.const_regs.get_mut(k) {
                 *slot = Some(r);
@@ -1160,12 +1265,28 @@ impl<'o> Lowerer<'o> {
 
     fn num_const(&mut self, v: f64, span: Span) -> R<u16> {
         let bits = num_bits(v);
-        let slot = Recent::number_slot(bits);
-        if let Some(k) = self.bufs.recent.number(slot, bits, &self.constants) {
-            return Ok(k);
+        let slot = self.num_map.slot(bits);
+        match self.num_map.slots.get(slot).copied() {
+            Some(NO_CONSTANT) => {
+                let k = self.add_constant(Constant::Number(v), span)?;
+                if let Some(s) = self.num_map.slots.get_mut(slot) {
+                    *s = k;
+                }
+                return Ok(k);
+            }
+            Some(k) if matches!(self.constants.get(k as usize), Some(Constant::Number(x)) if num_bits(*x) == bits) => {
+                return Ok(k)
+            }
+            _ => {}
         }
-        let k = match self.num_map.entry(bits) {
-            Entry::Occupied(e) => *e.get(),
+        // the slot holds another number: the keyed map
+        match self
+            .num_map
+            .keyed
+            .get_or_insert_with(HashMap::new)
+            .entry(bits)
+        {
+            Entry::Occupied(e) => Ok(*e.get()),
             Entry::Vacant(e) => {
                 if self.constants.len() >= MAX_CONSTANTS {
                     return fail(span, "too many constants (more than 65535)");
@@ -1173,70 +1294,58 @@ impl<'o> Lowerer<'o> {
                 self.constants.push(Constant::Number(v));
                 let k = (self.constants.len() - 1) as u16;
                 e.insert(k);
-                k
+                Ok(k)
             }
-        };
-        self.bufs.recent.remember(slot, k);
-        Ok(k)
+        }
     }
 
     /// The constant of the string of UTF-16 `units` (added when new).
     fn str_const_slice(&mut self, units: &[u16], span: Span) -> R<u16> {
-        let slot = Recent::string_slot(units);
-        if let Some(k) = self.bufs.recent.string(slot, units, &self.constants) {
-            return Ok(k);
+        let slot = self.str_map.slot(string_hash(units));
+        match self.str_map.slots.get(slot).copied() {
+            Some(NO_STRING) => {
+                let k = self.add_constant(Constant::String(units.to_vec()), span)?;
+                self.str_map.fill(slot, k);
+                Ok(k)
+            }
+            Some(k) if self.is_string(k, units) => Ok(k),
+            _ => self.str_const_keyed(units, None, span),
         }
-        self.str_const_missed(units, None, slot, span)
     }
 
-    /// [`Self::str_const_slice`] when slot `slot` of the recent constants does not hold it
+    /// Whether constant `k` is the string of `units`.
+    #[inline]
+    fn is_string(&self, k: u16, units: &[u16]) -> bool {
+        matches!(self.constants.get(k as usize), Some(Constant::String(s)) if s.as_slice() == units)
+    }
+
+    /// [`Self::str_const_slice`] when the slot of `units` holds another string: by the keyed maps
     /// (`ascii`: the string's bytes, when it is ASCII and the caller has them).
-    fn str_const_missed(
-        &mut self,
-        units: &[u16],
-        ascii: Option<&[u8]>,
-        slot: usize,
-        span: Span,
-    ) -> R<u16> {
-        let (hash, collided) = match self.str_map.find(units, ascii, &self.constants) {
-            Ok(k) => {
-                self.bufs.recent.remember(slot, k);
-                return Ok(k);
-            }
+    fn str_const_keyed(&mut self, units: &[u16], ascii: Option<&[u8]>, span: Span) -> R<u16> {
+        let (hash, collided) = match self.str_map.keyed().find(units, ascii, &self.constants) {
+            Ok(k) => return Ok(k),
             Err(miss) => miss,
         };
         let k = self.add_constant(Constant::String(units.to_vec()), span)?;
-        self.str_map.insert(hash, collided, units, k);
-        self.bufs.recent.remember(slot, k);
+        self.str_map.keyed().insert(hash, collided, units, k);
         Ok(k)
     }
 
     fn str_const_units(&mut self, units: Vec<u16>, span: Span) -> R<u16> {
-        let slot = Recent::string_slot(&units);
-        if let Some(k) = self.bufs.recent.string(slot, &units, &self.constants) {
-            return Ok(k);
-        }
-        let (hash, collided) = match self.str_map.find(&units, None, &self.constants) {
-            Ok(k) => {
-                self.bufs.recent.remember(slot, k);
-                return Ok(k);
+        let slot = self.str_map.slot(string_hash(&units));
+        match self.str_map.slots.get(slot).copied() {
+            Some(NO_STRING) => {
+                let k = self.add_constant(Constant::String(units), span)?;
+                self.str_map.fill(slot, k);
+                Ok(k)
             }
-            Err(miss) => miss,
-        };
-        if collided {
-            let k = self.add_constant(Constant::String(units.clone()), span)?;
-            self.str_map.insert(hash, true, &units, k);
-            self.bufs.recent.remember(slot, k);
-            return Ok(k);
+            Some(k) if self.is_string(k, &units) => Ok(k),
+            _ => self.str_const_keyed(&units, None, span),
         }
-        let k = self.add_constant(Constant::String(units), span)?;
-        self.str_map.insert(hash, false, &[], k);
-        self.bufs.recent.remember(slot, k);
-        Ok(k)
     }
 
     fn str_const(&mut self, s: &str, span: Span) -> R<u16> {
-        let Some(slot) = Recent::ascii_slot(s) else {
+        let Some(h) = ascii_hash(s) else {
             // encoded into the scratch buffer: a constant seen before costs no allocation
             let mut units = std::mem::take(&mut self.bufs.units);
             units.clear();
@@ -1248,16 +1357,28 @@ impl<'o> Lowerer<'o> {
             self.bufs.units = units;
             return r;
         };
-        // An ASCII string is looked up by its bytes (not encoded first), in one probe of the map,
-        // and a new one is widened straight into its constant (~130 instructions less per new
-        // string than encoding it into the scratch buffer, copying that and probing twice: ~15 k
-        // per compile of the 8 KB agent).
+        // An ASCII string is looked up by its bytes (not encoded first), and a new one is widened
+        // straight into its constant (~130 instructions less per new string than encoding it
+        // into the scratch buffer, copying that and probing twice: ~15 k per compile of the 8 KB
+        // agent).
         let bytes = s.as_bytes();
-        if let Some(k) = self.bufs.recent.ascii(slot, bytes, &self.constants) {
-            return Ok(k);
+        let slot = self.str_map.slot(h);
+        match self.str_map.slots.get(slot).copied() {
+            Some(NO_STRING) => {
+                let k = self.add_constant(
+                    Constant::String(bytes.iter().map(|&b| u16::from(b)).collect()),
+                    span,
+                )?;
+                self.str_map.fill(slot, k);
+                return Ok(k);
+            }
+            Some(k) if is_ascii_constant(self.constants.get(k as usize), bytes) => return Ok(k),
+            _ => {}
         }
-        let hash = self.str_map.hash(&[], Some(bytes));
-        let k = match self.str_map.by_hash.entry(hash) {
+        // the slot holds another string: the keyed maps, in one probe
+        let keyed = self.str_map.keyed();
+        let hash = keyed.hash(&[], Some(bytes));
+        match keyed.by_hash.entry(hash) {
             Entry::Vacant(e) => {
                 if self.constants.len() >= MAX_CONSTANTS {
                     return fail(span, "too many constants (more than 65535)");
@@ -1267,25 +1388,23 @@ impl<'o> Lowerer<'o> {
                 ));
                 let k = (self.constants.len() - 1) as u16;
                 e.insert(k);
-                k
+                Ok(k)
             }
             Entry::Occupied(e)
                 if is_ascii_constant(self.constants.get(*e.get() as usize), bytes) =>
             {
-                *e.get()
+                Ok(*e.get())
             }
             Entry::Occupied(_) => {
-                // another string has its hash: the units way, by the map of such strings
+                // another string has its keyed hash: the units way, by the map of such strings
                 let mut units = std::mem::take(&mut self.bufs.units);
                 units.clear();
                 units.extend(bytes.iter().map(|&b| u16::from(b)));
-                let r = self.str_const_missed(&units, Some(bytes), slot, span);
+                let r = self.str_const_keyed(&units, Some(bytes), span);
                 self.bufs.units = units;
-                return r;
+                r
             }
-        };
-        self.bufs.recent.remember(slot, k);
-        Ok(k)
+        }
     }
 
     fn num_reg(&mut self, v: f64, span: Span) -> R<u16> {
@@ -1388,40 +1507,36 @@ impl<'o> Lowerer<'o> {
         // Block leaders of the body, by index in it: every jump target, every instruction after
         // a block end (the laid-out code is [prologue][body]; the prologue has no jumps, and
         // its first instruction, or the body's when there is none, leads too). `marks[j]`: its
-        // bit `LEAD` set when body instruction j leads a block and its bit `JUMP` when it has a
-        // jump target, then (below) also its new index, or the index of the `Charge` before it
-        // when it leads a block, times four (`>> 2` takes it back).
+        // bit `LEAD` set when body instruction j leads a block, then (below) also its new index,
+        // or the index of the `Charge` before it when it leads a block, times two (`>> 1` takes
+        // it back).
         let mut marks = std::mem::take(&mut self.bufs.marks);
         marks.clear();
         marks.resize(self.bufs.code.len(), 0);
         // one pass: constant operands, the specials read, the leaders
-        for (i, op) in self.bufs.code.iter_mut().enumerate() {
+        for (i, (op, _)) in self.bufs.code.iter_mut().enumerate() {
             if let Some(k) = with_const_operand(op, const_of) {
                 *op = k;
             }
             // (the jump target is the one `Target` operand of the instructions that have one,
             // which are those `Op::jump_target` names: found in this visit, not by another
             // match over the instruction: ~3 k instructions per compile)
-            let mut target = None;
-            op.operands(|o| match o {
-                Operand::Read(v) | Operand::Write(v) if v as u32 >= boundary => {
-                    used[(u16::MAX - v) as usize] = true;
-                }
-                // a run never includes a special; if one did, keep them all
-                Operand::Base(v) if v as u32 >= boundary => used.iter_mut().for_each(|u| *u = true),
-                Operand::Target(t) => target = Some(t),
-                _ => {}
-            });
+            let mut seen = Seen {
+                boundary,
+                used: &mut *used,
+                target: None,
+                end: false,
+            };
+            op.visit(&mut seen);
+            let (target, end) = (seen.target, seen.end);
             // (`ends_block`, with the jump target found once)
             if let Some(t) = target {
                 if let Some(slot) = marks.get_mut(t as usize) {
                     *slot |= LEAD;
                 }
-                if let Some(slot) = marks.get_mut(i) {
-                    *slot |= JUMP;
-                }
             }
-            if target.is_some() || op.is_terminator() {
+            // (`Jump` has a target: a terminator is that or a `Return` or `Throw`)
+            if target.is_some() || end {
                 if let Some(slot) = marks.get_mut(i + 1) {
                     *slot |= LEAD;
                 }
@@ -1432,10 +1547,11 @@ impl<'o> Lowerer<'o> {
         let final_of = zeroed(&mut final_short, &mut final_long, nspecial_all);
         // the parameter names, written over the recycled ones where there are
         let mut next = 0u16;
+        let externals = self.externals();
         for (k, (s, _)) in self.bufs.specials.iter().enumerate() {
             if let Special::Ext(i) = s {
                 final_of[k] = next;
-                let text = self.opts.externals.get(*i).map_or("", String::as_str);
+                let text = externals.get(*i).map_or("", String::as_str);
                 put_str(&mut params, next as usize, text);
                 next += 1;
             }
@@ -1507,7 +1623,7 @@ impl<'o> Lowerer<'o> {
         }
         for slot in marks.iter_mut() {
             let lead = *slot & LEAD;
-            *slot |= n << 2;
+            *slot |= n << 1;
             n += lead + 1;
         }
         let at: &[u32] = &marks;
@@ -1516,25 +1632,24 @@ impl<'o> Lowerer<'o> {
             code,
             pos,
             cursor,
-            charge: None,
+            charge: usize::MAX,
             amount: 0,
         };
         for (k, (op, off)) in prologue.enumerate() {
             out.push(op, off, k == 0);
         }
         let new_target = |t: u32| match at.get(t as usize) {
-            Some(&new) => new >> 2,
+            Some(&new) => new >> 1,
             None => t.wrapping_add(shift as u32),
         };
         // (rewritten in place, in the body buffer emptied below: an instruction copied out first
         // is taken apart into its bytes and put back together, ~25 instructions more each; only
         // a jump is asked for its target, ~9 instructions less for each other one)
-        for ((op, &off), &mark) in self.bufs.code.iter_mut().zip(&self.bufs.spans).zip(at) {
-            op.map_registers(&map);
-            if mark & JUMP != 0 {
-                op.map_target(new_target);
-            }
-            out.push(*op, off, mark & LEAD != 0);
+        // (the registers and the jump target in one match over the instruction: asking each jump
+        // for its target again, by a mark of its own, cost ~4 k instructions per compile)
+        for ((op, off), &mark) in self.bufs.code.iter_mut().zip(at) {
+            op.map_registers_and_target(&map, &new_target);
+            out.push(*op, *off, mark & LEAD != 0);
         }
         let (code, pos) = out.finish();
         self.bufs.marks = marks;
@@ -1547,7 +1662,6 @@ impl<'o> Lowerer<'o> {
             code,
         };
         self.bufs.code.clear();
-        self.bufs.spans.clear();
         self.bufs.specials.clear();
         self.bufs.names.0.clear();
         // (the scopes still open are emptied as they are put back: the spare ones are empty
@@ -1579,7 +1693,7 @@ impl<'o> Lowerer<'o> {
 
     fn param_index(&self, name: &str) -> Option<usize> {
         if self.opts.mode == Mode::FunctionBody {
-            self.opts.externals.iter().rposition(|p| p == name)
+            self.externals().iter().rposition(|p| p == name)
         } else {
             None
         }
@@ -1796,7 +1910,7 @@ impl<'o> Lowerer<'o> {
                 let test_len = self.here() - start;
                 // (a fused test's comparison is not copied: it is fused again at the bottom)
                 let (copied_end, cmp_span) = match cmp {
-                    Some(_) => (test_end - 1, self.bufs.spans[jf[0]]),
+                    Some(_) => (test_end - 1, self.bufs.code[jf[0]].1),
                     None => (test_end, 0),
                 };
                 self.top = mark;
@@ -1814,8 +1928,7 @@ impl<'o> Lowerer<'o> {
                 } else if !logical && self.copy_test(start, copied_end) {
                     match cmp.and_then(|cmp| cmp.fused_branch(c, true, body)) {
                         Some(fused) => {
-                            self.bufs.code.push(fused);
-                            self.bufs.spans.push(cmp_span);
+                            self.bufs.code.push((fused, cmp_span));
                         }
                         None => self.emit(Op::JumpIfTrue { cond: Src(c), target: Target(body) }, w.test.span()),
                     }
@@ -3182,8 +3295,45 @@ fn is_logical(test: &Expression) -> bool {
 
 /// [`Lowerer::finish_function`]'s mark of a body instruction that leads a basic block.
 const LEAD: u32 = 1;
-/// [`Lowerer::finish_function`]'s mark of a body instruction that has a jump target.
-const JUMP: u32 = 2;
+/// What [`Lowerer::finish_function`]'s first pass learns of an instruction: the specials it
+/// names (at or above `boundary`), marked in `used`, its jump target, and whether it ends its
+/// block without one. (Told by
+/// [`Op::visit`], whose arms call these directly: handed each operand as an [`Operand`] to match
+/// again, the pass cost ~15 instructions more per instruction.)
+struct Seen<'u> {
+    boundary: u32,
+    used: &'u mut [bool],
+    target: Option<u32>,
+    /// It is a `Return` or `Throw`.
+    end: bool,
+}
+
+impl Visitor for Seen<'_> {
+    #[inline(always)]
+    fn register(&mut self, v: u16) {
+        if v as u32 >= self.boundary {
+            self.used[(u16::MAX - v) as usize] = true;
+        }
+    }
+
+    #[inline(always)]
+    fn base(&mut self, v: u16) {
+        // a run never includes a special; if one did, keep them all
+        if v as u32 >= self.boundary {
+            self.used.iter_mut().for_each(|u| *u = true);
+        }
+    }
+
+    #[inline(always)]
+    fn target(&mut self, t: u32) {
+        self.target = Some(t);
+    }
+
+    #[inline(always)]
+    fn end(&mut self) {
+        self.end = true;
+    }
+}
 
 /// Entries of a per-special table of [`Lowerer::finish_function`] kept on the stack.
 const SHORT_TABLE: usize = 32;
@@ -3310,13 +3460,13 @@ fn with_const_operand(op: &Op, const_of: impl Fn(u16) -> Option<u16>) -> Option<
 #[cfg(test)]
 mod tests {
     use super::js_number_to_string as s;
-    use super::{Constant, StrMap};
+    use super::{Constant, Keyed};
 
     #[test]
     fn a_string_whose_hash_is_taken_is_kept_apart() {
         let units = |t: &str| t.encode_utf16().collect::<Vec<u16>>();
         let (a, b) = (units("a"), units("b"));
-        let mut m = StrMap::with_capacity(4);
+        let mut m = Keyed::default();
         let mut constants = vec![Constant::String(a.clone())];
         let ha = m.hash(&a, None);
         m.insert(ha, false, &a, 0);
@@ -3332,6 +3482,100 @@ mod tests {
             m.find(&units("c"), None, &constants).map_err(|e| e.1),
             Err(false)
         );
+    }
+
+    /// Every string constant is in the pool once, however many share a slot of the direct-mapped
+    /// table (64 slots for an Eval or a function body): ASCII strings, others, and strings
+    /// with lone surrogates, each written several times and in both quotes.
+    #[test]
+    fn each_string_is_one_constant() {
+        use crate::{compile, CompileOptions, Mode};
+        let mut items = Vec::new();
+        for i in 0..600 {
+            let text = match i % 3 {
+                0 => format!("s{i}"),
+                1 => format!("é{i}✓"),
+                _ => format!("\\ud800{i}"),
+            };
+            items.push(format!("'{text}'"));
+            items.push(format!("\"{text}\""));
+        }
+        let src = format!("return [{}, {}]", items.join(", "), items.join(", "));
+        let opts = CompileOptions {
+            mode: Mode::FunctionBody,
+            ..CompileOptions::default()
+        };
+        let program = compile(&src, &opts).expect("compiles");
+        let strings: Vec<&Vec<u16>> = program
+            .constants
+            .iter()
+            .filter_map(|c| match c {
+                Constant::String(s) => Some(s),
+                _ => None,
+            })
+            .collect();
+        let distinct: std::collections::HashSet<&Vec<u16>> = strings.iter().copied().collect();
+        assert_eq!(
+            distinct.len(),
+            strings.len(),
+            "a string is in the pool twice"
+        );
+        assert_eq!(distinct.len(), 600);
+    }
+
+    /// `same_bytes` is `==`, at every length up to 40, for equal slices and slices differing in
+    /// any one byte.
+    #[test]
+    fn same_bytes_is_equality() {
+        let mut next = crate::test_rng::xorshift(0x2545_f491_4f6c_dd1d);
+        for _ in 0..20_000 {
+            let n = next() % 41;
+            let a: Vec<u8> = (0..n).map(|_| b"ab_"[next() % 3]).collect();
+            let mut b = a.clone();
+            assert!(super::same_bytes(&a, &b));
+            if n > 0 {
+                let i = next() % n;
+                b[i] = b"ab_z"[next() % 4];
+            }
+            assert_eq!(super::same_bytes(&a, &b), a == b, "{a:?} {b:?}");
+            assert!(!super::same_bytes(&a, &a[..n / 2]) || n == 0);
+        }
+    }
+
+    /// Every number constant is in the pool once (by its bits, every NaN as one), however many
+    /// share a slot of the direct-mapped table.
+    #[test]
+    fn each_number_is_one_constant() {
+        use crate::{compile, CompileOptions, Mode};
+        let items: Vec<String> = (0..600)
+            .map(|i| match i % 4 {
+                0 => format!("{i}"),
+                1 => format!("{i}.5"),
+                2 => format!("{}e300", i),
+                _ => format!("-{i}"),
+            })
+            .collect();
+        let src = format!(
+            "return [{}, {}, NaN, 0 / 0, Infinity, -0, 0]",
+            items.join(", "),
+            items.join(", ")
+        );
+        let opts = CompileOptions {
+            mode: Mode::FunctionBody,
+            ..CompileOptions::default()
+        };
+        let program = compile(&src, &opts).expect("compiles");
+        let bits: Vec<u64> = program
+            .constants
+            .iter()
+            .filter_map(|c| match c {
+                Constant::Number(v) => Some(super::num_bits(*v)),
+                _ => None,
+            })
+            .collect();
+        let distinct: std::collections::HashSet<u64> = bits.iter().copied().collect();
+        assert_eq!(distinct.len(), bits.len(), "a number is in the pool twice");
+        assert!(distinct.len() >= 600);
     }
 
     #[test]

@@ -85,11 +85,17 @@ impl<'s> LineIndex<'s> {
     /// on the line of the previous one or on one of the next lines (the usual order of an
     /// instruction stream) skips the line search.
     pub(crate) fn cursor(&self) -> Cursor<'_, 's> {
+        // (of a source that is not ASCII, no line: every offset takes the general way)
+        let (start, end) = if self.ascii {
+            (0, self.starts.get(1).copied().unwrap_or(self.src.len()))
+        } else {
+            (usize::MAX, 0)
+        };
         Cursor {
             idx: self,
             line: 0,
-            start: 0,
-            end: self.starts.get(1).copied().unwrap_or(self.src.len()),
+            start,
+            end,
             last: None,
         }
     }
@@ -205,7 +211,8 @@ const WALK_LINES: usize = 8;
 /// See [`LineIndex::cursor`].
 pub(crate) struct Cursor<'i, 's> {
     idx: &'i LineIndex<'s>,
-    /// The line last found (0-based) and its byte range (ASCII sources only).
+    /// The line last found (0-based) and its byte range (ASCII sources only: of any other, the
+    /// range is empty, so that [`Self::pos`] need not ask).
     line: usize,
     start: usize,
     end: usize,
@@ -219,7 +226,7 @@ impl Cursor<'_, '_> {
     pub(crate) fn pos(&mut self, o: u32) -> SourcePos {
         // on the line of the previous offset of an ASCII source (the usual case)
         let off = o as usize;
-        if self.idx.ascii && off >= self.start && off < self.end {
+        if off >= self.start && off < self.end {
             return SourcePos {
                 line: self.line as u32 + 1,
                 col: (off - self.start) as u32,
