@@ -1785,13 +1785,12 @@ impl Vm {
                     // the callee's window: its arguments, then `undefined` (the verifier
                     // checked argc == params <= nregs)
                     let (argc, nregs) = (argc.0 as usize, f.nregs as usize);
-                    *slot = Frame {
-                        func: callee.0,
-                        opened: false,
-                        pc: f.start,
-                        base: new_base as u32,
-                        ret: dst.0 as u32,
-                    };
+                    // (its pc not written: nothing reads the running frame's pc before
+                    // `save_pc!` writes it, the pc being kept in a local until then)
+                    slot.func = callee.0;
+                    slot.opened = false;
+                    slot.base = new_base as u32;
+                    slot.ret = dst.0 as u32;
                     self.frames.depth = top.wrapping_add(2);
                     nregs_cur = nregs;
                     pc = f.start as usize;
