@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use ajs_bytecode::isa::{Cmp, Count, Op, Right, MILLI};
-use ajs_bytecode::{Constant, NativeId, SourcePos, VerifiedProgram};
+use ajs_bytecode::{Constant, Entry, NativeId, SourcePos, VerifiedProgram};
 
 use crate::error::{guest, ErrorKind, Fault, OpResult, RunError};
 use crate::heap::{arr_bytes, prop_bytes, str_bytes, Cell, Gc, Heap, Key, PropMap};
@@ -369,7 +369,8 @@ pub(crate) const WINDOW: usize = 256;
 const SMALL_WINDOW: usize = 32;
 
 const _: () = assert!(
-    WINDOW.is_power_of_two()
+    WINDOW_FILL == Entry::SMALL_REGS as usize
+        && WINDOW.is_power_of_two()
         && SMALL_WINDOW.is_power_of_two()
         && WINDOW >= SMALL_WINDOW
         && SMALL_WINDOW >= WINDOW_FILL
@@ -1794,7 +1795,9 @@ impl Vm {
                     self.frames.depth = top.wrapping_add(2);
                     nregs_cur = nregs;
                     pc = f.start as usize;
-                    if !SLOW && argc <= 1 && nregs <= WINDOW_FILL {
+                    // (`small`: the callee has at most one parameter, `argc`, and at most
+                    // `WINDOW_FILL` registers)
+                    if !SLOW && f.small {
                         // the common case (one argument, a small frame): a fixed-size copy (no
                         // call) through the callee's window; what it writes above the frame is
                         // dead. The argument was read before the window moves.
