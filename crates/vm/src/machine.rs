@@ -166,11 +166,15 @@ struct Deferred {
 struct Frame {
     func: u16,
     /// Whether this frame may have a `try` or a parallel batch open (set when it opens one,
-    /// never cleared; always set on the entry frame): its `Return` then takes the slow path,
-    /// which closes them, and the others return without looking at either list.
+    /// always set on the entry frame; cleared only when the slow path pops it, and not written
+    /// by a call, so a slot above frames an unwind dropped may keep it for its next frame,
+    /// which then returns the slow way once): its `Return` then takes the slow path, which
+    /// closes them, and the others return without looking at either list.
     opened: bool,
     /// in the program's code of all functions (`VerifiedProgram::code`), not the function's
-    /// own (snapshots and source positions name it in the function's code)
+    /// own (snapshots and source positions name it in the function's code); the running
+    /// frame's is kept in a local, and written (`save_pc!`) before anything can read it, so a
+    /// call does not write its callee's
     pc: u32,
     base: u32,
     /// the caller's register (from its base) receiving the result
@@ -1677,6 +1681,10 @@ impl Vm {
                         }
                         break 'run Ok(Exit::Done(v));
                     }
+                    // (its slot's flag cleared: a call reusing the slot does not write it)
+                    if let Some(f) = self.frames.last_mut() {
+                        f.opened = false;
+                    }
                     let Some(done) = self.frames.pop() else {
                         break 'run Ok(Exit::Done(v));
                     };
@@ -1788,8 +1796,10 @@ impl Vm {
                     let (argc, nregs) = (argc.0 as usize, f.nregs as usize);
                     // (its pc not written: nothing reads the running frame's pc before
                     // `save_pc!` writes it, the pc being kept in a local until then)
+                    // (nor its `opened`: a spare slot's is clear, unless an unwind dropped the
+                    // frame that set it, and then its return takes the slow path once, which
+                    // is all the flag does)
                     slot.func = callee.0;
-                    slot.opened = false;
                     slot.base = new_base as u32;
                     slot.ret = dst.0 as u32;
                     self.frames.depth = top.wrapping_add(2);
