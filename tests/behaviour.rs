@@ -733,6 +733,25 @@ fn wide_functions_run_on_the_checked_path_with_the_same_results() {
     );
 }
 
+/// A frame that opened a `try` and was dropped by an unwind leaves its call-stack slot (with
+/// its flag) to the next calls at its depth, which return with the results JavaScript gives.
+#[test]
+fn calls_after_an_unwind_return_as_before() {
+    let agent = "function g(n) {\n  try { n = n + 1 } catch (e) { n = 0 }\n  if (n > 0) { Error('deep ' + n) }\n  return n\n}\nfunction h(n) {\n  return n * 2\n}\nfunction main() {\n  let s = 0\n  let i = 0\n  while (i < 3) {\n    try { s = s + g(i) } catch (e) { s = s + 100 }\n    s = s + h(i) + h(h(i))\n    i = i + 1\n  }\n  return { s }\n}";
+    let program = common::agent_program(agent, &[]);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    let out = rt.block_on(ajs::Runner::default().run_program(
+        &program,
+        &json!({}),
+        &ajs::Options::default(),
+    ));
+    assert!(out.error.is_none(), "{:?}", out.error);
+    // each round: 100 (the caught error) + 2 i + 4 i
+    assert_eq!(out.result.to_json(), Some(json!({ "s": 318 })));
+}
+
 /// Programs whose widest function needs each window size of the dispatch loop (up to 32
 /// registers, up to 256, more) give the results JavaScript gives.
 #[test]

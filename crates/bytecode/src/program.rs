@@ -926,6 +926,22 @@ pub struct Entry {
     pub start: u32,
     /// its registers
     pub nregs: u16,
+    /// whether it has at most one parameter and at most [`Entry::SMALL_REGS`] registers (a
+    /// call's usual case, tested once)
+    pub small: bool,
+}
+
+impl Entry {
+    /// The most registers of a [`Entry::small`] function.
+    pub const SMALL_REGS: u16 = 8;
+
+    fn of(start: u32, f: &Function) -> Entry {
+        Entry {
+            start,
+            nregs: f.nregs,
+            small: f.params.len() <= 1 && f.nregs <= Entry::SMALL_REGS,
+        }
+    }
 }
 
 /// Every function's code of a verified program in one array, in function order, each jump
@@ -958,10 +974,7 @@ impl Flat {
         if let [f] = functions {
             // one function's own code is that array already (see `VerifiedProgram::code`): a
             // snippet or a `SafeFunction` body is not copied
-            entries.push(Entry {
-                start: 0,
-                nregs: f.nregs,
-            });
+            entries.push(Entry::of(0, f));
             return;
         }
         let total = functions.iter().map(|f| f.code.len()).sum();
@@ -969,10 +982,7 @@ impl Flat {
         entries.reserve(functions.len());
         for f in functions {
             let start = code.len() as u32;
-            entries.push(Entry {
-                start,
-                nregs: f.nregs,
-            });
+            entries.push(Entry::of(start, f));
             // copied whole, then only the instructions with a target moved (the first
             // function's stay: it starts at 0)
             code.extend_from_slice(&f.code);
@@ -1199,7 +1209,18 @@ mod tests {
         let start = c0.len() as u32;
         assert_eq!(
             v.entries(),
-            &[Entry { start: 0, nregs: 2 }, Entry { start, nregs: 2 }]
+            &[
+                Entry {
+                    start: 0,
+                    nregs: 2,
+                    small: true
+                },
+                Entry {
+                    start,
+                    nregs: 2,
+                    small: true
+                }
+            ]
         );
         assert_eq!(&v.code()[..c0.len()], &c0[..]);
         let moved: Vec<Op> = c1

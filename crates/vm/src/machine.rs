@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use ajs_bytecode::isa::{Cmp, Count, Op, Right, MILLI};
-use ajs_bytecode::{Constant, NativeId, SourcePos, VerifiedProgram};
+use ajs_bytecode::{Constant, Entry, NativeId, SourcePos, VerifiedProgram};
 
 use crate::error::{guest, ErrorKind, Fault, OpResult, RunError};
 use crate::heap::{arr_bytes, prop_bytes, str_bytes, Cell, Gc, Heap, Key, PropMap};
@@ -166,11 +166,15 @@ struct Deferred {
 struct Frame {
     func: u16,
     /// Whether this frame may have a `try` or a parallel batch open (set when it opens one,
-    /// never cleared; always set on the entry frame): its `Return` then takes the slow path,
-    /// which closes them, and the others return without looking at either list.
+    /// always set on the entry frame; cleared only when the slow path pops it, and not written
+    /// by a call, so a slot above frames an unwind dropped may keep it for its next frame,
+    /// which then returns the slow way once): its `Return` then takes the slow path, which
+    /// closes them, and the others return without looking at either list.
     opened: bool,
     /// in the program's code of all functions (`VerifiedProgram::code`), not the function's
-    /// own (snapshots and source positions name it in the function's code)
+    /// own (snapshots and source positions name it in the function's code); the running
+    /// frame's is kept in a local, and written (`save_pc!`) before anything can read it, so a
+    /// call does not write its callee's
     pc: u32,
     base: u32,
     /// the caller's register (from its base) receiving the result
@@ -369,7 +373,8 @@ pub(crate) const WINDOW: usize = 256;
 const SMALL_WINDOW: usize = 32;
 
 const _: () = assert!(
-    WINDOW.is_power_of_two()
+    WINDOW_FILL == Entry::SMALL_REGS as usize
+        && WINDOW.is_power_of_two()
         && SMALL_WINDOW.is_power_of_two()
         && WINDOW >= SMALL_WINDOW
         && SMALL_WINDOW >= WINDOW_FILL
@@ -1676,6 +1681,10 @@ impl Vm {
                         }
                         break 'run Ok(Exit::Done(v));
                     }
+                    // (its slot's flag cleared: a call reusing the slot does not write it)
+                    if let Some(f) = self.frames.last_mut() {
+                        f.opened = false;
+                    }
                     let Some(done) = self.frames.pop() else {
                         break 'run Ok(Exit::Done(v));
                     };
@@ -1785,17 +1794,20 @@ impl Vm {
                     // the callee's window: its arguments, then `undefined` (the verifier
                     // checked argc == params <= nregs)
                     let (argc, nregs) = (argc.0 as usize, f.nregs as usize);
-                    *slot = Frame {
-                        func: callee.0,
-                        opened: false,
-                        pc: f.start,
-                        base: new_base as u32,
-                        ret: dst.0 as u32,
-                    };
+                    // (its pc not written: nothing reads the running frame's pc before
+                    // `save_pc!` writes it, the pc being kept in a local until then)
+                    // (nor its `opened`: a spare slot's is clear, unless an unwind dropped the
+                    // frame that set it, and then its return takes the slow path once, which
+                    // is all the flag does)
+                    slot.func = callee.0;
+                    slot.base = new_base as u32;
+                    slot.ret = dst.0 as u32;
                     self.frames.depth = top.wrapping_add(2);
                     nregs_cur = nregs;
                     pc = f.start as usize;
-                    if !SLOW && argc <= 1 && nregs <= WINDOW_FILL {
+                    // (`small`: the callee has at most one parameter, `argc`, and at most
+                    // `WINDOW_FILL` registers)
+                    if !SLOW && f.small {
                         // the common case (one argument, a small frame): a fixed-size copy (no
                         // call) through the callee's window; what it writes above the frame is
                         // dead. The argument was read before the window moves.
