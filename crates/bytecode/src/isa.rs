@@ -105,6 +105,11 @@ pub trait OperandKind: Copy + fmt::Debug {
     fn operand(self) -> Operand;
     /// Rewrites the register this operand names, if it names one.
     fn map_register<F: Fn(u16) -> u16 + ?Sized>(&mut self, _f: &F) {}
+    /// The jump target this operand is, if it is one.
+    #[inline(always)]
+    fn jump(self) -> Option<u32> {
+        None
+    }
     /// Rewrites the jump target this operand is, if it is one.
     #[inline(always)]
     fn map_jump<T: Fn(u32) -> u32>(&mut self, _t: &T) {}
@@ -190,6 +195,10 @@ u16_kind!(Func, Func);
 u16_kind!(Atom, Atom);
 u32_kind!(Target, Target, {
     #[inline(always)]
+    fn jump(self) -> Option<u32> {
+        Some(self.0)
+    }
+    #[inline(always)]
     fn visit<V: Visitor>(self, v: &mut V) {
         v.target(self.0);
     }
@@ -210,6 +219,10 @@ impl OperandKind for Target24 {
     }
     fn operand(self) -> Operand {
         Operand::Target(self.get())
+    }
+    #[inline(always)]
+    fn jump(self) -> Option<u32> {
+        Some(self.get())
     }
     #[inline(always)]
     fn visit<V: Visitor>(self, v: &mut V) {
@@ -318,6 +331,26 @@ macro_rules! define_ops {
             pub fn map_registers<F: Fn(u16) -> u16 + ?Sized>(&mut self, f: &F) {
                 match self {
                     $( Op::$name { $($field),* } => { $( OperandKind::map_register($field, f); )* } )*
+                }
+            }
+            /// Where control may go besides the next instruction (its one `Target` or
+            /// `Target24` operand).
+            #[inline]
+            pub fn jump_target(&self) -> Option<u32> {
+                // (one match: the compiler and the verifier ask this of every instruction)
+                match *self {
+                    $( Op::$name { $($field),* } => {
+                        $( if let Some(t) = OperandKind::jump($field) { return Some(t); } )*
+                        None
+                    } )*
+                }
+            }
+            /// Rewrites the jump target (see [`Op::jump_target`]) through `f`; `f` must keep it
+            /// below [`crate::program::MAX_CODE_LEN`].
+            #[inline]
+            pub fn map_target(&mut self, f: impl Fn(u32) -> u32) {
+                match self {
+                    $( Op::$name { $($field),* } => { $( OperandKind::map_jump($field, &f); )* } )*
                 }
             }
             /// [`Op::map_registers`] through `f` and [`Op::map_target`] through `t`, in one
@@ -648,54 +681,7 @@ impl Flow {
     }
 }
 
-/// Calls `$m!` with the names of the fused compare-and-branch instructions.
-macro_rules! fused_names {
-    ($m:ident) => {
-        $m!(JumpIfLt JumpUnlessLt JumpIfLtK JumpUnlessLtK JumpIfLe JumpUnlessLe JumpIfLeK JumpUnlessLeK JumpIfGt JumpUnlessGt JumpIfGtK JumpUnlessGtK JumpIfGe JumpUnlessGe JumpIfGeK JumpUnlessGeK JumpIfStrictEq JumpIfStrictEqK JumpIfStrictNe JumpIfStrictNeK)
-    };
-}
-
 impl Op {
-    /// Where control may go besides the next instruction.
-    #[inline]
-    pub fn jump_target(&self) -> Option<u32> {
-        // (one match: the compiler and the verifier ask this of every instruction)
-        macro_rules! get {
-            ($($fused:ident)*) => {
-                match *self {
-                    Op::Jump { target }
-                    | Op::JumpIfTrue { target, .. }
-                    | Op::JumpIfFalse { target, .. }
-                    | Op::JumpIfNullish { target, .. }
-                    | Op::JumpIfNotNullish { target, .. } => Some(target.0),
-                    Op::TryEnter { handler } => Some(handler.0),
-                    $(Op::$fused { target, .. })|* => Some(target.get()),
-                    _ => None,
-                }
-            };
-        }
-        fused_names!(get)
-    }
-    /// Rewrites the jump target (see [`Op::jump_target`]) through `f`; `f` must keep it below
-    /// [`crate::program::MAX_CODE_LEN`].
-    #[inline]
-    pub fn map_target(&mut self, f: impl FnOnce(u32) -> u32) {
-        macro_rules! set {
-            ($($fused:ident)*) => {
-                match self {
-                    Op::Jump { target }
-                    | Op::JumpIfTrue { target, .. }
-                    | Op::JumpIfFalse { target, .. }
-                    | Op::JumpIfNullish { target, .. }
-                    | Op::JumpIfNotNullish { target, .. } => target.0 = f(target.0),
-                    Op::TryEnter { handler } => handler.0 = f(handler.0),
-                    $(Op::$fused { target, .. })|* => *target = Target24::new(f(target.get())),
-                    _ => {}
-                }
-            };
-        }
-        fused_names!(set)
-    }
     /// The fused compare-and-branch for this comparison (`Lt`, `StrictEq`, `LtK`, …) writing
     /// `cond`, followed by a branch to `target` taken when `cond` is `when`: `None` when this is
     /// not a comparison writing `cond`. (The caller makes sure nothing else reads `cond`.)

@@ -6,6 +6,7 @@
 //! temporaries]`, prepends the constant prologue, remaps every register and jump target, and inserts
 //! the fuel charges.
 
+use std::borrow::Cow;
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher, RandomState};
@@ -1301,15 +1302,21 @@ impl<'o> Lowerer<'o> {
 
     /// The constant of the string of UTF-16 `units` (added when new).
     fn str_const_slice(&mut self, units: &[u16], span: Span) -> R<u16> {
-        let slot = self.str_map.slot(string_hash(units));
+        self.str_const_cow(Cow::Borrowed(units), span)
+    }
+
+    /// The constant of the string of UTF-16 `units`, owned or borrowed (an owned one becomes the
+    /// constant when new, without a copy).
+    fn str_const_cow(&mut self, units: Cow<'_, [u16]>, span: Span) -> R<u16> {
+        let slot = self.str_map.slot(string_hash(&units));
         match self.str_map.slots.get(slot).copied() {
             Some(NO_STRING) => {
-                let k = self.add_constant(Constant::String(units.to_vec()), span)?;
+                let k = self.add_constant(Constant::String(units.into_owned()), span)?;
                 self.str_map.fill(slot, k);
                 Ok(k)
             }
-            Some(k) if self.is_string(k, units) => Ok(k),
-            _ => self.str_const_keyed(units, None, span),
+            Some(k) if self.is_string(k, &units) => Ok(k),
+            _ => self.str_const_keyed(&units, None, span),
         }
     }
 
@@ -1332,16 +1339,7 @@ impl<'o> Lowerer<'o> {
     }
 
     fn str_const_units(&mut self, units: Vec<u16>, span: Span) -> R<u16> {
-        let slot = self.str_map.slot(string_hash(&units));
-        match self.str_map.slots.get(slot).copied() {
-            Some(NO_STRING) => {
-                let k = self.add_constant(Constant::String(units), span)?;
-                self.str_map.fill(slot, k);
-                Ok(k)
-            }
-            Some(k) if self.is_string(k, &units) => Ok(k),
-            _ => self.str_const_keyed(&units, None, span),
-        }
+        self.str_const_cow(Cow::Owned(units), span)
     }
 
     fn str_const(&mut self, s: &str, span: Span) -> R<u16> {

@@ -20,7 +20,6 @@ pub(crate) struct Helpers<'a> {
     /// A power of two of slots.
     slots: Vec<Option<(&'a str, (u16, usize))>>,
     more: HashMap<&'a str, (u16, usize)>,
-    len: usize,
 }
 
 impl<'a> Helpers<'a> {
@@ -29,7 +28,6 @@ impl<'a> Helpers<'a> {
         Helpers {
             slots: vec![None; (4 * n).max(8).next_power_of_two()],
             more: HashMap::new(),
-            len: 0,
         }
     }
 
@@ -47,7 +45,6 @@ impl<'a> Helpers<'a> {
     /// Adds helper `name`; false when there is one of that name already.
     fn insert(&mut self, name: &'a str, helper: (u16, usize)) -> bool {
         let k = self.slot(name);
-        self.len += 1;
         match self.slots.get_mut(k) {
             Some(slot @ None) => {
                 *slot = Some((name, helper));
@@ -69,8 +66,9 @@ impl<'a> Helpers<'a> {
         }
     }
 
+    /// Whether it holds no helper (asked once a program: it looks at every slot).
     fn is_empty(&self) -> bool {
-        self.len == 0
+        self.more.is_empty() && self.slots.iter().all(Option::is_none)
     }
 }
 
