@@ -91,8 +91,7 @@ fn is_builtin_name(name: &str) -> bool {
 
 /// Whether `name` is the name of a namespace of builtins (`Math`, `JSON`, `console`, …).
 fn is_namespace_name(name: &str) -> bool {
-    // (each is capitalized but `console`: a lower-case name is looked at no further)
-    (name.starts_with(|c: char| c.is_ascii_uppercase()) || name == "console")
+    may_be_namespace_name(name)
         && matches!(
             name,
             "Math"
@@ -107,6 +106,13 @@ fn is_namespace_name(name: &str) -> bool {
                 | "Date"
                 | "Set"
         )
+}
+
+/// Whether `name` may be one of [`is_namespace_name`]: each is capitalized but `console` (a
+/// lower-case name is looked at no further).
+#[inline(always)]
+fn may_be_namespace_name(name: &str) -> bool {
+    name.starts_with(|c: char| c.is_ascii_uppercase()) || name == "console"
 }
 
 /// Names that do not exist in AJS, with what to use instead (reference §3.4).
@@ -2741,7 +2747,22 @@ impl<'o> Lowerer<'o> {
     }
 
     /// `Math.<name>` as a number; an error for other namespace members read as values.
+    /// (Inline, the test that `obj` may name a namespace: most member reads are of other
+    /// objects, and a call for each of them cost ~5.7 k instructions per compile of the 8 KB
+    /// agent, 1,195.1 k -> 1,189.4 k.)
+    #[inline(always)]
     fn math_constant(&self, obj: &Expression, name: &str, span: Span) -> R<Option<f64>> {
+        match obj.without_parentheses() {
+            Expression::Identifier(id) if may_be_namespace_name(id.name.as_str()) => {
+                self.namespace_constant(obj, name, span)
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// [`Self::math_constant`] of an object that may name a namespace.
+    #[inline(never)]
+    fn namespace_constant(&self, obj: &Expression, name: &str, span: Span) -> R<Option<f64>> {
         match self.namespace(obj) {
             None => Ok(None),
             Some("Math") => match MATH_CONSTANTS.iter().find(|(n, _)| *n == name) {
