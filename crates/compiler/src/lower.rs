@@ -2313,7 +2313,8 @@ impl<'o> Lowerer<'o> {
     fn assign_target(&mut self, id: &IdentifierReference) -> R<u16> {
         let name = id.name.as_str();
         self.check_callback_write(name, id.span)?;
-        if !self.is_global(name) || !matches!(name, "undefined" | "NaN" | "Infinity") {
+        // (the name first: the scopes are searched only for these three)
+        if !matches!(name, "undefined" | "NaN" | "Infinity") || !self.is_global(name) {
             match self.resolve(name, id.span) {
                 Ok(Resolved::Local { is_const: true, .. }) => {
                     fail(id.span, format!("Assignment to constant variable '{name}'"))
@@ -3225,8 +3226,9 @@ impl<'o> Lowerer<'o> {
         }
         if let Expression::Identifier(id) = obj.without_parentheses() {
             // `Promise.all(…)`, `Map.groupBy(…)`: say what the name is not, and what to use
-            if self.is_global(id.name.as_str()) {
-                if let Some(msg) = unsupported_builtin(id.name.as_str()) {
+            // (the name first: the scopes are searched only for these)
+            if let Some(msg) = unsupported_builtin(id.name.as_str()) {
+                if self.is_global(id.name.as_str()) {
                     return fail(id.span, msg);
                 }
             }
