@@ -59,7 +59,10 @@ impl<'a> Helpers<'a> {
     #[inline]
     pub(crate) fn get(&self, name: &str) -> Option<(u16, usize)> {
         match self.slots.get(self.slot(name)) {
-            Some(Some((held, helper))) if *held == name => Some(*helper),
+            // (`same_bytes`: no call of `memcmp`)
+            Some(Some((held, helper))) if same_bytes(held.as_bytes(), name.as_bytes()) => {
+                Some(*helper)
+            }
             Some(None) => None,
             _ if self.more.is_empty() => None,
             _ => self.more.get(name).copied(),
