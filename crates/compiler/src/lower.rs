@@ -3735,7 +3735,7 @@ mod tests {
         let mut next = crate::test_rng::xorshift(0x9e37_79b9_7f4a_7c15);
         for _ in 0..20_000 {
             let n = next() % 41;
-            let ascii = next() % 4 != 0;
+            let ascii = !next().is_multiple_of(4);
             let s: String = (0..n)
                 .map(|_| match next() % 5 {
                     0 if !ascii => 'é',
