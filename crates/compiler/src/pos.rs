@@ -1438,12 +1438,13 @@ static FAST_CLASS: [u8; 256] = {
     t
 };
 
-/// The bytes that end [`simple_substitution`]'s walk back: those the parameter rewrite reads
-/// in a template's substitution ([`crate::params`]'s template bytes but `$`, which matters
-/// there only before a `{`) and `/`, which may start a comment the scans skip.
+/// The bytes that matter to [`simple_substitution`]'s walk back: those the parameter rewrite
+/// reads in a template's substitution ([`crate::params`]'s template bytes but `$`, which
+/// matters there only before a `{`), `/`, which may start a comment the scans skip, and the
+/// parentheses and square brackets, which it counts.
 static SUBSTITUTION_STOP: [bool; 256] = {
     let mut t = [false; 256];
-    let bytes = *b"\\`{}'\"/";
+    let bytes = *b"\\`{}'\"/()[]";
     let mut k = 0;
     while k < bytes.len() {
         t[bytes[k] as usize] = true;
@@ -1454,31 +1455,32 @@ static SUBSTITUTION_STOP: [bool; 256] = {
 
 /// Whether the template substitution that the bracket at `i` ends (as the nesting scan reads
 /// it, in [`fast`]) is simple (see [`Body::simple`]): the bracket is a `}`, and walking back
-/// from it the first byte of [`SUBSTITUTION_STOP`] is the `{` of a `${` with as many opening
-/// as closing parentheses and square brackets after it. Then that `${` opened the
-/// substitution: the scan counts every bracket after it (nothing between is a string, a
-/// comment or a template), and had it been a `{` within the substitution, its depth there
-/// would be above the template's, so that more brackets would close after it than open. The
-/// parameter rewrite reads such a substitution, by its braces, quotes, backticks and `\`
-/// alone, to the same `}`. (Out of line: [`fast`]'s loop keeps its registers.)
+/// from it the first byte of [`SUBSTITUTION_STOP`] but the parentheses and square brackets
+/// is the `{` of a `${`, with as many of them opening as closing after it. Then that `${`
+/// opened the substitution: the scan counts every bracket after it (nothing between is a
+/// string, a comment or a template), and had it been a `{` within the substitution, its depth
+/// there would be above the template's, so that more brackets would close after it than open.
+/// The parameter rewrite reads such a substitution, by its braces, quotes, backticks and `\`
+/// alone, to the same `}`. (Checked when the top-level bracket closes, out of [`fast`]'s
+/// loop.)
 fn simple_substitution(b: &[u8], i: usize) -> bool {
     if b.get(i) != Some(&b'}') {
         return false;
     }
-    let before = b.get(..i).unwrap_or(&[]);
+    let mut before = b.get(..i).unwrap_or(&[]);
     let mut open = 0usize;
-    for (k, &c) in before.iter().enumerate().rev() {
+    // (from one byte that matters to the next)
+    while let Some(k) = before.iter().rposition(|&c| SUBSTITUTION_STOP[c as usize]) {
+        let c = before[k];
         match c {
             b')' | b']' => open += 1,
             b'(' | b'[' => match open.checked_sub(1) {
                 Some(n) => open = n,
                 None => return false,
             },
-            _ if SUBSTITUTION_STOP[c as usize] => {
-                return c == b'{' && open == 0 && k > 0 && before.get(k - 1) == Some(&b'$');
-            }
-            _ => {}
+            _ => return c == b'{' && open == 0 && k > 0 && before.get(k - 1) == Some(&b'$'),
         }
+        before = &before[..k];
     }
     false
 }
