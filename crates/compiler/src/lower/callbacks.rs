@@ -424,9 +424,8 @@ impl Lowerer<'_> {
         par: bool,
     ) -> R<()> {
         let mark = self.top;
-        let scope = self.new_scope();
-        self.bufs.scopes.push(scope);
-        let floor = self.bufs.scopes.len() - 1;
+        self.open_scope();
+        let floor = self.bufs.nscopes - 1;
         for (k, p) in cb.params.items.iter().enumerate() {
             if p.initializer.is_some() {
                 self.pop_scope();
@@ -543,12 +542,11 @@ impl Lowerer<'_> {
         };
         let names = &self.bufs.names;
         let probe = Probe::new(name);
-        let inner = self.bufs.scopes[floor.min(self.bufs.scopes.len())..]
-            .iter()
-            .any(|sc| {
-                sc.vars.iter().any(|v| names.is(v.name, probe))
-                    || sc.pending.iter().any(|&p| names.is(p, probe))
-            });
+        let open = self.bufs.open_scopes();
+        let inner = open[floor.min(open.len())..].iter().any(|sc| {
+            sc.vars.iter().any(|v| names.is(v.name, probe))
+                || sc.pending.iter().any(|&p| names.is(p, probe))
+        });
         if inner {
             return Ok(());
         }
