@@ -429,7 +429,8 @@ pub(crate) fn rewrite_with<'s>(
                 if let Some(body) = bodies.get(next_body).filter(|o| o.open as usize == i) {
                     let end = body.end as usize;
                     match body.tick {
-                        None if end > i && end <= b.len() => {
+                        // (no template, or only simple ones: see `Body::simple`)
+                        _ if (body.tick.is_none() || body.simple) && end > i && end <= b.len() => {
                             i = end;
                             continue;
                         }
@@ -646,6 +647,23 @@ mod tests {
             "'`'",
             "function h(a: `x`) { ",
             "function k(s = '}') {",
+            // simple substitutions, and ones that are nearly so (a bracket of another kind, a
+            // brace, a template or a comment inside)
+            "`a${x}b`",
+            "`${ f(x)[1] }`",
+            "`${ a ) }`",
+            "`${ (a }`",
+            "`${ [ }`",
+            "`${ a ${ b } }`",
+            "`${ `x` }`",
+            "`${ x // }\n }`",
+            "`${ a\\}",
+            "${",
+            "$",
+            "}`",
+            "`t$${y}`",
+            "`\\${z}`",
+            " function m(a: 1) { return `${a.b(c)}` } ",
         ];
         let mut next = crate::test_rng::xorshift(0x2545_f491_4f6c_dd1d_u64);
         for _ in 0..100_000 {

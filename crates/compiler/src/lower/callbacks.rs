@@ -424,9 +424,8 @@ impl Lowerer<'_> {
         par: bool,
     ) -> R<()> {
         let mark = self.top;
-        let scope = self.new_scope();
-        self.bufs.scopes.push(scope);
-        let floor = self.bufs.scopes.len() - 1;
+        self.open_scope();
+        let floor = self.bufs.nscopes - 1;
         for (k, p) in cb.params.items.iter().enumerate() {
             if p.initializer.is_some() {
                 self.pop_scope();
@@ -435,7 +434,8 @@ impl Lowerer<'_> {
             let src = sources.get(k).copied();
             match &p.pattern {
                 BindingPattern::BindingIdentifier(b) => {
-                    let reg = self.declare(b.name.as_str(), b.span)?;
+                    let probe = Probe::new(b.name.as_str());
+                    let reg = self.declare(probe, b.span)?;
                     match src {
                         Some(s) => self.emit(
                             Op::Move {
@@ -446,7 +446,7 @@ impl Lowerer<'_> {
                         ),
                         None => self.emit(Op::LoadUndef { dst: Dst(reg) }, b.span),
                     }
-                    self.bind(b.name.as_str(), reg, false);
+                    self.bind(probe, reg, false);
                 }
                 pattern => {
                     // object and array patterns, defaults and rest, as in `let`
@@ -461,12 +461,12 @@ impl Lowerer<'_> {
                     Self::pattern_names(pattern, &mut names)?;
                     let mut regs: Vec<(String, u16)> = Vec::with_capacity(names.len());
                     for (name, nspan) in names {
-                        let reg = self.declare(name, nspan)?;
+                        let reg = self.declare(Probe::new(name), nspan)?;
                         regs.push((name.to_string(), reg));
                     }
                     self.destructure(pattern, s, &regs)?;
                     for (name, reg) in regs {
-                        self.bind(&name, reg, false);
+                        self.bind(Probe::new(&name), reg, false);
                     }
                 }
             }
@@ -541,12 +541,12 @@ impl Lowerer<'_> {
             return Ok(());
         };
         let names = &self.bufs.names;
-        let inner = self.bufs.scopes[floor.min(self.bufs.scopes.len())..]
-            .iter()
-            .any(|sc| {
-                sc.vars.iter().any(|v| names.is(v.name, name))
-                    || sc.pending.iter().any(|&p| names.is(p, name))
-            });
+        let probe = Probe::new(name);
+        let open = self.bufs.open_scopes();
+        let inner = open[floor.min(open.len())..].iter().any(|sc| {
+            sc.vars.iter().any(|v| names.is(v.name, probe))
+                || sc.pending.iter().any(|&p| names.is(p, probe))
+        });
         if inner {
             return Ok(());
         }

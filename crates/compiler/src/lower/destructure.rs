@@ -48,7 +48,7 @@ impl Lowerer<'_> {
                     format!("Identifier '{name}' has already been declared"),
                 );
             }
-            let r = self.declare(name, *span)?;
+            let r = self.declare(Probe::new(name), *span)?;
             regs.push((name.to_string(), r));
         }
         let mark = self.top;
@@ -57,7 +57,7 @@ impl Lowerer<'_> {
         self.destructure(pattern, src, &regs)?;
         self.top = mark;
         for (name, r) in regs {
-            self.bind(&name, r, is_const);
+            self.bind(Probe::new(&name), r, is_const);
         }
         Ok(())
     }
