@@ -1521,6 +1521,8 @@ impl Vm {
                 Op::Mod { dst, a, b } => num_op!(dst, r!(a), r!(b), |x, y| js_rem(x, y)),
                 Op::AddK { dst, a, k } => num_op!(dst, r!(a), k!(k), |x, y| x + y),
                 Op::SubK { dst, a, k } => num_op!(dst, r!(a), k!(k), |x, y| x - y),
+                Op::AddI { dst, a, i } => num_op!(dst, r!(a), Value::Num(i.get()), |x, y| x + y),
+                Op::SubI { dst, a, i } => num_op!(dst, r!(a), Value::Num(i.get()), |x, y| x - y),
                 Op::MulK { dst, a, k } => num_op!(dst, r!(a), k!(k), |x, y| x * y),
                 Op::DivK { dst, a, k } => num_op!(dst, r!(a), k!(k), |x, y| x / y),
                 Op::ModK { dst, a, k } => num_op!(dst, r!(a), k!(k), |x, y| js_rem(x, y)),
@@ -1595,6 +1597,36 @@ impl Vm {
                 }
                 Op::JumpIfStrictNeK { a, k, target } => {
                     cmp_jump!(r!(a), k!(k), target, true, |x, y| x != y)
+                }
+                Op::JumpIfLtI { a, i, target } => {
+                    cmp_jump!(r!(a), Value::Num(i.get()), target, true, |x, y| x < y)
+                }
+                Op::JumpUnlessLtI { a, i, target } => {
+                    cmp_jump!(r!(a), Value::Num(i.get()), target, false, |x, y| x < y)
+                }
+                Op::JumpIfLeI { a, i, target } => {
+                    cmp_jump!(r!(a), Value::Num(i.get()), target, true, |x, y| x <= y)
+                }
+                Op::JumpUnlessLeI { a, i, target } => {
+                    cmp_jump!(r!(a), Value::Num(i.get()), target, false, |x, y| x <= y)
+                }
+                Op::JumpIfGtI { a, i, target } => {
+                    cmp_jump!(r!(a), Value::Num(i.get()), target, true, |x, y| x > y)
+                }
+                Op::JumpUnlessGtI { a, i, target } => {
+                    cmp_jump!(r!(a), Value::Num(i.get()), target, false, |x, y| x > y)
+                }
+                Op::JumpIfGeI { a, i, target } => {
+                    cmp_jump!(r!(a), Value::Num(i.get()), target, true, |x, y| x >= y)
+                }
+                Op::JumpUnlessGeI { a, i, target } => {
+                    cmp_jump!(r!(a), Value::Num(i.get()), target, false, |x, y| x >= y)
+                }
+                Op::JumpIfStrictEqI { a, i, target } => {
+                    cmp_jump!(r!(a), Value::Num(i.get()), target, true, |x, y| x == y)
+                }
+                Op::JumpIfStrictNeI { a, i, target } => {
+                    cmp_jump!(r!(a), Value::Num(i.get()), target, true, |x, y| x != y)
                 }
                 Op::Jump { target } => {
                     pc = target.0 as usize;
@@ -1924,6 +1956,12 @@ impl Vm {
             Op::StrictNe { dst, a, b } => r!(dst) = self.binary(Bin::StrictNe, r!(a), r!(b))?,
             Op::AddK { dst, a, k } => r!(dst) = self.binary(Bin::Add, r!(a), k!(k))?,
             Op::SubK { dst, a, k } => r!(dst) = self.binary(Bin::Sub, r!(a), k!(k))?,
+            Op::AddI { dst, a, i } => {
+                r!(dst) = self.binary(Bin::Add, r!(a), Value::Num(i.get()))?
+            }
+            Op::SubI { dst, a, i } => {
+                r!(dst) = self.binary(Bin::Sub, r!(a), Value::Num(i.get()))?
+            }
             Op::MulK { dst, a, k } => r!(dst) = self.binary(Bin::Mul, r!(a), k!(k))?,
             Op::DivK { dst, a, k } => r!(dst) = self.binary(Bin::Div, r!(a), k!(k))?,
             Op::ModK { dst, a, k } => r!(dst) = self.binary(Bin::Mod, r!(a), k!(k))?,
@@ -1953,7 +1991,17 @@ impl Vm {
             | Op::JumpIfStrictEq { .. }
             | Op::JumpIfStrictEqK { .. }
             | Op::JumpIfStrictNe { .. }
-            | Op::JumpIfStrictNeK { .. } => {
+            | Op::JumpIfStrictNeK { .. }
+            | Op::JumpIfLtI { .. }
+            | Op::JumpUnlessLtI { .. }
+            | Op::JumpIfLeI { .. }
+            | Op::JumpUnlessLeI { .. }
+            | Op::JumpIfGtI { .. }
+            | Op::JumpUnlessGtI { .. }
+            | Op::JumpIfGeI { .. }
+            | Op::JumpUnlessGeI { .. }
+            | Op::JumpIfStrictEqI { .. }
+            | Op::JumpIfStrictNeI { .. } => {
                 let to = self.compare_slow(op, base)?;
                 if let Some(f) = self.frames.last_mut() {
                     f.pc = to.unwrap_or(f.pc + 1);
@@ -2168,10 +2216,11 @@ impl Vm {
             return Ok(None);
         };
         let y = match f.right {
-            Right::Reg(b) => self.regs.get(base + b.0 as usize),
-            Right::Const(k) => self.consts.get(k.0 as usize),
+            Right::Reg(b) => self.regs.get(base + b.0 as usize).copied(),
+            Right::Const(k) => self.consts.get(k.0 as usize).copied(),
+            Right::Int(i) => Some(Value::Num(i.get())),
         };
-        let (Some(&x), Some(&y)) = (self.regs.get(base + f.a.0 as usize), y) else {
+        let (Some(&x), Some(y)) = (self.regs.get(base + f.a.0 as usize), y) else {
             return Ok(None);
         };
         let bin = match f.cmp {
