@@ -656,6 +656,14 @@ define_ops! {
     JumpIfStrictEqI = 0x9c { a: Src, i: Int, target: Target24 } cost 2 * BASE;
     /// Jumps to `target` when `a !== i`.
     JumpIfStrictNeI = 0x9d { a: Src, i: Int, target: Target24 } cost 2 * BASE;
+    /// `dst = a * i` (as `MulK` with a small integer carried in the instruction).
+    MulI = 0xa0 { dst: Dst, a: Src, i: Int } cost BASE;
+    /// `dst = a % i`.
+    ModI = 0xa1 { dst: Dst, a: Src, i: Int } cost BASE;
+    /// `dst = a === i`.
+    StrictEqI = 0xa2 { dst: Dst, a: Src, i: Int } cost BASE;
+    /// `dst = a !== i`.
+    StrictNeI = 0xa3 { dst: Dst, a: Src, i: Int } cost BASE;
 }
 
 /// FNV-1a of [`ISA_TEXT`]: artifacts built from another instruction table are refused.
@@ -788,6 +796,26 @@ impl Op {
                 i: int_of(k)?,
             },
             Op::SubK { dst, a, k } => Op::SubI {
+                dst,
+                a,
+                i: int_of(k)?,
+            },
+            Op::MulK { dst, a, k } => Op::MulI {
+                dst,
+                a,
+                i: int_of(k)?,
+            },
+            Op::ModK { dst, a, k } => Op::ModI {
+                dst,
+                a,
+                i: int_of(k)?,
+            },
+            Op::StrictEqK { dst, a, k } => Op::StrictEqI {
+                dst,
+                a,
+                i: int_of(k)?,
+            },
+            Op::StrictNeK { dst, a, k } => Op::StrictNeI {
                 dst,
                 a,
                 i: int_of(k)?,

@@ -1526,6 +1526,10 @@ impl Vm {
                 Op::MulK { dst, a, k } => num_op!(dst, r!(a), k!(k), |x, y| x * y),
                 Op::DivK { dst, a, k } => num_op!(dst, r!(a), k!(k), |x, y| x / y),
                 Op::ModK { dst, a, k } => num_op!(dst, r!(a), k!(k), |x, y| js_rem(x, y)),
+                Op::MulI { dst, a, i } => num_op!(dst, r!(a), Value::Num(i.get()), |x, y| x * y),
+                Op::ModI { dst, a, i } => {
+                    num_op!(dst, r!(a), Value::Num(i.get()), |x, y| js_rem(x, y))
+                }
                 Op::Lt { dst, a, b } => cmp_op!(dst, r!(a), r!(b), |x, y| x < y),
                 Op::Le { dst, a, b } => cmp_op!(dst, r!(a), r!(b), |x, y| x <= y),
                 Op::Gt { dst, a, b } => cmp_op!(dst, r!(a), r!(b), |x, y| x > y),
@@ -1538,6 +1542,12 @@ impl Vm {
                 Op::GeK { dst, a, k } => cmp_op!(dst, r!(a), k!(k), |x, y| x >= y),
                 Op::StrictEqK { dst, a, k } => cmp_op!(dst, r!(a), k!(k), |x, y| x == y),
                 Op::StrictNeK { dst, a, k } => cmp_op!(dst, r!(a), k!(k), |x, y| x != y),
+                Op::StrictEqI { dst, a, i } => {
+                    cmp_op!(dst, r!(a), Value::Num(i.get()), |x, y| x == y)
+                }
+                Op::StrictNeI { dst, a, i } => {
+                    cmp_op!(dst, r!(a), Value::Num(i.get()), |x, y| x != y)
+                }
                 Op::JumpIfLt { a, b, target } => {
                     cmp_jump!(r!(a), r!(b), target, true, |x, y| x < y)
                 }
@@ -1971,6 +1981,18 @@ impl Vm {
             Op::GeK { dst, a, k } => r!(dst) = self.binary(Bin::Ge, r!(a), k!(k))?,
             Op::StrictEqK { dst, a, k } => r!(dst) = self.binary(Bin::StrictEq, r!(a), k!(k))?,
             Op::StrictNeK { dst, a, k } => r!(dst) = self.binary(Bin::StrictNe, r!(a), k!(k))?,
+            Op::MulI { dst, a, i } => {
+                r!(dst) = self.binary(Bin::Mul, r!(a), Value::Num(i.get()))?
+            }
+            Op::ModI { dst, a, i } => {
+                r!(dst) = self.binary(Bin::Mod, r!(a), Value::Num(i.get()))?
+            }
+            Op::StrictEqI { dst, a, i } => {
+                r!(dst) = self.binary(Bin::StrictEq, r!(a), Value::Num(i.get()))?
+            }
+            Op::StrictNeI { dst, a, i } => {
+                r!(dst) = self.binary(Bin::StrictNe, r!(a), Value::Num(i.get()))?
+            }
             // a fused compare-and-branch of anything but two numbers: the pc it goes on at
             Op::JumpIfLt { .. }
             | Op::JumpUnlessLt { .. }
