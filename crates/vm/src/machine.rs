@@ -380,12 +380,16 @@ const _: () = assert!(
         && SMALL_WINDOW >= WINDOW_FILL
 );
 
-/// Grows the register file to `len` (out of line: rare, and its loop would otherwise be inlined
-/// at every place the dispatch loop derives its window).
+/// The `W` registers from `base`, the register file grown to hold them first (out of line: rare,
+/// and its loop would otherwise be inlined at every place the dispatch loop derives its window).
 #[cold]
 #[inline(never)]
-fn grow_registers(regs: &mut Vec<Value>, len: usize) {
-    regs.resize(len, Value::Undefined);
+fn grown_window<const W: usize>(regs: &mut Vec<Value>, base: usize) -> &mut [Value; W] {
+    regs.resize(base + W, Value::Undefined);
+    match (&mut regs[base..base + W]).try_into() {
+        Ok(w) => w,
+        Err(_) => unreachable!("the slice is W long"),
+    }
 }
 
 /// The window the dispatch loop reads `program`'s registers through: `SMALL_WINDOW` or
@@ -410,12 +414,15 @@ fn first_registers(program: &VerifiedProgram, nregs: usize) -> usize {
 #[inline(always)]
 fn fixed_window<const W: usize>(regs: &mut Vec<Value>, base: usize) -> &mut [Value] {
     let end = base + W;
-    if regs.len() < end {
-        grow_registers(regs, end);
-    }
-    let w: &mut [Value; W] = match (&mut regs[base..end]).try_into() {
-        Ok(w) => w,
-        Err(_) => unreachable!("the slice is W long"),
+    // (the file's length tested once: the slice taken where the test holds, no second test
+    // after an out-of-line growth)
+    let w: &mut [Value; W] = if regs.len() >= end {
+        match (&mut regs[base..end]).try_into() {
+            Ok(w) => w,
+            Err(_) => unreachable!("the slice is W long"),
+        }
+    } else {
+        grown_window::<W>(regs, base)
     };
     w
 }
