@@ -6,7 +6,7 @@ use ajs_bytecode::isa::{Dst, Op};
 use ajs_bytecode::program::{CodeFault, COST_VERSION, FORMAT_VERSION};
 use serde_json::{json, Value};
 
-const AGENT: &str = "function fact(n) {\n  if (n < 2) { return 1 }\n  return n * fact(n - 1)\n}\nfunction main({ n: 3 }) {\n  let i = 0\n  let s = 0\n  while (i < n) { s = s + i\n i = i + 1 }\n  if (n > 100) { Error('too big: ' + n) }\n  return { fact: fact(n), sum: s }\n}";
+const AGENT: &str = "function fact(n) {\n  if (n < 2) { return 1 }\n  return n * fact(n - 1)\n}\nfunction main({ n: 3 }) {\n  let i = 0\n  let s = 0\n  while (i < n) { s = s + i\n i = i + 1 }\n  if (n > 100.5) { Error('too big: ' + n) }\n  return { fact: fact(n), sum: s }\n}";
 
 fn compiled() -> Program {
     Runner::compile_agent(AGENT, &Options::default())
@@ -159,9 +159,10 @@ fn lowered_fuel_charge_is_refused() {
 #[test]
 fn retargeted_jump_is_refused() {
     // Into the middle of a block (past its charge) …
-    // (the agent's branches are fused compare-and-branches: `if (n < 2)` is one instruction)
+    // (the agent's branches are fused compare-and-branches: `if (n < 2)` is one instruction,
+    // the 2 carried in it)
     let e = tamper(|op, _| match op {
-        Op::JumpUnlessLtK { .. } => {
+        Op::JumpUnlessLtI { .. } => {
             op.map_target(|t| t + 1);
             true
         }
@@ -220,10 +221,10 @@ fn register_out_of_range_is_refused() {
 
 #[test]
 fn constant_operand_out_of_range_is_refused() {
-    // `n - 1` and `n < 2` name their constant in the instruction (SubK, LtK): its index is
-    // checked like every constant index
+    // `n > 100.5` names its constant in the instruction (JumpUnlessGtK): its index is checked
+    // like every constant index
     let e = tamper(|op, _| match op {
-        Op::SubK { k, .. } | Op::LtK { k, .. } => {
+        Op::JumpUnlessGtK { k, .. } => {
             k.0 = u16::MAX;
             true
         }
@@ -244,7 +245,7 @@ fn constant_operand_out_of_range_is_refused() {
 #[test]
 fn constant_operand_instruction_register_out_of_range_is_refused() {
     let e = tamper(|op, nregs| match op {
-        Op::SubK { a, .. } | Op::LtK { a, .. } => {
+        Op::JumpUnlessGtK { a, .. } => {
             a.0 = nregs;
             true
         }
@@ -260,6 +261,30 @@ fn constant_operand_instruction_register_out_of_range_is_refused() {
         ),
         "{e}"
     );
+    // and one carrying a small integer (`n - 1` is `SubI`)
+    for dst in [false, true] {
+        let e = tamper(|op, nregs| match op {
+            Op::SubI { dst: d, a, .. } => {
+                if dst {
+                    d.0 = nregs;
+                } else {
+                    a.0 = nregs;
+                }
+                true
+            }
+            _ => false,
+        });
+        assert!(
+            matches!(
+                e,
+                LoadError::Code {
+                    fault: CodeFault::Register { .. },
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
 }
 
 #[test]

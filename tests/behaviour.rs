@@ -834,7 +834,8 @@ fn fused_branches_match_node() {
     let others = ["null", "undefined", "true", "false", "[1]", "{ a: 1 }"];
     let mut cases = Vec::new();
     let mut case = |op: &str, x: &str, y: &str| {
-        // `y` also as a literal: a constant right operand (`JumpIfLtK` …)
+        // `y` also as a literal: a constant right operand (`JumpIfLtK` …; `JumpIfLtI` … for a
+        // small integer)
         cases.push(format!(
             "const a = {x}\nconst b = {y}\nconst r = []\n\
              if (a {op} b) {{ r.push(1) }} else {{ r.push(0) }}\n\

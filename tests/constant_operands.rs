@@ -1,6 +1,7 @@
 //! Arithmetic and comparisons whose right operand is a literal compile to instructions naming the
-//! constant (`n - 1` is `SubK`); the loop test is copied to the bottom of a `while`. Both must
-//! behave exactly like the general forms: same results, same errors, for every kind of operand.
+//! constant (`n - 0.5` is `SubK`), or carrying it when it is a small integer (`n - 1` is `SubI`);
+//! the loop test is copied to the bottom of a `while`. All must behave exactly like the general
+//! forms: same results, same errors, for every kind of operand.
 
 mod common;
 
@@ -19,8 +20,15 @@ const LEFT: &[&str] = &[
     "undefined",
     "[1]",
     "({ a: 1 })",
+    "-0",
+    "32767",
+    "NaN",
 ];
-const RIGHT: &[&str] = &["1", "2", "0", "'x'", "'3'"];
+// (small integers are carried in the instruction: the edges of that range, and numbers just
+// outside it, -0 among them, which stay constants)
+const RIGHT: &[&str] = &[
+    "1", "2", "0", "'x'", "'3'", "-1", "-0", "0.5", "32767", "-32768", "32768", "-32769", "1e6",
+];
 
 /// `v OP literal` against `v OP variable`: result or error message, as text.
 fn outcome(code: &str) -> String {
@@ -39,6 +47,14 @@ fn constant_right_operands_behave_like_registers() {
                 let k = outcome(&format!("let v = {l}\nreturn v {op} {r}"));
                 let reg = outcome(&format!("let v = {l}\nlet w = {r}\nreturn v {op} w"));
                 assert_eq!(k, reg, "{l} {op} {r}");
+                // a test fused with its branch
+                let k = outcome(&format!(
+                    "let v = {l}\nif (v {op} {r}) {{ return 1 / v }}\nreturn 'no'"
+                ));
+                let reg = outcome(&format!(
+                    "let v = {l}\nlet w = {r}\nif (v {op} w) {{ return 1 / v }}\nreturn 'no'"
+                ));
+                assert_eq!(k, reg, "if ({l} {op} {r})");
             }
         }
     }

@@ -56,6 +56,24 @@ const _: () = assert!(crate::program::MAX_CODE_LEN <= 1 << 24);
 /// An unsigned immediate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Imm(pub u32);
+/// A small integer carried in the instruction, the number operand of an arithmetic or a
+/// comparison (`i + 1`, `n < 2`) that would otherwise name a constant: no constant-pool read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Int(pub i16);
+
+impl Int {
+    /// The immediate holding the number `n`, when `n` is an integer that fits (not `-0`: it
+    /// must come back as exactly `n`).
+    pub fn of(n: f64) -> Option<Int> {
+        let i = n as i16;
+        (i as f64 == n && !(n == 0.0 && n.is_sign_negative())).then_some(Int(i))
+    }
+    /// The number.
+    #[inline(always)]
+    pub fn get(self) -> f64 {
+        self.0 as f64
+    }
+}
 /// A native (builtin function or method) id, see [`crate::natives`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Native(pub u16);
@@ -85,6 +103,8 @@ pub enum Operand {
     Target(u32),
     /// An immediate.
     Imm(u32),
+    /// A small integer immediate.
+    Int(i16),
     /// A native id.
     Native(u16),
     /// A function index.
@@ -208,6 +228,19 @@ u32_kind!(Target, Target, {
     }
 });
 u32_kind!(Imm, Imm);
+
+impl OperandKind for Int {
+    const SIZE: usize = 2;
+    fn encode(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.0.to_le_bytes());
+    }
+    fn decode(b: &[u8]) -> Self {
+        Int(i16::from_le_bytes([b[0], b[1]]))
+    }
+    fn operand(self) -> Operand {
+        Operand::Int(self.0)
+    }
+}
 
 impl OperandKind for Target24 {
     const SIZE: usize = 3;
@@ -380,7 +413,10 @@ macro_rules! define_ops {
             /// declaration order (what [`Op::operands`] gives as [`Operand::Read`],
             /// [`Operand::Write`], [`Operand::Base`] and [`Operand::Target`]), then whether it
             /// is a `Return` or a `Throw` (which, with the jumps, are [`Op::ends_block`]).
-            #[inline]
+            /// (Always inlined: the compiler's layout asks it of every instruction, and as a call,
+            /// which LLVM made it once the table grew, it cost ~16 k instructions per compile of
+            /// the 8 KB agent.)
+            #[inline(always)]
             pub fn visit<V: Visitor>(&self, v: &mut V) {
                 match *self {
                     $( Op::$name { $($field),* } => {
@@ -537,6 +573,10 @@ define_ops! {
     AddK = 0x70 { dst: Dst, a: Src, k: Const } cost BASE;
     /// `dst = a - constant`.
     SubK = 0x71 { dst: Dst, a: Src, k: Const } cost BASE;
+    /// `dst = a + i` (as `AddK` with a small integer carried in the instruction).
+    AddI = 0x7b { dst: Dst, a: Src, i: Int } cost BASE;
+    /// `dst = a - i`.
+    SubI = 0x7c { dst: Dst, a: Src, i: Int } cost BASE;
     /// `dst = a * constant`.
     MulK = 0x72 { dst: Dst, a: Src, k: Const } cost BASE;
     /// `dst = a / constant`.
@@ -598,6 +638,35 @@ define_ops! {
     JumpIfStrictEqK = 0x92 { a: Src, k: Const, target: Target24 } cost 2 * BASE;
     /// Jumps to `target` when `a !== constant`.
     JumpIfStrictNeK = 0x93 { a: Src, k: Const, target: Target24 } cost 2 * BASE;
+    /// Jumps to `target` when `a < i` (the `K` forms with a small integer carried in the
+    /// instruction).
+    JumpIfLtI = 0x94 { a: Src, i: Int, target: Target24 } cost 2 * BASE;
+    /// Jumps to `target` unless `a < i`.
+    JumpUnlessLtI = 0x95 { a: Src, i: Int, target: Target24 } cost 2 * BASE;
+    /// Jumps to `target` when `a <= i`.
+    JumpIfLeI = 0x96 { a: Src, i: Int, target: Target24 } cost 2 * BASE;
+    /// Jumps to `target` unless `a <= i`.
+    JumpUnlessLeI = 0x97 { a: Src, i: Int, target: Target24 } cost 2 * BASE;
+    /// Jumps to `target` when `a > i`.
+    JumpIfGtI = 0x98 { a: Src, i: Int, target: Target24 } cost 2 * BASE;
+    /// Jumps to `target` unless `a > i`.
+    JumpUnlessGtI = 0x99 { a: Src, i: Int, target: Target24 } cost 2 * BASE;
+    /// Jumps to `target` when `a >= i`.
+    JumpIfGeI = 0x9a { a: Src, i: Int, target: Target24 } cost 2 * BASE;
+    /// Jumps to `target` unless `a >= i`.
+    JumpUnlessGeI = 0x9b { a: Src, i: Int, target: Target24 } cost 2 * BASE;
+    /// Jumps to `target` when `a === i`.
+    JumpIfStrictEqI = 0x9c { a: Src, i: Int, target: Target24 } cost 2 * BASE;
+    /// Jumps to `target` when `a !== i`.
+    JumpIfStrictNeI = 0x9d { a: Src, i: Int, target: Target24 } cost 2 * BASE;
+    /// `dst = a * i` (as `MulK` with a small integer carried in the instruction).
+    MulI = 0xa0 { dst: Dst, a: Src, i: Int } cost BASE;
+    /// `dst = a % i`.
+    ModI = 0xa1 { dst: Dst, a: Src, i: Int } cost BASE;
+    /// `dst = a === i`.
+    StrictEqI = 0xa2 { dst: Dst, a: Src, i: Int } cost BASE;
+    /// `dst = a !== i`.
+    StrictNeI = 0xa3 { dst: Dst, a: Src, i: Int } cost BASE;
 }
 
 /// FNV-1a of [`ISA_TEXT`]: artifacts built from another instruction table are refused.
@@ -718,6 +787,95 @@ impl Op {
             .op(),
         )
     }
+    /// This instruction with its constant operand carried as a small integer (`AddK r, a, k`
+    /// becomes `AddI r, a, 1`) when it has an immediate form and `int_of` says the constant is
+    /// such an integer (see [`Int::of`]).
+    #[inline]
+    pub fn with_int_operand(&self, int_of: impl Fn(Const) -> Option<Int>) -> Option<Op> {
+        Some(match *self {
+            Op::AddK { dst, a, k } => Op::AddI {
+                dst,
+                a,
+                i: int_of(k)?,
+            },
+            Op::SubK { dst, a, k } => Op::SubI {
+                dst,
+                a,
+                i: int_of(k)?,
+            },
+            Op::MulK { dst, a, k } => Op::MulI {
+                dst,
+                a,
+                i: int_of(k)?,
+            },
+            Op::ModK { dst, a, k } => Op::ModI {
+                dst,
+                a,
+                i: int_of(k)?,
+            },
+            Op::StrictEqK { dst, a, k } => Op::StrictEqI {
+                dst,
+                a,
+                i: int_of(k)?,
+            },
+            Op::StrictNeK { dst, a, k } => Op::StrictNeI {
+                dst,
+                a,
+                i: int_of(k)?,
+            },
+            Op::JumpIfLtK { a, k, target } => Op::JumpIfLtI {
+                a,
+                i: int_of(k)?,
+                target,
+            },
+            Op::JumpUnlessLtK { a, k, target } => Op::JumpUnlessLtI {
+                a,
+                i: int_of(k)?,
+                target,
+            },
+            Op::JumpIfLeK { a, k, target } => Op::JumpIfLeI {
+                a,
+                i: int_of(k)?,
+                target,
+            },
+            Op::JumpUnlessLeK { a, k, target } => Op::JumpUnlessLeI {
+                a,
+                i: int_of(k)?,
+                target,
+            },
+            Op::JumpIfGtK { a, k, target } => Op::JumpIfGtI {
+                a,
+                i: int_of(k)?,
+                target,
+            },
+            Op::JumpUnlessGtK { a, k, target } => Op::JumpUnlessGtI {
+                a,
+                i: int_of(k)?,
+                target,
+            },
+            Op::JumpIfGeK { a, k, target } => Op::JumpIfGeI {
+                a,
+                i: int_of(k)?,
+                target,
+            },
+            Op::JumpUnlessGeK { a, k, target } => Op::JumpUnlessGeI {
+                a,
+                i: int_of(k)?,
+                target,
+            },
+            Op::JumpIfStrictEqK { a, k, target } => Op::JumpIfStrictEqI {
+                a,
+                i: int_of(k)?,
+                target,
+            },
+            Op::JumpIfStrictNeK { a, k, target } => Op::JumpIfStrictNeI {
+                a,
+                i: int_of(k)?,
+                target,
+            },
+            _ => return None,
+        })
+    }
     /// This instruction's parts when it is a fused compare-and-branch.
     pub fn fused(&self) -> Option<Fused> {
         macro_rules! parts {
@@ -745,6 +903,11 @@ impl Op {
             JumpIfGtK Gt true k Const; JumpUnlessGtK Gt false k Const;
             JumpIfGeK Ge true k Const; JumpUnlessGeK Ge false k Const;
             JumpIfStrictEqK StrictEq true k Const; JumpIfStrictNeK StrictEq false k Const;
+            JumpIfLtI Lt true i Int; JumpUnlessLtI Lt false i Int;
+            JumpIfLeI Le true i Int; JumpUnlessLeI Le false i Int;
+            JumpIfGtI Gt true i Int; JumpUnlessGtI Gt false i Int;
+            JumpIfGeI Ge true i Int; JumpUnlessGeI Ge false i Int;
+            JumpIfStrictEqI StrictEq true i Int; JumpIfStrictNeI StrictEq false i Int;
         }
     }
     /// True when control never falls through to the next instruction.
@@ -779,6 +942,8 @@ pub enum Right {
     Reg(Src),
     /// A constant.
     Const(Const),
+    /// A small integer carried in the instruction.
+    Int(Int),
 }
 
 /// A fused compare-and-branch taken apart: it jumps to `target` when `a cmp right` is `when`
@@ -808,7 +973,7 @@ impl Fused {
             target,
         } = self;
         macro_rules! pick {
-            ($($cmp:ident $yes:ident $no:ident $yes_k:ident $no_k:ident;)*) => {
+            ($($cmp:ident $yes:ident $no:ident $yes_k:ident $no_k:ident $yes_i:ident $no_i:ident;)*) => {
                 match (cmp, right) {
                     $((Cmp::$cmp, Right::Reg(b)) => if when {
                         Op::$yes { a, b, target }
@@ -819,16 +984,21 @@ impl Fused {
                         Op::$yes_k { a, k, target }
                     } else {
                         Op::$no_k { a, k, target }
+                    },
+                    (Cmp::$cmp, Right::Int(i)) => if when {
+                        Op::$yes_i { a, i, target }
+                    } else {
+                        Op::$no_i { a, i, target }
                     },)*
                 }
             };
         }
         pick! {
-            Lt JumpIfLt JumpUnlessLt JumpIfLtK JumpUnlessLtK;
-            Le JumpIfLe JumpUnlessLe JumpIfLeK JumpUnlessLeK;
-            Gt JumpIfGt JumpUnlessGt JumpIfGtK JumpUnlessGtK;
-            Ge JumpIfGe JumpUnlessGe JumpIfGeK JumpUnlessGeK;
-            StrictEq JumpIfStrictEq JumpIfStrictNe JumpIfStrictEqK JumpIfStrictNeK;
+            Lt JumpIfLt JumpUnlessLt JumpIfLtK JumpUnlessLtK JumpIfLtI JumpUnlessLtI;
+            Le JumpIfLe JumpUnlessLe JumpIfLeK JumpUnlessLeK JumpIfLeI JumpUnlessLeI;
+            Gt JumpIfGt JumpUnlessGt JumpIfGtK JumpUnlessGtK JumpIfGtI JumpUnlessGtI;
+            Ge JumpIfGe JumpUnlessGe JumpIfGeK JumpUnlessGeK JumpIfGeI JumpUnlessGeI;
+            StrictEq JumpIfStrictEq JumpIfStrictNe JumpIfStrictEqK JumpIfStrictNeK JumpIfStrictEqI JumpIfStrictNeI;
         }
     }
 }
@@ -850,6 +1020,7 @@ impl fmt::Display for Op {
                 Operand::Key(k) => write!(f, "{sep}k{k}"),
                 Operand::Target(t) => write!(f, "{sep}@{t}"),
                 Operand::Imm(i) => write!(f, "{sep}{i}"),
+                Operand::Int(i) => write!(f, "{sep}{i}"),
                 Operand::Native(n) => {
                     write!(
                         f,
@@ -973,6 +1144,51 @@ mod tests {
             at += len;
         }
         assert_eq!(at, bytes.len());
+    }
+
+    #[test]
+    fn small_integers_are_immediates() {
+        for (n, want) in [
+            (1.0, Some(1)),
+            (0.0, Some(0)),
+            (-32768.0, Some(-32768)),
+            (32767.0, Some(32767)),
+            (-0.0, None),
+            (32768.0, None),
+            (-32769.0, None),
+            (0.5, None),
+            (f64::NAN, None),
+            (f64::INFINITY, None),
+        ] {
+            assert_eq!(Int::of(n).map(|i| i.0), want, "{n}");
+            if let Some(i) = Int::of(n) {
+                assert_eq!(i.get().to_bits(), n.to_bits());
+            }
+        }
+        let k = Op::JumpUnlessGeK {
+            a: Src(2),
+            k: Const(7),
+            target: Target24::new(9),
+        };
+        let i = k
+            .with_int_operand(|c| (c.0 == 7).then_some(Int(-5)))
+            .unwrap();
+        assert_eq!(
+            i,
+            Op::JumpUnlessGeI {
+                a: Src(2),
+                i: Int(-5),
+                target: Target24::new(9)
+            }
+        );
+        assert_eq!((i.cost(), i.jump_target()), (k.cost(), k.jump_target()));
+        let f = i.fused().unwrap();
+        assert_eq!((f.right, f.when, f.op()), (Right::Int(Int(-5)), false, i));
+        assert_eq!(k.with_int_operand(|_| None), None);
+        let mut bytes = Vec::new();
+        i.encode(&mut bytes);
+        assert_eq!(Op::decode(&bytes), Ok((i, 8)));
+        assert_eq!(i.to_string(), "JumpUnlessGeI   r2, -5, @9");
     }
 
     #[test]

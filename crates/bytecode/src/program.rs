@@ -759,7 +759,7 @@ impl Program {
                 Operand::Const(k) => (k as usize) < constants.len(),
                 Operand::Key(k) => matches!(constants.get(k as usize), Some(Constant::String(_))),
                 Operand::Target(t) => (t as usize) < len,
-                Operand::Imm(_) => true,
+                Operand::Imm(_) | Operand::Int(_) => true,
                 Operand::Native(n) => NativeId::from_u16(n).is_some(),
                 Operand::Func(n) => (n as usize) < nfuncs,
                 Operand::Atom(n) => (n as usize) < natoms,
@@ -821,7 +821,7 @@ impl Program {
                 Some(_) => Some(CodeFault::KeyNotString(k)),
             },
             Operand::Target(t) => (t as usize >= len).then_some(CodeFault::Target(t)),
-            Operand::Imm(_) => None,
+            Operand::Imm(_) | Operand::Int(_) => None,
             Operand::Native(n) => NativeId::from_u16(n)
                 .is_none()
                 .then_some(CodeFault::Native(n)),

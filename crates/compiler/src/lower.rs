@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher, RandomState};
 
 use ajs_bytecode::isa::{
-    Atom, Base, Const, Count, Dst, Imm, Key, Native, Operand, Src, Target, Visitor,
+    Atom, Base, Const, Count, Dst, Imm, Int, Key, Native, Operand, Src, Target, Visitor,
 };
 use ajs_bytecode::natives::{NativeId, MATH_CONSTANTS, NUMBER_CONSTANTS};
 use ajs_bytecode::program::{Constant, DebugInfo, Function, SourcePos, MAX_CONSTANTS};
@@ -1694,6 +1694,11 @@ impl<'o> Lowerer<'o> {
                 _ => None,
             }
         };
+        let constants = &self.constants;
+        let int_of = |k: Const| match constants.get(k.0 as usize) {
+            Some(&Constant::Number(n)) => Int::of(n),
+            _ => None,
+        };
         let (mut used_short, mut used_long) = ([false; SHORT_TABLE], Vec::new());
         let used = zeroed(&mut used_short, &mut used_long, nspecial_all);
         // Block leaders of the body, by index in it: every jump target, every instruction after
@@ -1708,7 +1713,9 @@ impl<'o> Lowerer<'o> {
         // one pass: constant operands, the specials read, the leaders
         for (i, (op, _)) in self.bufs.code.iter_mut().enumerate() {
             if let Some(k) = with_const_operand(op, const_of) {
-                *op = k;
+                // a small integer is carried in the instruction where it can be (`i + 1`
+                // is `AddI`: no constant-pool read when it runs)
+                *op = k.with_int_operand(int_of).unwrap_or(k);
             }
             // (the jump target is the one `Target` operand of the instructions that have one,
             // which are those `Op::jump_target` names: found in this visit, not by another

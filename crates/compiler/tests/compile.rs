@@ -1,4 +1,4 @@
-use ajs_bytecode::isa::Op;
+use ajs_bytecode::isa::{Int, Op};
 use ajs_bytecode::Program;
 use ajs_compiler::{compile, CompileError, CompileOptions, Mode};
 
@@ -152,11 +152,12 @@ fn while_loop_is_one_block_of_two_instructions_per_iteration() {
     );
     let code = &p.functions[0].code;
     // the test once at the top (Charge, then `i < 1000` fused with its branch out), then each
-    // iteration is one block: Charge, AddK, and the test fused with the branch back to the
-    // block's head; it costs what AddK, LtK and JumpIfTrue cost
+    // iteration is one block: Charge, AddI, and the test fused with the branch back to the
+    // block's head; it costs what AddK, LtK and JumpIfTrue cost (the small integers carried
+    // in the instructions)
     let back = code
         .iter()
-        .rposition(|o| matches!(o, Op::JumpIfLtK { .. }))
+        .rposition(|o| matches!(o, Op::JumpIfLtI { .. }))
         .unwrap();
     let head = code[back].jump_target().unwrap() as usize;
     assert!(
@@ -166,14 +167,20 @@ fn while_loop_is_one_block_of_two_instructions_per_iteration() {
     );
     let body: Vec<_> = code[head + 1..=back].iter().collect();
     assert!(
-        matches!(body[..], [Op::AddK { .. }, Op::JumpIfLtK { .. }]),
+        matches!(
+            body[..],
+            [
+                Op::AddI { i: Int(1), .. },
+                Op::JumpIfLtI { i: Int(1000), .. }
+            ]
+        ),
         "{}",
         p.disassemble()
     );
     assert!(
         code[..head]
             .iter()
-            .any(|o| matches!(o, Op::JumpUnlessLtK { .. })),
+            .any(|o| matches!(o, Op::JumpUnlessLtI { .. })),
         "{}",
         p.disassemble()
     );
@@ -196,16 +203,38 @@ fn constants_named_by_the_instruction_are_not_loaded_at_entry() {
         "{}",
         p.disassemble()
     );
+    // (small integers: carried in the instructions)
     assert!(fib
         .code
         .iter()
-        .any(|o| matches!(o, Op::JumpUnlessLtK { .. })));
+        .any(|o| matches!(o, Op::JumpUnlessLtI { i: Int(2), .. })));
     assert_eq!(
         fib.code
             .iter()
-            .filter(|o| matches!(o, Op::SubK { .. }))
+            .filter(|o| matches!(o, Op::SubI { .. }))
             .count(),
         2
+    );
+    // a constant that is no small integer is named (-0 too: an immediate would be +0)
+    let p = ok(
+        Mode::Eval,
+        "let n = 3\nlet i = 0\nwhile (i < 100000) { i = i + 0.5\n n = n - -0\n if (n === 32768) { n = n + -32768 } }\nreturn n",
+        &[],
+    );
+    let code = &p.functions[0].code;
+    let names = |o: &Op| o.name();
+    for want in ["JumpIfLtK", "AddK", "SubK", "JumpIfStrictNeK"] {
+        assert!(
+            code.iter().map(names).any(|n| n == want),
+            "{want}: {}",
+            p.disassemble()
+        );
+    }
+    assert!(
+        code.iter()
+            .any(|o| matches!(o, Op::AddI { i: Int(-32768), .. })),
+        "{}",
+        p.disassemble()
     );
 }
 

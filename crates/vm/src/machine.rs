@@ -380,12 +380,16 @@ const _: () = assert!(
         && SMALL_WINDOW >= WINDOW_FILL
 );
 
-/// Grows the register file to `len` (out of line: rare, and its loop would otherwise be inlined
-/// at every place the dispatch loop derives its window).
+/// The `W` registers from `base`, the register file grown to hold them first (out of line: rare,
+/// and its loop would otherwise be inlined at every place the dispatch loop derives its window).
 #[cold]
 #[inline(never)]
-fn grow_registers(regs: &mut Vec<Value>, len: usize) {
-    regs.resize(len, Value::Undefined);
+fn grown_window<const W: usize>(regs: &mut Vec<Value>, base: usize) -> &mut [Value; W] {
+    regs.resize(base + W, Value::Undefined);
+    match (&mut regs[base..base + W]).try_into() {
+        Ok(w) => w,
+        Err(_) => unreachable!("the slice is W long"),
+    }
 }
 
 /// The window the dispatch loop reads `program`'s registers through: `SMALL_WINDOW` or
@@ -410,12 +414,15 @@ fn first_registers(program: &VerifiedProgram, nregs: usize) -> usize {
 #[inline(always)]
 fn fixed_window<const W: usize>(regs: &mut Vec<Value>, base: usize) -> &mut [Value] {
     let end = base + W;
-    if regs.len() < end {
-        grow_registers(regs, end);
-    }
-    let w: &mut [Value; W] = match (&mut regs[base..end]).try_into() {
-        Ok(w) => w,
-        Err(_) => unreachable!("the slice is W long"),
+    // (the file's length tested once: the slice taken where the test holds, no second test
+    // after an out-of-line growth)
+    let w: &mut [Value; W] = if regs.len() >= end {
+        match (&mut regs[base..end]).try_into() {
+            Ok(w) => w,
+            Err(_) => unreachable!("the slice is W long"),
+        }
+    } else {
+        grown_window::<W>(regs, base)
     };
     w
 }
@@ -1521,9 +1528,15 @@ impl Vm {
                 Op::Mod { dst, a, b } => num_op!(dst, r!(a), r!(b), |x, y| js_rem(x, y)),
                 Op::AddK { dst, a, k } => num_op!(dst, r!(a), k!(k), |x, y| x + y),
                 Op::SubK { dst, a, k } => num_op!(dst, r!(a), k!(k), |x, y| x - y),
+                Op::AddI { dst, a, i } => num_op!(dst, r!(a), Value::Num(i.get()), |x, y| x + y),
+                Op::SubI { dst, a, i } => num_op!(dst, r!(a), Value::Num(i.get()), |x, y| x - y),
                 Op::MulK { dst, a, k } => num_op!(dst, r!(a), k!(k), |x, y| x * y),
                 Op::DivK { dst, a, k } => num_op!(dst, r!(a), k!(k), |x, y| x / y),
                 Op::ModK { dst, a, k } => num_op!(dst, r!(a), k!(k), |x, y| js_rem(x, y)),
+                Op::MulI { dst, a, i } => num_op!(dst, r!(a), Value::Num(i.get()), |x, y| x * y),
+                Op::ModI { dst, a, i } => {
+                    num_op!(dst, r!(a), Value::Num(i.get()), |x, y| js_rem(x, y))
+                }
                 Op::Lt { dst, a, b } => cmp_op!(dst, r!(a), r!(b), |x, y| x < y),
                 Op::Le { dst, a, b } => cmp_op!(dst, r!(a), r!(b), |x, y| x <= y),
                 Op::Gt { dst, a, b } => cmp_op!(dst, r!(a), r!(b), |x, y| x > y),
@@ -1536,6 +1549,12 @@ impl Vm {
                 Op::GeK { dst, a, k } => cmp_op!(dst, r!(a), k!(k), |x, y| x >= y),
                 Op::StrictEqK { dst, a, k } => cmp_op!(dst, r!(a), k!(k), |x, y| x == y),
                 Op::StrictNeK { dst, a, k } => cmp_op!(dst, r!(a), k!(k), |x, y| x != y),
+                Op::StrictEqI { dst, a, i } => {
+                    cmp_op!(dst, r!(a), Value::Num(i.get()), |x, y| x == y)
+                }
+                Op::StrictNeI { dst, a, i } => {
+                    cmp_op!(dst, r!(a), Value::Num(i.get()), |x, y| x != y)
+                }
                 Op::JumpIfLt { a, b, target } => {
                     cmp_jump!(r!(a), r!(b), target, true, |x, y| x < y)
                 }
@@ -1595,6 +1614,36 @@ impl Vm {
                 }
                 Op::JumpIfStrictNeK { a, k, target } => {
                     cmp_jump!(r!(a), k!(k), target, true, |x, y| x != y)
+                }
+                Op::JumpIfLtI { a, i, target } => {
+                    cmp_jump!(r!(a), Value::Num(i.get()), target, true, |x, y| x < y)
+                }
+                Op::JumpUnlessLtI { a, i, target } => {
+                    cmp_jump!(r!(a), Value::Num(i.get()), target, false, |x, y| x < y)
+                }
+                Op::JumpIfLeI { a, i, target } => {
+                    cmp_jump!(r!(a), Value::Num(i.get()), target, true, |x, y| x <= y)
+                }
+                Op::JumpUnlessLeI { a, i, target } => {
+                    cmp_jump!(r!(a), Value::Num(i.get()), target, false, |x, y| x <= y)
+                }
+                Op::JumpIfGtI { a, i, target } => {
+                    cmp_jump!(r!(a), Value::Num(i.get()), target, true, |x, y| x > y)
+                }
+                Op::JumpUnlessGtI { a, i, target } => {
+                    cmp_jump!(r!(a), Value::Num(i.get()), target, false, |x, y| x > y)
+                }
+                Op::JumpIfGeI { a, i, target } => {
+                    cmp_jump!(r!(a), Value::Num(i.get()), target, true, |x, y| x >= y)
+                }
+                Op::JumpUnlessGeI { a, i, target } => {
+                    cmp_jump!(r!(a), Value::Num(i.get()), target, false, |x, y| x >= y)
+                }
+                Op::JumpIfStrictEqI { a, i, target } => {
+                    cmp_jump!(r!(a), Value::Num(i.get()), target, true, |x, y| x == y)
+                }
+                Op::JumpIfStrictNeI { a, i, target } => {
+                    cmp_jump!(r!(a), Value::Num(i.get()), target, true, |x, y| x != y)
                 }
                 Op::Jump { target } => {
                     pc = target.0 as usize;
@@ -1924,6 +1973,12 @@ impl Vm {
             Op::StrictNe { dst, a, b } => r!(dst) = self.binary(Bin::StrictNe, r!(a), r!(b))?,
             Op::AddK { dst, a, k } => r!(dst) = self.binary(Bin::Add, r!(a), k!(k))?,
             Op::SubK { dst, a, k } => r!(dst) = self.binary(Bin::Sub, r!(a), k!(k))?,
+            Op::AddI { dst, a, i } => {
+                r!(dst) = self.binary(Bin::Add, r!(a), Value::Num(i.get()))?
+            }
+            Op::SubI { dst, a, i } => {
+                r!(dst) = self.binary(Bin::Sub, r!(a), Value::Num(i.get()))?
+            }
             Op::MulK { dst, a, k } => r!(dst) = self.binary(Bin::Mul, r!(a), k!(k))?,
             Op::DivK { dst, a, k } => r!(dst) = self.binary(Bin::Div, r!(a), k!(k))?,
             Op::ModK { dst, a, k } => r!(dst) = self.binary(Bin::Mod, r!(a), k!(k))?,
@@ -1933,6 +1988,18 @@ impl Vm {
             Op::GeK { dst, a, k } => r!(dst) = self.binary(Bin::Ge, r!(a), k!(k))?,
             Op::StrictEqK { dst, a, k } => r!(dst) = self.binary(Bin::StrictEq, r!(a), k!(k))?,
             Op::StrictNeK { dst, a, k } => r!(dst) = self.binary(Bin::StrictNe, r!(a), k!(k))?,
+            Op::MulI { dst, a, i } => {
+                r!(dst) = self.binary(Bin::Mul, r!(a), Value::Num(i.get()))?
+            }
+            Op::ModI { dst, a, i } => {
+                r!(dst) = self.binary(Bin::Mod, r!(a), Value::Num(i.get()))?
+            }
+            Op::StrictEqI { dst, a, i } => {
+                r!(dst) = self.binary(Bin::StrictEq, r!(a), Value::Num(i.get()))?
+            }
+            Op::StrictNeI { dst, a, i } => {
+                r!(dst) = self.binary(Bin::StrictNe, r!(a), Value::Num(i.get()))?
+            }
             // a fused compare-and-branch of anything but two numbers: the pc it goes on at
             Op::JumpIfLt { .. }
             | Op::JumpUnlessLt { .. }
@@ -1953,7 +2020,17 @@ impl Vm {
             | Op::JumpIfStrictEq { .. }
             | Op::JumpIfStrictEqK { .. }
             | Op::JumpIfStrictNe { .. }
-            | Op::JumpIfStrictNeK { .. } => {
+            | Op::JumpIfStrictNeK { .. }
+            | Op::JumpIfLtI { .. }
+            | Op::JumpUnlessLtI { .. }
+            | Op::JumpIfLeI { .. }
+            | Op::JumpUnlessLeI { .. }
+            | Op::JumpIfGtI { .. }
+            | Op::JumpUnlessGtI { .. }
+            | Op::JumpIfGeI { .. }
+            | Op::JumpUnlessGeI { .. }
+            | Op::JumpIfStrictEqI { .. }
+            | Op::JumpIfStrictNeI { .. } => {
                 let to = self.compare_slow(op, base)?;
                 if let Some(f) = self.frames.last_mut() {
                     f.pc = to.unwrap_or(f.pc + 1);
@@ -2168,10 +2245,11 @@ impl Vm {
             return Ok(None);
         };
         let y = match f.right {
-            Right::Reg(b) => self.regs.get(base + b.0 as usize),
-            Right::Const(k) => self.consts.get(k.0 as usize),
+            Right::Reg(b) => self.regs.get(base + b.0 as usize).copied(),
+            Right::Const(k) => self.consts.get(k.0 as usize).copied(),
+            Right::Int(i) => Some(Value::Num(i.get())),
         };
-        let (Some(&x), Some(&y)) = (self.regs.get(base + f.a.0 as usize), y) else {
+        let (Some(&x), Some(y)) = (self.regs.get(base + f.a.0 as usize), y) else {
             return Ok(None);
         };
         let bin = match f.cmp {
