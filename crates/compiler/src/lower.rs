@@ -181,7 +181,7 @@ fn native(name: &str) -> Option<NativeId> {
 }
 
 fn native_by(key: NativeKey<'_>) -> Option<NativeId> {
-    type Table = HashMap<NativeKey<'static>, NativeId, BuildHasherDefault<Fnv>>;
+    type Table = HashMap<NativeKey<'static>, NativeId, BuildHasherDefault<WordHasher>>;
     static BY_NAME: std::sync::OnceLock<Table> = std::sync::OnceLock::new();
     let table = BY_NAME.get_or_init(|| {
         let mut t = Table::with_capacity_and_hasher(NativeId::all().len(), Default::default());
@@ -191,7 +191,7 @@ fn native_by(key: NativeKey<'_>) -> Option<NativeId> {
         t
     });
     // (the map is covariant in its keys: a key of the guest's text is looked up in it)
-    let table: &HashMap<NativeKey<'_>, NativeId, BuildHasherDefault<Fnv>> = table;
+    let table: &HashMap<NativeKey<'_>, NativeId, BuildHasherDefault<WordHasher>> = table;
     let found = table.get(&key).copied();
     debug_assert_eq!(found, NativeId::lookup(&key.to_string()));
     found
@@ -354,7 +354,9 @@ impl<'n> Probe<'n> {
 /// A word of the bytes of a name that, with its length, is the whole name when it has up to
 /// eight bytes (the first eight of a longer one): its first and last four, or its first, middle
 /// and last byte. Names are told apart by it and their lengths before any byte is compared
-/// (name lookups, 1,198.5 k -> 1,196.1 k instructions per compile of the 8 KB agent).
+/// (name lookups, 1,198.5 k -> 1,196.1 k instructions per compile of the 8 KB agent). The
+/// words of [`hash_words`], the two of a shorter name in one, read here by themselves: taken
+/// from `hash_words`, a long name's last word was read too (+2.3 k a compile).
 #[inline(always)]
 fn name_key(b: &[u8]) -> u64 {
     if let Some(h) = b.first_chunk::<8>() {
@@ -870,7 +872,7 @@ impl NumMap {
         if self.slots.is_empty() {
             self.make_slots();
         }
-        let h = (bits ^ (bits >> 32)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let h = (bits ^ (bits >> 32)).wrapping_mul(MIX_K);
         (h >> (64 - self.slots.len().trailing_zeros())) as usize
     }
 
@@ -931,10 +933,12 @@ fn hash_words(b: &[u8]) -> (u64, u64) {
 /// The hash of a string of length `n` by its two words ([`hash_words`]).
 #[inline(always)]
 fn mix_words(n: usize, w0: u64, w1: u64) -> u32 {
-    const K: u64 = 0x9E37_79B9_7F4A_7C15;
-    let h = (w0 ^ (n as u64).wrapping_mul(K)).wrapping_mul(K) ^ w1;
-    (h.wrapping_mul(K) >> 32) as u32
+    let h = (w0 ^ (n as u64).wrapping_mul(MIX_K)).wrapping_mul(MIX_K) ^ w1;
+    (h.wrapping_mul(MIX_K) >> 32) as u32
 }
+
+/// The multiplier of the compiler's multiplicative hashes (2^64 over the golden ratio).
+const MIX_K: u64 = 0x9E37_79B9_7F4A_7C15;
 
 /// [`string_hash`] of the bytes of `s` when it is ASCII, `None` when it is not. (A string of up
 /// to sixteen bytes is checked by the words it is hashed by, which hold all its bytes.)
@@ -969,18 +973,16 @@ fn num_bits(v: f64) -> u64 {
 /// A multiplicative hash for the table of native names (fixed keys), by words: each write
 /// mixes in its length and the two words of [`hash_words`] (which hold every byte of up to
 /// sixteen). (FNV-1a, a multiply per byte, cost ~1 k instructions more per compile of the 8 KB
-/// agent.)
-struct Fnv(u64);
+/// agent; its offset basis is kept as the seed.)
+struct WordHasher(u64);
 
-const FNV_K: u64 = 0x9E37_79B9_7F4A_7C15;
-
-impl Default for Fnv {
+impl Default for WordHasher {
     fn default() -> Self {
-        Fnv(0xcbf2_9ce4_8422_2325)
+        WordHasher(0xcbf2_9ce4_8422_2325)
     }
 }
 
-impl Hasher for Fnv {
+impl Hasher for WordHasher {
     fn finish(&self) -> u64 {
         // (the top bits mixed into the bottom ones, which pick the table's group)
         self.0 ^ self.0 >> 32
@@ -989,13 +991,13 @@ impl Hasher for Fnv {
     #[inline]
     fn write(&mut self, bytes: &[u8]) {
         let (w0, w1) = hash_words(bytes);
-        let h = (self.0 ^ w0 ^ bytes.len() as u64).wrapping_mul(FNV_K) ^ w1;
-        self.0 = h.wrapping_mul(FNV_K);
+        let h = (self.0 ^ w0 ^ bytes.len() as u64).wrapping_mul(MIX_K) ^ w1;
+        self.0 = h.wrapping_mul(MIX_K);
     }
 
     #[inline]
     fn write_u8(&mut self, b: u8) {
-        self.0 = (self.0 ^ u64::from(b)).wrapping_mul(FNV_K);
+        self.0 = (self.0 ^ u64::from(b)).wrapping_mul(MIX_K);
     }
 }
 

@@ -25,16 +25,7 @@ pub(crate) struct RawFunction<'s> {
 
 /// The bytes that matter in a template literal ([`Scanner::string`]): `\\`, the backtick, `$`,
 /// braces and quotes.
-static TEMPLATE_BYTES: [bool; 256] = {
-    let mut t = [false; 256];
-    let bytes = *b"\\`${}'\"";
-    let mut k = 0;
-    while k < bytes.len() {
-        t[bytes[k] as usize] = true;
-        k += 1;
-    }
-    t
-};
+static TEMPLATE_BYTES: [bool; 256] = crate::pos::byte_set(b"\\`${}'\"");
 
 struct Scanner<'a> {
     /// The source, and its bytes.
