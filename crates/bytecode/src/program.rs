@@ -34,7 +34,114 @@ pub enum Constant {
     /// A number.
     Number(f64),
     /// A string, as UTF-16 code units.
-    String(Vec<u16>),
+    String(StrUnits),
+}
+
+/// The UTF-16 code units of a string constant (a slice of them, by [`std::ops::Deref`]): up to
+/// [`StrUnits::INLINE`] units are kept in the value itself, a longer string in one allocation
+/// of its exact length. Most constants are short (property keys, short messages: 100 of the
+/// 109 strings of the 8 KB agent), so that most cost no allocation to build, and none a miss of
+/// the allocator's per-thread cache (~170 instructions each). Compared, printed (`Debug`) and
+/// encoded as its units: the encoding is that of a `Vec<u16>`.
+#[derive(Clone)]
+pub struct StrUnits(Units);
+
+/// The two forms of [`StrUnits`]: 24 bytes either way (the length byte beside the units), so
+/// that a [`Constant`] is as large as it was with a `Vec<u16>`.
+#[derive(Clone)]
+enum Units {
+    /// The length (at most [`StrUnits::INLINE`]) and the units, the rest zero.
+    Inline(u8, [u16; StrUnits::INLINE]),
+    /// A longer string.
+    Heap(Box<[u16]>),
+}
+
+impl StrUnits {
+    /// The most units kept without an allocation.
+    pub const INLINE: usize = 11;
+
+    /// The units as a slice.
+    #[inline]
+    pub fn as_slice(&self) -> &[u16] {
+        match &self.0 {
+            Units::Inline(n, units) => units.get(..usize::from(*n)).unwrap_or(&[]),
+            Units::Heap(units) => units,
+        }
+    }
+
+    /// The string of `bytes` read as Latin-1 (each byte one unit: an ASCII string's units).
+    #[inline]
+    pub fn widen(bytes: &[u8]) -> StrUnits {
+        if bytes.len() <= Self::INLINE {
+            let mut units = [0u16; Self::INLINE];
+            for (u, &b) in units.iter_mut().zip(bytes) {
+                *u = u16::from(b);
+            }
+            StrUnits(Units::Inline(bytes.len() as u8, units))
+        } else {
+            StrUnits(Units::Heap(bytes.iter().map(|&b| u16::from(b)).collect()))
+        }
+    }
+}
+
+impl std::ops::Deref for StrUnits {
+    type Target = [u16];
+
+    #[inline]
+    fn deref(&self) -> &[u16] {
+        self.as_slice()
+    }
+}
+
+impl From<&[u16]> for StrUnits {
+    fn from(units: &[u16]) -> StrUnits {
+        if units.len() <= Self::INLINE {
+            let mut inline = [0u16; Self::INLINE];
+            for (u, &c) in inline.iter_mut().zip(units) {
+                *u = c;
+            }
+            StrUnits(Units::Inline(units.len() as u8, inline))
+        } else {
+            StrUnits(Units::Heap(units.into()))
+        }
+    }
+}
+
+impl From<Vec<u16>> for StrUnits {
+    /// (a long string keeps the vector's allocation, shrunk to its length)
+    fn from(units: Vec<u16>) -> StrUnits {
+        if units.len() <= Self::INLINE {
+            StrUnits::from(units.as_slice())
+        } else {
+            StrUnits(Units::Heap(units.into_boxed_slice()))
+        }
+    }
+}
+
+impl PartialEq for StrUnits {
+    fn eq(&self, other: &StrUnits) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl std::fmt::Debug for StrUnits {
+    /// As the units' slice (as a `Vec<u16>` prints).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_slice(), f)
+    }
+}
+
+impl Serialize for StrUnits {
+    /// As a `Vec<u16>` is: a sequence of the units.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.as_slice().serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for StrUnits {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<StrUnits, D::Error> {
+        Vec::<u16>::deserialize(deserializer).map(StrUnits::from)
+    }
 }
 
 /// One function of a program.
@@ -1185,6 +1292,46 @@ mod tests {
         }
     }
 
+    /// A string constant keeps its units inline up to `StrUnits::INLINE` and on the heap beyond,
+    /// reads, compares, prints and encodes as the `Vec<u16>` it was, and a constant is no
+    /// larger than with one.
+    #[test]
+    fn string_units_behave_as_a_vector() {
+        assert_eq!(std::mem::size_of::<Constant>(), 24);
+        for n in [
+            0,
+            1,
+            StrUnits::INLINE - 1,
+            StrUnits::INLINE,
+            StrUnits::INLINE + 1,
+            40,
+        ] {
+            let v: Vec<u16> = (0..n as u16).map(|u| u.wrapping_mul(40_503)).collect();
+            let s = StrUnits::from(v.clone());
+            assert_eq!(s.as_slice(), &v[..]);
+            assert_eq!(StrUnits::from(&v[..]), s);
+            assert_eq!(format!("{s:?}"), format!("{v:?}"));
+            let bytes: Vec<u8> = v.iter().map(|&u| u as u8).collect();
+            let wide: Vec<u16> = bytes.iter().map(|&b| u16::from(b)).collect();
+            assert_eq!(StrUnits::widen(&bytes).as_slice(), &wide[..]);
+            let (c, old) = (Constant::String(s), OldConstant::String(v.clone()));
+            let encoded = postcard::to_stdvec(&c).expect("encodes");
+            assert_eq!(encoded, postcard::to_stdvec(&old).expect("encodes"));
+            assert_eq!(
+                postcard::from_bytes::<Constant>(&encoded).expect("decodes"),
+                c
+            );
+            assert_eq!(format!("{c:?}"), format!("{old:?}"));
+        }
+        /// `Constant` as it was declared with a vector.
+        #[derive(Debug, Serialize)]
+        enum OldConstant {
+            #[allow(dead_code)]
+            Number(f64),
+            String(Vec<u16>),
+        }
+    }
+
     /// A verified program's code is every function's, in order, with each jump target and
     /// `try` handler moved by its function's start.
     #[test]
@@ -1362,7 +1509,7 @@ mod tests {
                     if k % 3 == 0 {
                         Constant::Number(k as f64)
                     } else {
-                        Constant::String(vec![b'a' as u16; k % 5])
+                        Constant::String(vec![b'a' as u16; k % 5].into())
                     }
                 })
                 .collect(),
@@ -1610,7 +1757,7 @@ mod tests {
             p.constants = (0..4 + below(5, &mut next))
                 .map(|k| {
                     if k % 4 != 3 {
-                        Constant::String(Vec::new())
+                        Constant::String(Vec::new().into())
                     } else {
                         Constant::Number(0.0)
                     }

@@ -15,7 +15,7 @@ use ajs_bytecode::isa::{
     Atom, Base, Const, Count, Dst, Imm, Int, Key, Native, Operand, Src, Target, Visitor,
 };
 use ajs_bytecode::natives::{NativeId, MATH_CONSTANTS, NUMBER_CONSTANTS};
-use ajs_bytecode::program::{Constant, DebugInfo, Function, SourcePos, MAX_CONSTANTS};
+use ajs_bytecode::program::{Constant, DebugInfo, Function, SourcePos, StrUnits, MAX_CONSTANTS};
 use ajs_bytecode::{Op, Program};
 use oxc_ast::ast::*;
 use oxc_span::{GetSpan, Span};
@@ -1501,7 +1501,11 @@ impl<'o> Lowerer<'o> {
                 }
             }
         }
-        let k = self.add_constant(Constant::String(units.into_owned()), span)?;
+        let units = match units {
+            Cow::Owned(units) => StrUnits::from(units),
+            Cow::Borrowed(units) => StrUnits::from(units),
+        };
+        let k = self.add_constant(Constant::String(units), span)?;
         self.str_map.fill(slot, k);
         Ok(k)
     }
@@ -1519,7 +1523,7 @@ impl<'o> Lowerer<'o> {
             Ok(k) => return Ok(k),
             Err(miss) => miss,
         };
-        let k = self.add_constant(Constant::String(units.to_vec()), span)?;
+        let k = self.add_constant(Constant::String(StrUnits::from(units)), span)?;
         self.str_map.keyed().insert(hash, collided, units, k);
         Ok(k)
     }
@@ -1553,10 +1557,7 @@ impl<'o> Lowerer<'o> {
             }
             match self.str_map.slots.get(slot).copied() {
                 Some(NO_STRING) => {
-                    let k = self.add_constant(
-                        Constant::String(bytes.iter().map(|&b| u16::from(b)).collect()),
-                        span,
-                    )?;
+                    let k = self.add_constant(Constant::String(StrUnits::widen(bytes)), span)?;
                     self.str_map.fill(slot, k);
                     return Ok(k);
                 }
@@ -1574,9 +1575,8 @@ impl<'o> Lowerer<'o> {
                 if self.constants.len() >= MAX_CONSTANTS {
                     return fail(span, "too many constants (more than 65535)");
                 }
-                self.constants.push(Constant::String(
-                    bytes.iter().map(|&b| u16::from(b)).collect(),
-                ));
+                self.constants
+                    .push(Constant::String(StrUnits::widen(bytes)));
                 let k = (self.constants.len() - 1) as u16;
                 e.insert(k);
                 Ok(k)
@@ -3712,14 +3712,14 @@ mod tests {
         let units = |t: &str| t.encode_utf16().collect::<Vec<u16>>();
         let (a, b) = (units("a"), units("b"));
         let mut m = Keyed::default();
-        let mut constants = vec![Constant::String(a.clone())];
+        let mut constants = vec![Constant::String(a.clone().into())];
         let ha = m.hash(&a, None);
         m.insert(ha, false, &a, 0);
         // as if "b" hashed like "a": its hash leads to the constant "a"
         let hb = m.hash(&b, None);
         m.by_hash.insert(hb, 0);
         assert_eq!(m.find(&b, None, &constants), Err((hb, true)));
-        constants.push(Constant::String(b.clone()));
+        constants.push(Constant::String(b.clone().into()));
         m.insert(hb, true, &b, 1);
         assert_eq!(m.find(&b, None, &constants), Ok(1));
         assert_eq!(m.find(&a, Some(b"a"), &constants), Ok(0));
@@ -3751,15 +3751,15 @@ mod tests {
             ..CompileOptions::default()
         };
         let program = compile(&src, &opts).expect("compiles");
-        let strings: Vec<&Vec<u16>> = program
+        let strings: Vec<&[u16]> = program
             .constants
             .iter()
             .filter_map(|c| match c {
-                Constant::String(s) => Some(s),
+                Constant::String(s) => Some(s.as_slice()),
                 _ => None,
             })
             .collect();
-        let distinct: std::collections::HashSet<&Vec<u16>> = strings.iter().copied().collect();
+        let distinct: std::collections::HashSet<&[u16]> = strings.iter().copied().collect();
         assert_eq!(
             distinct.len(),
             strings.len(),
