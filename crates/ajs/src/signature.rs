@@ -32,7 +32,10 @@ pub(crate) fn check_args(
         return Ok(entry
             .params
             .iter()
-            .map(|p| args.get(p).map_or(JsValue::Undefined, JsValue::from_json))
+            .map(|p| {
+                args.get(p.as_str())
+                    .map_or(JsValue::Undefined, JsValue::from_json)
+            })
             .collect());
     };
     let unknown: Vec<&String> = args

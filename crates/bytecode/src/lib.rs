@@ -32,5 +32,5 @@ pub use isa::{Op, ISA_HASH};
 pub use natives::NativeId;
 pub use program::{
     artifact_fingerprint, take_released, Constant, DebugInfo, Entry, Function, LoadError,
-    ParamSpec, Program, Signature, SourcePos, StrUnits, TypeSpec, VerifiedProgram,
+    ParamSpec, Program, Signature, SmallStr, SourcePos, StrUnits, TypeSpec, VerifiedProgram,
 };

@@ -148,13 +148,182 @@ impl<'de> Deserialize<'de> for StrUnits {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Function {
     /// Its name (`<eval>` for a snippet).
-    pub name: String,
+    pub name: SmallStr,
     /// Parameter names; argument `i` arrives in register `i`.
-    pub params: Vec<String>,
+    pub params: Vec<SmallStr>,
     /// Registers in its frame (parameters included).
     pub nregs: u16,
     /// The instructions.
     pub code: Vec<Op>,
+}
+
+/// A function's or a parameter's name (a `str`, by [`std::ops::Deref`]): up to
+/// [`SmallStr::INLINE`] bytes are kept in the value itself, a longer name in one allocation of
+/// its exact length. Most names are short, so that most cost no allocation (each one that
+/// missed the allocator's per-thread cache cost ~240 instructions of a compile of the 8 KB
+/// agent). Compared, hashed, printed (`Debug` and `Display`) and encoded as its text, as the
+/// `String` it replaces.
+#[derive(Clone)]
+pub struct SmallStr(Text);
+
+/// The two forms of [`SmallStr`]: 24 bytes either way (the length byte beside the bytes), as
+/// large as a `String`.
+#[derive(Clone)]
+enum Text {
+    /// The length (at most [`SmallStr::INLINE`]) and the bytes (of a `str`), the rest zero.
+    Inline(u8, [u8; SmallStr::INLINE]),
+    /// A longer name.
+    Heap(Box<str>),
+}
+
+impl SmallStr {
+    /// The most bytes kept without an allocation.
+    pub const INLINE: usize = 22;
+
+    /// The name as a `str`.
+    #[inline]
+    pub fn as_str(&self) -> &str {
+        match &self.0 {
+            // (the bytes are a whole `str`'s, copied in by `From<&str>`: this never fails)
+            Text::Inline(n, bytes) => bytes
+                .get(..usize::from(*n))
+                .and_then(|b| std::str::from_utf8(b).ok())
+                .unwrap_or(""),
+            Text::Heap(text) => text,
+        }
+    }
+}
+
+impl std::ops::Deref for SmallStr {
+    type Target = str;
+
+    #[inline]
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl std::borrow::Borrow<str> for SmallStr {
+    fn borrow(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl AsRef<str> for SmallStr {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl From<&str> for SmallStr {
+    #[inline]
+    fn from(text: &str) -> SmallStr {
+        if text.len() <= Self::INLINE {
+            let mut bytes = [0u8; Self::INLINE];
+            for (b, &c) in bytes.iter_mut().zip(text.as_bytes()) {
+                *b = c;
+            }
+            SmallStr(Text::Inline(text.len() as u8, bytes))
+        } else {
+            SmallStr(Text::Heap(text.into()))
+        }
+    }
+}
+
+impl From<String> for SmallStr {
+    /// (a long name keeps the string's allocation, shrunk to its length)
+    fn from(text: String) -> SmallStr {
+        if text.len() <= Self::INLINE {
+            SmallStr::from(text.as_str())
+        } else {
+            SmallStr(Text::Heap(text.into_boxed_str()))
+        }
+    }
+}
+
+impl From<SmallStr> for String {
+    fn from(text: SmallStr) -> String {
+        match text.0 {
+            Text::Heap(text) => text.into(),
+            Text::Inline(..) => text.as_str().to_string(),
+        }
+    }
+}
+
+impl Default for SmallStr {
+    fn default() -> SmallStr {
+        SmallStr::from("")
+    }
+}
+
+impl PartialEq for SmallStr {
+    fn eq(&self, other: &SmallStr) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for SmallStr {}
+
+impl PartialEq<str> for SmallStr {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for SmallStr {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<String> for SmallStr {
+    fn eq(&self, other: &String) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<SmallStr> for String {
+    fn eq(&self, other: &SmallStr) -> bool {
+        self == other.as_str()
+    }
+}
+
+impl PartialEq<SmallStr> for &str {
+    fn eq(&self, other: &SmallStr) -> bool {
+        *self == other.as_str()
+    }
+}
+
+impl std::hash::Hash for SmallStr {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
+    }
+}
+
+impl std::fmt::Debug for SmallStr {
+    /// As the text (as a `String` prints).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl Serialize for SmallStr {
+    /// As a `String` is.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.as_str().serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for SmallStr {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<SmallStr, D::Error> {
+        String::deserialize(deserializer).map(SmallStr::from)
+    }
+}
+
+impl std::fmt::Display for SmallStr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// A position in the user's source: line 1-based, column 0-based (UTF-16 units).
@@ -441,8 +610,8 @@ impl Program {
                         op.encode(&mut code);
                     }
                     WireFunction {
-                        name: f.name.clone(),
-                        params: f.params.clone(),
+                        name: f.name.to_string(),
+                        params: f.params.iter().map(|p| p.to_string()).collect(),
                         nregs: f.nregs,
                         code,
                     }
@@ -546,8 +715,8 @@ impl Program {
                 }
             }
             functions.push(Function {
-                name: wf.name,
-                params: wf.params,
+                name: wf.name.into(),
+                params: wf.params.into_iter().map(SmallStr::from).collect(),
                 nregs: wf.nregs,
                 code,
             });
@@ -1274,7 +1443,7 @@ mod tests {
 
     fn function(code: &[Op]) -> Function {
         Function {
-            name: String::new(),
+            name: SmallStr::default(),
             params: Vec::new(),
             nregs: 2,
             code: insert_charges(code, &vec![(); code.len()]).0,
@@ -1329,6 +1498,41 @@ mod tests {
             #[allow(dead_code)]
             Number(f64),
             String(Vec<u16>),
+        }
+    }
+
+    /// A name keeps its text inline up to `SmallStr::INLINE` bytes and on the heap beyond,
+    /// reads, compares, prints and encodes as the `String` it was, and is no larger than one.
+    #[test]
+    fn small_strings_behave_as_strings() {
+        assert_eq!(
+            std::mem::size_of::<SmallStr>(),
+            std::mem::size_of::<String>()
+        );
+        for n in [
+            0,
+            1,
+            SmallStr::INLINE - 1,
+            SmallStr::INLINE,
+            SmallStr::INLINE + 1,
+            40,
+        ] {
+            // (with a two-byte character across the inline limit)
+            let text: String = "aé".chars().cycle().take(n).collect();
+            let s = SmallStr::from(text.as_str());
+            assert_eq!(s.as_str(), text);
+            assert_eq!(SmallStr::from(text.clone()), s);
+            assert_eq!(String::from(s.clone()), text);
+            assert!(s == text.as_str() && text == s);
+            assert_eq!(format!("{s:?} {s}"), format!("{text:?} {text}"));
+            let encoded = postcard::to_stdvec(&s).expect("encodes");
+            assert_eq!(encoded, postcard::to_stdvec(&text).expect("encodes"));
+            assert_eq!(
+                postcard::from_bytes::<SmallStr>(&encoded).expect("decodes"),
+                s
+            );
+            let names = vec![s.clone(), SmallStr::from("x")];
+            assert_eq!(names.join(", "), format!("{text}, x"));
         }
     }
 
@@ -1470,7 +1674,7 @@ mod tests {
     fn too_much_code_in_all_is_refused() {
         let half = MAX_CODE_LEN / 2;
         let long = |n: usize| Function {
-            name: String::new(),
+            name: SmallStr::default(),
             params: Vec::new(),
             nregs: 1,
             code: vec![Op::LoadUndef { dst: Dst(0) }; n],
@@ -1498,7 +1702,7 @@ mod tests {
         let program = |nconst: usize, nfuncs: usize, natoms: usize| Program {
             functions: (0..nfuncs.max(1))
                 .map(|_| Function {
-                    name: String::new(),
+                    name: SmallStr::default(),
                     params: Vec::new(),
                     nregs: 0,
                     code: Vec::new(),
@@ -1747,8 +1951,8 @@ mod tests {
                     }
                 }
                 functions.push(Function {
-                    name: String::new(),
-                    params: vec![String::new(); below(3, &mut next).min(nregs as usize)],
+                    name: SmallStr::default(),
+                    params: vec![SmallStr::default(); below(3, &mut next).min(nregs as usize)],
                     nregs,
                     code,
                 });

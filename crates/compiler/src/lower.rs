@@ -15,7 +15,9 @@ use ajs_bytecode::isa::{
     Atom, Base, Const, Count, Dst, Imm, Int, Key, Native, Operand, Src, Target, Visitor,
 };
 use ajs_bytecode::natives::{NativeId, MATH_CONSTANTS, NUMBER_CONSTANTS};
-use ajs_bytecode::program::{Constant, DebugInfo, Function, SourcePos, StrUnits, MAX_CONSTANTS};
+use ajs_bytecode::program::{
+    Constant, DebugInfo, Function, SmallStr, SourcePos, StrUnits, MAX_CONSTANTS,
+};
 use ajs_bytecode::{Op, Program};
 use oxc_ast::ast::*;
 use oxc_span::{GetSpan, Span};
@@ -1676,13 +1678,9 @@ impl<'o> Lowerer<'o> {
         name: &str,
         reuse: Reuse,
     ) -> R<(Function, Vec<SourcePos>)> {
-        let (mut fname, mut params, code) = match reuse.function {
-            Some(f) => (f.name, f.params, f.code),
-            None => (
-                String::with_capacity(name.len()),
-                Vec::with_capacity(self.ext_regs.0.len()),
-                Vec::new(),
-            ),
+        let (mut params, code) = match reuse.function {
+            Some(f) => (f.params, f.code),
+            None => (Vec::with_capacity(self.ext_regs.0.len()), Vec::new()),
         };
         let pos = reuse.pos.unwrap_or_default();
         let nspecial_all = self.bufs.specials.len();
@@ -1753,7 +1751,7 @@ impl<'o> Lowerer<'o> {
             if let Special::Ext(i) = s {
                 final_of[k] = next;
                 let text = externals.get(*i).map_or("", String::as_str);
-                put_str(&mut params, next as usize, text);
+                put_name(&mut params, next as usize, text);
                 next += 1;
             }
         }
@@ -1854,10 +1852,8 @@ impl<'o> Lowerer<'o> {
         }
         let (code, pos) = out.finish();
         self.bufs.marks = marks;
-        fname.clear();
-        fname.push_str(name);
         let function = Function {
-            name: fname,
+            name: SmallStr::from(name),
             params,
             nregs: nregs as u16,
             code,
@@ -3635,6 +3631,15 @@ fn put_str(v: &mut Vec<String>, i: usize, text: &str) {
             s.push_str(text);
         }
         None => v.push(text.to_string()),
+    }
+}
+
+/// Sets name `i` of `v` (at most one past its end) to `text`.
+#[inline]
+fn put_name(v: &mut Vec<SmallStr>, i: usize, text: &str) {
+    match v.get_mut(i) {
+        Some(s) => *s = SmallStr::from(text),
+        None => v.push(SmallStr::from(text)),
     }
 }
 
