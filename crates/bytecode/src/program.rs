@@ -358,7 +358,7 @@ pub enum TypeSpec {
     /// An array whose elements all match.
     Array(Box<TypeSpec>),
     /// An object with (at least) these typed keys.
-    Object(Vec<(String, TypeSpec)>),
+    Object(Vec<(SmallStr, TypeSpec)>),
 }
 
 impl TypeSpec {
@@ -386,7 +386,7 @@ impl TypeSpec {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ParamSpec {
     /// Its name (the key of the arguments object).
-    pub name: String,
+    pub name: SmallStr,
     /// Whether the caller must pass it.
     pub required: bool,
     /// The type its example value implies.
@@ -397,7 +397,7 @@ pub struct ParamSpec {
 #[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
 pub struct Signature {
     /// The entry's name.
-    pub name: String,
+    pub name: SmallStr,
     /// Its parameters, in order (argument `i` arrives in register `i`).
     pub params: Vec<ParamSpec>,
 }
