@@ -596,9 +596,10 @@ thread_local! {
 }
 
 /// Hands a program that is no longer needed to this thread's next compile, which builds its own
-/// program in the allocations of this one (its functions' instructions, positions, names and
-/// parameter names) instead of allocating them. A big program is dropped instead; a compile on
-/// another thread does not see it. Its contents are never read: only its capacity is reused.
+/// program in the allocations of this one (its functions' instructions, positions and lists of
+/// parameter names; the names themselves are `SmallStr`s, most of them without an allocation)
+/// instead of allocating them. A big program is dropped instead; a compile on another thread
+/// does not see it. Its contents are never read: only its capacity is reused.
 pub fn recycle(program: Program) {
     let small = program.functions.len() <= KEEP_FUNCTIONS
         && program
