@@ -176,31 +176,56 @@ fn native_member(ns: &str, m: &str) -> Option<NativeId> {
 
 /// [`NativeId::lookup`] through a hash table built once (the first native of each name, as
 /// `lookup` finds it): a name is hashed once instead of compared at every step of a search.
-/// The table's keys are the fixed native names, never guest text, so a plain FNV-1a hash
-/// serves (a guest's name is only looked up).
+/// The table's keys are the fixed native names, never guest text, so a plain multiplicative
+/// hash serves (a guest's name is only looked up: see [`native_by`]).
 fn native(name: &str) -> Option<NativeId> {
     native_by(NativeKey::of(name))
 }
 
 fn native_by(key: NativeKey<'_>) -> Option<NativeId> {
-    type Table = HashMap<NativeKey<'static>, NativeId, BuildHasherDefault<WordHasher>>;
+    type Table = Vec<Option<(NativeKey<'static>, NativeId)>>;
     static BY_NAME: std::sync::OnceLock<Table> = std::sync::OnceLock::new();
     let table = BY_NAME.get_or_init(|| {
-        let mut t = Table::with_capacity_and_hasher(NativeId::all().len(), Default::default());
-        for &n in NativeId::all() {
-            t.entry(NativeKey::of(n.js_name())).or_insert(n);
+        let mut t: Table = vec![None; NATIVE_SLOTS];
+        // (at most a quarter of the slots: a test checks that every native fits)
+        for &n in NativeId::all().iter().take(NATIVE_SLOTS / 4) {
+            let key = NativeKey::of(n.js_name());
+            let mut i = key.slot();
+            // (the first native of each name, as `lookup` finds it)
+            while let Some(Some((k, _))) = t.get(i) {
+                if *k == key {
+                    break;
+                }
+                i = (i + 1) & (NATIVE_SLOTS - 1);
+            }
+            if let Some(slot @ None) = t.get_mut(i) {
+                *slot = Some((key, n));
+            }
         }
         t
     });
-    // (the map is covariant in its keys: a key of the guest's text is looked up in it)
-    let table: &HashMap<NativeKey<'_>, NativeId, BuildHasherDefault<WordHasher>> = table;
-    let found = table.get(&key).copied();
+    // From the key's slot on to the first empty one (the table is fixed, and at most a
+    // quarter full: a guest's name can only be looked up, over the few slots the natives' own
+    // names share).
+    let mut i = key.slot();
+    let mut found = None;
+    while let Some(Some((k, n))) = table.get(i) {
+        if *k == key {
+            found = Some(*n);
+            break;
+        }
+        i = (i + 1) & (NATIVE_SLOTS - 1);
+    }
     debug_assert_eq!(found, NativeId::lookup(&key.to_string()));
     found
 }
 
+/// Slots of [`native_by`]'s table: a power of two, at least four per native.
+const NATIVE_SLOTS: usize = 1024;
+
 /// A native's name split at its first dot: `Math.max` is `Math` and `max`, `.push` is `` and
 /// `push`, `parseInt` has no namespace.
+#[derive(Clone, Copy)]
 struct NativeKey<'a> {
     ns: Option<&'a str>,
     m: &'a str,
@@ -231,12 +256,24 @@ impl PartialEq for NativeKey<'_> {
 
 impl Eq for NativeKey<'_> {}
 
-impl std::hash::Hash for NativeKey<'_> {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        // (as the name's bytes, with a byte no name has for a missing dot)
-        state.write(self.ns.unwrap_or("").as_bytes());
-        state.write_u8(if self.ns.is_some() { b'.' } else { 0xFF });
-        state.write(self.m.as_bytes());
+impl NativeKey<'_> {
+    /// The key's first slot in [`native_by`]'s table: a multiplicative hash of the words of
+    /// [`hash_words`] of both parts and their lengths (a missing namespace as one no name has).
+    /// (A `HashMap` of the names, hashed through `Hasher` in three writes, cost ~1.2 k
+    /// instructions more per compile of the 8 KB agent.)
+    #[inline]
+    fn slot(&self) -> usize {
+        let (m0, m1) = hash_words(self.m.as_bytes());
+        let (n0, n1, nlen) = match self.ns {
+            Some(ns) => {
+                let (n0, n1) = hash_words(ns.as_bytes());
+                (n0, n1, ns.len() as u64)
+            }
+            None => (0, 0, u64::MAX),
+        };
+        let h = (m0 ^ (self.m.len() as u64).wrapping_mul(MIX_K)).wrapping_mul(MIX_K) ^ m1;
+        let h = (h ^ n0).wrapping_mul(MIX_K) ^ n1 ^ nlen;
+        (h.wrapping_mul(MIX_K) >> 54) as usize
     }
 }
 
@@ -970,37 +1007,6 @@ fn num_bits(v: f64) -> u64 {
         f64::NAN.to_bits()
     } else {
         v.to_bits()
-    }
-}
-
-/// A multiplicative hash for the table of native names (fixed keys), by words: each write
-/// mixes in its length and the two words of [`hash_words`] (which hold every byte of up to
-/// sixteen). (FNV-1a, a multiply per byte, cost ~1 k instructions more per compile of the 8 KB
-/// agent; its offset basis is kept as the seed.)
-struct WordHasher(u64);
-
-impl Default for WordHasher {
-    fn default() -> Self {
-        WordHasher(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl Hasher for WordHasher {
-    fn finish(&self) -> u64 {
-        // (the top bits mixed into the bottom ones, which pick the table's group)
-        self.0 ^ self.0 >> 32
-    }
-
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let (w0, w1) = hash_words(bytes);
-        let h = (self.0 ^ w0 ^ bytes.len() as u64).wrapping_mul(MIX_K) ^ w1;
-        self.0 = h.wrapping_mul(MIX_K);
-    }
-
-    #[inline]
-    fn write_u8(&mut self, b: u8) {
-        self.0 = (self.0 ^ u64::from(b)).wrapping_mul(MIX_K);
     }
 }
 
@@ -3728,6 +3734,40 @@ fn with_const_operand(op: &Op, const_of: impl Fn(u16) -> Option<u16>) -> Option<
 mod tests {
     use super::js_number_to_string as s;
     use super::{Constant, Keyed};
+
+    /// Every native is found by its name in the natives' table (which holds at most a quarter
+    /// of its slots), as `NativeId::lookup` finds it, and names of no native are not, also
+    /// names that share a native's slot.
+    #[test]
+    fn the_natives_table_finds_what_lookup_finds() {
+        use super::{native, native_member, NATIVE_SLOTS};
+        use ajs_bytecode::NativeId;
+        assert!(NativeId::all().len() * 4 <= NATIVE_SLOTS);
+        for &n in NativeId::all() {
+            let name = n.js_name();
+            assert_eq!(native(name), NativeId::lookup(name), "{name}");
+            let (ns, m) = name.split_once('.').unwrap_or(("", name));
+            if !ns.is_empty() {
+                assert_eq!(native_member(ns, m), NativeId::lookup(name), "{name}");
+            }
+            for other in [format!("{name}x"), format!("x{name}"), name.to_uppercase()] {
+                assert_eq!(native(&other), NativeId::lookup(&other), "{other}");
+            }
+        }
+        for name in [
+            "",
+            ".",
+            "..",
+            "a.b.c",
+            "Math.",
+            ".max",
+            "max",
+            "Math.maxx",
+            "push",
+        ] {
+            assert_eq!(native(name), NativeId::lookup(name), "{name}");
+        }
+    }
 
     #[test]
     fn a_string_whose_hash_is_taken_is_kept_apart() {
