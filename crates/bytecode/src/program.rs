@@ -41,8 +41,9 @@ pub enum Constant {
 /// [`StrUnits::INLINE`] units are kept in the value itself, a longer string in one allocation
 /// of its exact length. Most constants are short (property keys, short messages: 100 of the
 /// 109 strings of the 8 KB agent), so that most cost no allocation to build, and none a miss of
-/// the allocator's per-thread cache (~170 instructions each). Compared, printed (`Debug`) and
-/// encoded as its units: the encoding is that of a `Vec<u16>`.
+/// the allocator's per-thread cache (~170 instructions each: that compile 1,158.5 k ->
+/// 1,140.3 k instructions; 15 units inline, a 32-byte constant, gave only 0.7 k more).
+/// Compared, printed (`Debug`) and encoded as its units: the encoding is that of a `Vec<u16>`.
 #[derive(Clone)]
 pub struct StrUnits(Units);
 
@@ -159,10 +160,12 @@ pub struct Function {
 
 /// A function's or a parameter's name (a `str`, by [`std::ops::Deref`]): up to
 /// [`SmallStr::INLINE`] bytes are kept in the value itself, a longer name in one allocation of
-/// its exact length. Most names are short, so that most cost no allocation (each one that
-/// missed the allocator's per-thread cache cost ~240 instructions of a compile of the 8 KB
-/// agent). Compared, hashed, printed (`Debug` and `Display`) and encoded as its text, as the
-/// `String` it replaces.
+/// its exact length. Most names are short, so that most cost no allocation (the 8 KB agent's
+/// 22 function names, 33 parameter names and 11 signature names: its compile 1,139.1 k ->
+/// 1,126.9 k instructions, a tiny snippet's 4,376 -> 4,258). Compared, hashed, printed
+/// (`Debug` and `Display`) and encoded as its text, as the `String` it replaces. (A list of
+/// parameters with two names inline as well cut 1.6 k of the compile but cost the verifier
+/// 0.4 k and the tiny compile 31: not done.)
 #[derive(Clone)]
 pub struct SmallStr(Text);
 
@@ -1531,7 +1534,7 @@ mod tests {
                 postcard::from_bytes::<SmallStr>(&encoded).expect("decodes"),
                 s
             );
-            let names = vec![s.clone(), SmallStr::from("x")];
+            let names = [s.clone(), SmallStr::from("x")];
             assert_eq!(names.join(", "), format!("{text}, x"));
         }
     }
