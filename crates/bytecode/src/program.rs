@@ -4,7 +4,9 @@
 use std::cell::Cell;
 use std::sync::Arc;
 
+pub use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
 use thiserror::Error;
 
 use crate::isa::{DecodeFault, Flow, Op, Operand, ISA_HASH};
@@ -37,296 +39,30 @@ pub enum Constant {
     String(StrUnits),
 }
 
-/// The UTF-16 code units of a string constant (a slice of them, by [`std::ops::Deref`]): up to
-/// [`StrUnits::INLINE`] units are kept in the value itself, a longer string in one allocation
-/// of its exact length. Most constants are short (property keys, short messages: 100 of the
-/// 109 strings of the 8 KB agent), so that most cost no allocation to build, and none a miss of
-/// the allocator's per-thread cache (~170 instructions each: that compile 1,158.5 k ->
-/// 1,140.3 k instructions; 15 units inline, a 32-byte constant, gave only 0.7 k more).
-/// Compared, printed (`Debug`) and encoded as its units: the encoding is that of a `Vec<u16>`.
-#[derive(Clone)]
-pub struct StrUnits(Units);
+/// The UTF-16 code units of a string constant: up to eight units are kept in the value itself,
+/// a longer string in one allocation. Most constants are short (property keys, short
+/// messages), so that most cost no allocation to build, and none a miss of the allocator's
+/// per-thread cache (~170 instructions each). Compared, printed (`Debug`) and encoded as its
+/// units: the encoding is that of a `Vec<u16>`.
+pub type StrUnits = SmallVec<[u16; 8]>;
 
-/// The two forms of [`StrUnits`]: 24 bytes either way (the length byte beside the units), so
-/// that a [`Constant`] is as large as it was with a `Vec<u16>`.
-#[derive(Clone)]
-enum Units {
-    /// The length (at most [`StrUnits::INLINE`]) and the units, the rest zero.
-    Inline(u8, [u16; StrUnits::INLINE]),
-    /// A longer string.
-    Heap(Box<[u16]>),
-}
-
-impl StrUnits {
-    /// The most units kept without an allocation.
-    pub const INLINE: usize = 11;
-
-    /// The units as a slice.
-    #[inline]
-    pub fn as_slice(&self) -> &[u16] {
-        match &self.0 {
-            Units::Inline(n, units) => units.get(..usize::from(*n)).unwrap_or(&[]),
-            Units::Heap(units) => units,
-        }
-    }
-
-    /// The string of `bytes` read as Latin-1 (each byte one unit: an ASCII string's units).
-    #[inline]
-    pub fn widen(bytes: &[u8]) -> StrUnits {
-        if bytes.len() <= Self::INLINE {
-            let mut units = [0u16; Self::INLINE];
-            for (u, &b) in units.iter_mut().zip(bytes) {
-                *u = u16::from(b);
-            }
-            StrUnits(Units::Inline(bytes.len() as u8, units))
-        } else {
-            StrUnits(Units::Heap(bytes.iter().map(|&b| u16::from(b)).collect()))
-        }
-    }
-}
-
-impl std::ops::Deref for StrUnits {
-    type Target = [u16];
-
-    #[inline]
-    fn deref(&self) -> &[u16] {
-        self.as_slice()
-    }
-}
-
-impl From<&[u16]> for StrUnits {
-    fn from(units: &[u16]) -> StrUnits {
-        if units.len() <= Self::INLINE {
-            let mut inline = [0u16; Self::INLINE];
-            for (u, &c) in inline.iter_mut().zip(units) {
-                *u = c;
-            }
-            StrUnits(Units::Inline(units.len() as u8, inline))
-        } else {
-            StrUnits(Units::Heap(units.into()))
-        }
-    }
-}
-
-impl From<Vec<u16>> for StrUnits {
-    /// (a long string keeps the vector's allocation, shrunk to its length)
-    fn from(units: Vec<u16>) -> StrUnits {
-        if units.len() <= Self::INLINE {
-            StrUnits::from(units.as_slice())
-        } else {
-            StrUnits(Units::Heap(units.into_boxed_slice()))
-        }
-    }
-}
-
-impl PartialEq for StrUnits {
-    fn eq(&self, other: &StrUnits) -> bool {
-        self.as_slice() == other.as_slice()
-    }
-}
-
-impl std::fmt::Debug for StrUnits {
-    /// As the units' slice (as a `Vec<u16>` prints).
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Debug::fmt(self.as_slice(), f)
-    }
-}
-
-impl Serialize for StrUnits {
-    /// As a `Vec<u16>` is: a sequence of the units.
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.as_slice().serialize(serializer)
-    }
-}
-
-impl<'de> Deserialize<'de> for StrUnits {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<StrUnits, D::Error> {
-        Vec::<u16>::deserialize(deserializer).map(StrUnits::from)
-    }
+/// The units of `bytes` read as Latin-1 (each byte one unit: an ASCII string's units).
+#[inline]
+pub fn widen(bytes: &[u8]) -> StrUnits {
+    bytes.iter().map(|&b| u16::from(b)).collect()
 }
 
 /// One function of a program.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Function {
     /// Its name (`<eval>` for a snippet).
-    pub name: SmallStr,
+    pub name: CompactString,
     /// Parameter names; argument `i` arrives in register `i`.
-    pub params: Vec<SmallStr>,
+    pub params: Vec<CompactString>,
     /// Registers in its frame (parameters included).
     pub nregs: u16,
     /// The instructions.
     pub code: Vec<Op>,
-}
-
-/// A function's or a parameter's name (a `str`, by [`std::ops::Deref`]): up to
-/// [`SmallStr::INLINE`] bytes are kept in the value itself, a longer name in one allocation of
-/// its exact length. Most names are short, so that most cost no allocation (the 8 KB agent's
-/// 22 function names, 33 parameter names and 11 signature names: its compile 1,139.1 k ->
-/// 1,126.9 k instructions, a tiny snippet's 4,376 -> 4,258). Compared, hashed, printed
-/// (`Debug` and `Display`) and encoded as its text, as the `String` it replaces. (A list of
-/// parameters with two names inline as well cut 1.6 k of the compile but cost the verifier
-/// 0.4 k and the tiny compile 31: not done.)
-#[derive(Clone)]
-pub struct SmallStr(Text);
-
-/// The two forms of [`SmallStr`]: 24 bytes either way (the length byte beside the bytes), as
-/// large as a `String`.
-#[derive(Clone)]
-enum Text {
-    /// The length (at most [`SmallStr::INLINE`]) and the bytes (of a `str`), the rest zero.
-    Inline(u8, [u8; SmallStr::INLINE]),
-    /// A longer name.
-    Heap(Box<str>),
-}
-
-impl SmallStr {
-    /// The most bytes kept without an allocation.
-    pub const INLINE: usize = 22;
-
-    /// The name as a `str`.
-    #[inline]
-    pub fn as_str(&self) -> &str {
-        match &self.0 {
-            // (the bytes are a whole `str`'s, copied in by `From<&str>`: this never fails)
-            Text::Inline(n, bytes) => bytes
-                .get(..usize::from(*n))
-                .and_then(|b| std::str::from_utf8(b).ok())
-                .unwrap_or(""),
-            Text::Heap(text) => text,
-        }
-    }
-}
-
-impl std::ops::Deref for SmallStr {
-    type Target = str;
-
-    #[inline]
-    fn deref(&self) -> &str {
-        self.as_str()
-    }
-}
-
-impl std::borrow::Borrow<str> for SmallStr {
-    fn borrow(&self) -> &str {
-        self.as_str()
-    }
-}
-
-impl AsRef<str> for SmallStr {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-
-impl From<&str> for SmallStr {
-    #[inline]
-    fn from(text: &str) -> SmallStr {
-        if text.len() <= Self::INLINE {
-            let mut bytes = [0u8; Self::INLINE];
-            for (b, &c) in bytes.iter_mut().zip(text.as_bytes()) {
-                *b = c;
-            }
-            SmallStr(Text::Inline(text.len() as u8, bytes))
-        } else {
-            SmallStr(Text::Heap(text.into()))
-        }
-    }
-}
-
-impl From<String> for SmallStr {
-    /// (a long name keeps the string's allocation, shrunk to its length)
-    fn from(text: String) -> SmallStr {
-        if text.len() <= Self::INLINE {
-            SmallStr::from(text.as_str())
-        } else {
-            SmallStr(Text::Heap(text.into_boxed_str()))
-        }
-    }
-}
-
-impl From<SmallStr> for String {
-    fn from(text: SmallStr) -> String {
-        match text.0 {
-            Text::Heap(text) => text.into(),
-            Text::Inline(..) => text.as_str().to_string(),
-        }
-    }
-}
-
-impl Default for SmallStr {
-    fn default() -> SmallStr {
-        SmallStr::from("")
-    }
-}
-
-impl PartialEq for SmallStr {
-    fn eq(&self, other: &SmallStr) -> bool {
-        self.as_str() == other.as_str()
-    }
-}
-
-impl Eq for SmallStr {}
-
-impl PartialEq<str> for SmallStr {
-    fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
-    }
-}
-
-impl PartialEq<&str> for SmallStr {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
-
-impl PartialEq<String> for SmallStr {
-    fn eq(&self, other: &String) -> bool {
-        self.as_str() == other
-    }
-}
-
-impl PartialEq<SmallStr> for String {
-    fn eq(&self, other: &SmallStr) -> bool {
-        self == other.as_str()
-    }
-}
-
-impl PartialEq<SmallStr> for &str {
-    fn eq(&self, other: &SmallStr) -> bool {
-        *self == other.as_str()
-    }
-}
-
-impl std::hash::Hash for SmallStr {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.as_str().hash(state);
-    }
-}
-
-impl std::fmt::Debug for SmallStr {
-    /// As the text (as a `String` prints).
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Debug::fmt(self.as_str(), f)
-    }
-}
-
-impl Serialize for SmallStr {
-    /// As a `String` is.
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.as_str().serialize(serializer)
-    }
-}
-
-impl<'de> Deserialize<'de> for SmallStr {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<SmallStr, D::Error> {
-        String::deserialize(deserializer).map(SmallStr::from)
-    }
-}
-
-impl std::fmt::Display for SmallStr {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
 }
 
 /// A position in the user's source: line 1-based, column 0-based (UTF-16 units).
@@ -361,7 +97,7 @@ pub enum TypeSpec {
     /// An array whose elements all match.
     Array(Box<TypeSpec>),
     /// An object with (at least) these typed keys.
-    Object(Vec<(SmallStr, TypeSpec)>),
+    Object(Vec<(CompactString, TypeSpec)>),
 }
 
 impl TypeSpec {
@@ -389,7 +125,7 @@ impl TypeSpec {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ParamSpec {
     /// Its name (the key of the arguments object).
-    pub name: SmallStr,
+    pub name: CompactString,
     /// Whether the caller must pass it.
     pub required: bool,
     /// The type its example value implies.
@@ -400,7 +136,7 @@ pub struct ParamSpec {
 #[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
 pub struct Signature {
     /// The entry's name.
-    pub name: SmallStr,
+    pub name: CompactString,
     /// Its parameters, in order (argument `i` arrives in register `i`).
     pub params: Vec<ParamSpec>,
 }
@@ -719,7 +455,7 @@ impl Program {
             }
             functions.push(Function {
                 name: wf.name.into(),
-                params: wf.params.into_iter().map(SmallStr::from).collect(),
+                params: wf.params.into_iter().map(CompactString::from).collect(),
                 nregs: wf.nregs,
                 code,
             });
@@ -1446,7 +1182,7 @@ mod tests {
 
     fn function(code: &[Op]) -> Function {
         Function {
-            name: SmallStr::default(),
+            name: CompactString::default(),
             params: Vec::new(),
             nregs: 2,
             code: insert_charges(code, &vec![(); code.len()]).0,
@@ -1464,29 +1200,15 @@ mod tests {
         }
     }
 
-    /// A string constant keeps its units inline up to `StrUnits::INLINE` and on the heap beyond,
-    /// reads, compares, prints and encodes as the `Vec<u16>` it was, and a constant is no
-    /// larger than with one.
+    /// String constants (a `SmallVec` of units) and names (a `CompactString`), short and long,
+    /// encode and print as the `Vec<u16>` and `String` they were declared as before: the
+    /// artifact format did not change with them.
     #[test]
-    fn string_units_behave_as_a_vector() {
-        assert_eq!(std::mem::size_of::<Constant>(), 24);
-        for n in [
-            0,
-            1,
-            StrUnits::INLINE - 1,
-            StrUnits::INLINE,
-            StrUnits::INLINE + 1,
-            40,
-        ] {
+    fn inline_strings_encode_as_vectors_and_strings() {
+        for n in [0, 1, 7, 8, 9, 23, 24, 25, 40] {
             let v: Vec<u16> = (0..n as u16).map(|u| u.wrapping_mul(40_503)).collect();
-            let s = StrUnits::from(v.clone());
-            assert_eq!(s.as_slice(), &v[..]);
-            assert_eq!(StrUnits::from(&v[..]), s);
-            assert_eq!(format!("{s:?}"), format!("{v:?}"));
-            let bytes: Vec<u8> = v.iter().map(|&u| u as u8).collect();
-            let wide: Vec<u16> = bytes.iter().map(|&b| u16::from(b)).collect();
-            assert_eq!(StrUnits::widen(&bytes).as_slice(), &wide[..]);
-            let (c, old) = (Constant::String(s), OldConstant::String(v.clone()));
+            let c = Constant::String(StrUnits::from_slice(&v));
+            let old = OldConstant::String(v.clone());
             let encoded = postcard::to_stdvec(&c).expect("encodes");
             assert_eq!(encoded, postcard::to_stdvec(&old).expect("encodes"));
             assert_eq!(
@@ -1494,6 +1216,19 @@ mod tests {
                 c
             );
             assert_eq!(format!("{c:?}"), format!("{old:?}"));
+            let bytes: Vec<u8> = v.iter().map(|&u| u as u8).collect();
+            let wide: Vec<u16> = bytes.iter().map(|&b| u16::from(b)).collect();
+            assert_eq!(widen(&bytes).as_slice(), &wide[..]);
+            // (a two-byte character across the inline limit)
+            let text: String = "aé".chars().cycle().take(n).collect();
+            let name = CompactString::from(text.as_str());
+            let encoded = postcard::to_stdvec(&name).expect("encodes");
+            assert_eq!(encoded, postcard::to_stdvec(&text).expect("encodes"));
+            assert_eq!(
+                postcard::from_bytes::<CompactString>(&encoded).expect("decodes"),
+                name
+            );
+            assert_eq!(format!("{name:?} {name}"), format!("{text:?} {text}"));
         }
         /// `Constant` as it was declared with a vector.
         #[derive(Debug, Serialize)]
@@ -1501,41 +1236,6 @@ mod tests {
             #[allow(dead_code)]
             Number(f64),
             String(Vec<u16>),
-        }
-    }
-
-    /// A name keeps its text inline up to `SmallStr::INLINE` bytes and on the heap beyond,
-    /// reads, compares, prints and encodes as the `String` it was, and is no larger than one.
-    #[test]
-    fn small_strings_behave_as_strings() {
-        assert_eq!(
-            std::mem::size_of::<SmallStr>(),
-            std::mem::size_of::<String>()
-        );
-        for n in [
-            0,
-            1,
-            SmallStr::INLINE - 1,
-            SmallStr::INLINE,
-            SmallStr::INLINE + 1,
-            40,
-        ] {
-            // (with a two-byte character across the inline limit)
-            let text: String = "aé".chars().cycle().take(n).collect();
-            let s = SmallStr::from(text.as_str());
-            assert_eq!(s.as_str(), text);
-            assert_eq!(SmallStr::from(text.clone()), s);
-            assert_eq!(String::from(s.clone()), text);
-            assert!(s == text.as_str() && text == s);
-            assert_eq!(format!("{s:?} {s}"), format!("{text:?} {text}"));
-            let encoded = postcard::to_stdvec(&s).expect("encodes");
-            assert_eq!(encoded, postcard::to_stdvec(&text).expect("encodes"));
-            assert_eq!(
-                postcard::from_bytes::<SmallStr>(&encoded).expect("decodes"),
-                s
-            );
-            let names = [s.clone(), SmallStr::from("x")];
-            assert_eq!(names.join(", "), format!("{text}, x"));
         }
     }
 
@@ -1677,7 +1377,7 @@ mod tests {
     fn too_much_code_in_all_is_refused() {
         let half = MAX_CODE_LEN / 2;
         let long = |n: usize| Function {
-            name: SmallStr::default(),
+            name: CompactString::default(),
             params: Vec::new(),
             nregs: 1,
             code: vec![Op::LoadUndef { dst: Dst(0) }; n],
@@ -1705,7 +1405,7 @@ mod tests {
         let program = |nconst: usize, nfuncs: usize, natoms: usize| Program {
             functions: (0..nfuncs.max(1))
                 .map(|_| Function {
-                    name: SmallStr::default(),
+                    name: CompactString::default(),
                     params: Vec::new(),
                     nregs: 0,
                     code: Vec::new(),
@@ -1954,8 +1654,8 @@ mod tests {
                     }
                 }
                 functions.push(Function {
-                    name: SmallStr::default(),
-                    params: vec![SmallStr::default(); below(3, &mut next).min(nregs as usize)],
+                    name: CompactString::default(),
+                    params: vec![CompactString::default(); below(3, &mut next).min(nregs as usize)],
                     nregs,
                     code,
                 });

@@ -16,7 +16,7 @@ use ajs_bytecode::isa::{
 };
 use ajs_bytecode::natives::{NativeId, MATH_CONSTANTS, NUMBER_CONSTANTS};
 use ajs_bytecode::program::{
-    Constant, DebugInfo, Function, SmallStr, SourcePos, StrUnits, MAX_CONSTANTS,
+    widen, CompactString, Constant, DebugInfo, Function, SourcePos, StrUnits, MAX_CONSTANTS,
 };
 use ajs_bytecode::{Op, Program};
 use oxc_ast::ast::*;
@@ -634,7 +634,8 @@ thread_local! {
 
 /// Hands a program that is no longer needed to this thread's next compile, which builds its own
 /// program in the allocations of this one (its functions' instructions, positions and lists of
-/// parameter names; the names themselves are `SmallStr`s, most of them without an allocation)
+/// parameter names; the names themselves are `CompactString`s, most of them without an
+/// allocation)
 /// instead of allocating them. A big program is dropped instead; a compile on another thread
 /// does not see it. Its contents are never read: only its capacity is reused.
 pub fn recycle(program: Program) {
@@ -1511,8 +1512,8 @@ impl<'o> Lowerer<'o> {
             }
         }
         let units = match units {
-            Cow::Owned(units) => StrUnits::from(units),
-            Cow::Borrowed(units) => StrUnits::from(units),
+            Cow::Owned(units) => StrUnits::from_vec(units),
+            Cow::Borrowed(units) => StrUnits::from_slice(units),
         };
         let k = self.add_constant(Constant::String(units), span)?;
         self.str_map.fill(slot, k);
@@ -1532,7 +1533,7 @@ impl<'o> Lowerer<'o> {
             Ok(k) => return Ok(k),
             Err(miss) => miss,
         };
-        let k = self.add_constant(Constant::String(StrUnits::from(units)), span)?;
+        let k = self.add_constant(Constant::String(StrUnits::from_slice(units)), span)?;
         self.str_map.keyed().insert(hash, collided, units, k);
         Ok(k)
     }
@@ -1566,7 +1567,7 @@ impl<'o> Lowerer<'o> {
             }
             match self.str_map.slots.get(slot).copied() {
                 Some(NO_STRING) => {
-                    let k = self.add_constant(Constant::String(StrUnits::widen(bytes)), span)?;
+                    let k = self.add_constant(Constant::String(widen(bytes)), span)?;
                     self.str_map.fill(slot, k);
                     return Ok(k);
                 }
@@ -1584,8 +1585,7 @@ impl<'o> Lowerer<'o> {
                 if self.constants.len() >= MAX_CONSTANTS {
                     return fail(span, "too many constants (more than 65535)");
                 }
-                self.constants
-                    .push(Constant::String(StrUnits::widen(bytes)));
+                self.constants.push(Constant::String(widen(bytes)));
                 let k = (self.constants.len() - 1) as u16;
                 e.insert(k);
                 Ok(k)
@@ -1860,7 +1860,7 @@ impl<'o> Lowerer<'o> {
         let (code, pos) = out.finish();
         self.bufs.marks = marks;
         let function = Function {
-            name: SmallStr::from(name),
+            name: CompactString::from(name),
             params,
             nregs: nregs as u16,
             code,
@@ -3643,10 +3643,10 @@ fn put_str(v: &mut Vec<String>, i: usize, text: &str) {
 
 /// Sets name `i` of `v` (at most one past its end) to `text`.
 #[inline]
-fn put_name(v: &mut Vec<SmallStr>, i: usize, text: &str) {
+fn put_name(v: &mut Vec<CompactString>, i: usize, text: &str) {
     match v.get_mut(i) {
-        Some(s) => *s = SmallStr::from(text),
-        None => v.push(SmallStr::from(text)),
+        Some(s) => *s = CompactString::from(text),
+        None => v.push(CompactString::from(text)),
     }
 }
 
