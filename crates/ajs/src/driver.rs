@@ -148,8 +148,8 @@ pub(crate) fn json_object_len_within<'a>(
 }
 
 /// The length of the JSON text of an object with these entries, without building it.
-pub(crate) fn json_object_len<'a>(
-    entries: impl Iterator<Item = (&'a String, &'a serde_json::Value)>,
+pub(crate) fn json_object_len<'a, K: serde::Serialize + ?Sized + 'a>(
+    entries: impl Iterator<Item = (&'a K, &'a serde_json::Value)>,
 ) -> usize {
     let mut c = Count(0);
     let mut n = 0usize;

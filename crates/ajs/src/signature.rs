@@ -16,7 +16,7 @@ fn matches(ty: &TypeSpec, v: &serde_json::Value) -> bool {
         (TypeSpec::Array(t), J::Array(items)) => items.iter().all(|i| matches(t, i)),
         (TypeSpec::Object(props), J::Object(m)) => props
             .iter()
-            .all(|(k, t)| m.get(k).is_none_or(|x| matches(t, x))),
+            .all(|(k, t)| m.get(k.as_str()).is_none_or(|x| matches(t, x))),
         _ => false,
     }
 }
@@ -32,12 +32,15 @@ pub(crate) fn check_args(
         return Ok(entry
             .params
             .iter()
-            .map(|p| args.get(p).map_or(JsValue::Undefined, JsValue::from_json))
+            .map(|p| {
+                args.get(p.as_str())
+                    .map_or(JsValue::Undefined, JsValue::from_json)
+            })
             .collect());
     };
     let unknown: Vec<&String> = args
         .keys()
-        .filter(|k| !sig.params.iter().any(|p| &p.name == *k))
+        .filter(|k| !sig.params.iter().any(|p| p.name == **k))
         .collect();
     if !unknown.is_empty() {
         let names: Vec<String> = unknown.iter().map(|k| format!("'{k}'")).collect();
@@ -56,7 +59,7 @@ pub(crate) fn check_args(
     }
     let mut out = Vec::with_capacity(sig.params.len());
     for p in &sig.params {
-        match args.get(&p.name) {
+        match args.get(p.name.as_str()) {
             None if p.required => {
                 return Err(format!(
                     "Missing required argument '{}' ({})",

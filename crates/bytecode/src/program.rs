@@ -4,7 +4,9 @@
 use std::cell::Cell;
 use std::sync::Arc;
 
+pub use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
 use thiserror::Error;
 
 use crate::isa::{DecodeFault, Flow, Op, Operand, ISA_HASH};
@@ -34,16 +36,29 @@ pub enum Constant {
     /// A number.
     Number(f64),
     /// A string, as UTF-16 code units.
-    String(Vec<u16>),
+    String(StrUnits),
+}
+
+/// The UTF-16 code units of a string constant: up to eight units are kept in the value itself,
+/// a longer string in one allocation. Most constants are short (property keys, short
+/// messages), so that most cost no allocation to build, and none a miss of the allocator's
+/// per-thread cache (~170 instructions each). Compared, printed (`Debug`) and encoded as its
+/// units: the encoding is that of a `Vec<u16>`.
+pub type StrUnits = SmallVec<[u16; 8]>;
+
+/// The units of `bytes` read as Latin-1 (each byte one unit: an ASCII string's units).
+#[inline]
+pub fn widen(bytes: &[u8]) -> StrUnits {
+    bytes.iter().map(|&b| u16::from(b)).collect()
 }
 
 /// One function of a program.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Function {
     /// Its name (`<eval>` for a snippet).
-    pub name: String,
+    pub name: CompactString,
     /// Parameter names; argument `i` arrives in register `i`.
-    pub params: Vec<String>,
+    pub params: Vec<CompactString>,
     /// Registers in its frame (parameters included).
     pub nregs: u16,
     /// The instructions.
@@ -82,7 +97,7 @@ pub enum TypeSpec {
     /// An array whose elements all match.
     Array(Box<TypeSpec>),
     /// An object with (at least) these typed keys.
-    Object(Vec<(String, TypeSpec)>),
+    Object(Vec<(CompactString, TypeSpec)>),
 }
 
 impl TypeSpec {
@@ -110,7 +125,7 @@ impl TypeSpec {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ParamSpec {
     /// Its name (the key of the arguments object).
-    pub name: String,
+    pub name: CompactString,
     /// Whether the caller must pass it.
     pub required: bool,
     /// The type its example value implies.
@@ -121,7 +136,7 @@ pub struct ParamSpec {
 #[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
 pub struct Signature {
     /// The entry's name.
-    pub name: String,
+    pub name: CompactString,
     /// Its parameters, in order (argument `i` arrives in register `i`).
     pub params: Vec<ParamSpec>,
 }
@@ -334,8 +349,8 @@ impl Program {
                         op.encode(&mut code);
                     }
                     WireFunction {
-                        name: f.name.clone(),
-                        params: f.params.clone(),
+                        name: f.name.to_string(),
+                        params: f.params.iter().map(|p| p.to_string()).collect(),
                         nregs: f.nregs,
                         code,
                     }
@@ -439,8 +454,8 @@ impl Program {
                 }
             }
             functions.push(Function {
-                name: wf.name,
-                params: wf.params,
+                name: wf.name.into(),
+                params: wf.params.into_iter().map(CompactString::from).collect(),
                 nregs: wf.nregs,
                 code,
             });
@@ -1167,7 +1182,7 @@ mod tests {
 
     fn function(code: &[Op]) -> Function {
         Function {
-            name: String::new(),
+            name: CompactString::default(),
             params: Vec::new(),
             nregs: 2,
             code: insert_charges(code, &vec![(); code.len()]).0,
@@ -1182,6 +1197,45 @@ mod tests {
             entry: 0,
             debug: None,
             signature: None,
+        }
+    }
+
+    /// String constants (a `SmallVec` of units) and names (a `CompactString`), short and long,
+    /// encode and print as the `Vec<u16>` and `String` they were declared as before: the
+    /// artifact format did not change with them.
+    #[test]
+    fn inline_strings_encode_as_vectors_and_strings() {
+        for n in [0, 1, 7, 8, 9, 23, 24, 25, 40] {
+            let v: Vec<u16> = (0..n as u16).map(|u| u.wrapping_mul(40_503)).collect();
+            let c = Constant::String(StrUnits::from_slice(&v));
+            let old = OldConstant::String(v.clone());
+            let encoded = postcard::to_stdvec(&c).expect("encodes");
+            assert_eq!(encoded, postcard::to_stdvec(&old).expect("encodes"));
+            assert_eq!(
+                postcard::from_bytes::<Constant>(&encoded).expect("decodes"),
+                c
+            );
+            assert_eq!(format!("{c:?}"), format!("{old:?}"));
+            let bytes: Vec<u8> = v.iter().map(|&u| u as u8).collect();
+            let wide: Vec<u16> = bytes.iter().map(|&b| u16::from(b)).collect();
+            assert_eq!(widen(&bytes).as_slice(), &wide[..]);
+            // (a two-byte character across the inline limit)
+            let text: String = "aé".chars().cycle().take(n).collect();
+            let name = CompactString::from(text.as_str());
+            let encoded = postcard::to_stdvec(&name).expect("encodes");
+            assert_eq!(encoded, postcard::to_stdvec(&text).expect("encodes"));
+            assert_eq!(
+                postcard::from_bytes::<CompactString>(&encoded).expect("decodes"),
+                name
+            );
+            assert_eq!(format!("{name:?} {name}"), format!("{text:?} {text}"));
+        }
+        /// `Constant` as it was declared with a vector.
+        #[derive(Debug, Serialize)]
+        enum OldConstant {
+            #[allow(dead_code)]
+            Number(f64),
+            String(Vec<u16>),
         }
     }
 
@@ -1323,7 +1377,7 @@ mod tests {
     fn too_much_code_in_all_is_refused() {
         let half = MAX_CODE_LEN / 2;
         let long = |n: usize| Function {
-            name: String::new(),
+            name: CompactString::default(),
             params: Vec::new(),
             nregs: 1,
             code: vec![Op::LoadUndef { dst: Dst(0) }; n],
@@ -1351,7 +1405,7 @@ mod tests {
         let program = |nconst: usize, nfuncs: usize, natoms: usize| Program {
             functions: (0..nfuncs.max(1))
                 .map(|_| Function {
-                    name: String::new(),
+                    name: CompactString::default(),
                     params: Vec::new(),
                     nregs: 0,
                     code: Vec::new(),
@@ -1362,7 +1416,7 @@ mod tests {
                     if k % 3 == 0 {
                         Constant::Number(k as f64)
                     } else {
-                        Constant::String(vec![b'a' as u16; k % 5])
+                        Constant::String(vec![b'a' as u16; k % 5].into())
                     }
                 })
                 .collect(),
@@ -1600,8 +1654,8 @@ mod tests {
                     }
                 }
                 functions.push(Function {
-                    name: String::new(),
-                    params: vec![String::new(); below(3, &mut next).min(nregs as usize)],
+                    name: CompactString::default(),
+                    params: vec![CompactString::default(); below(3, &mut next).min(nregs as usize)],
                     nregs,
                     code,
                 });
@@ -1610,7 +1664,7 @@ mod tests {
             p.constants = (0..4 + below(5, &mut next))
                 .map(|k| {
                     if k % 4 != 3 {
-                        Constant::String(Vec::new())
+                        Constant::String(Vec::new().into())
                     } else {
                         Constant::Number(0.0)
                     }

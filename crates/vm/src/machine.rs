@@ -913,7 +913,7 @@ impl Vm {
                 Constant::Number(n) => Value::Num(*n),
                 Constant::String(s) => {
                     let t = type_name_index(s);
-                    let units = s.clone().into_boxed_slice();
+                    let units = Box::<[u16]>::from(s.as_slice());
                     let v = Value::Str(self.alloc_str_raw(units).map_err(fault_to_error)?);
                     if let Some(t) = t {
                         self.typeof_consts[t] = v;

@@ -203,11 +203,11 @@ fn agent_program(
         params_of(f, raw_params, is_entry, name, &mut params)?;
         if is_entry {
             signature = Some(Signature {
-                name: name.to_string(),
+                name: CompactString::from(name),
                 params: params
                     .iter()
                     .map(|p| ParamSpec {
-                        name: p.name.to_string(),
+                        name: CompactString::from(p.name),
                         required: p.required,
                         ty: p.default.map_or(TypeSpec::Any, infer_type),
                     })
@@ -384,7 +384,7 @@ fn infer_type(e: &Expression) -> TypeSpec {
             for p in &o.properties {
                 if let ObjectPropertyKind::ObjectProperty(p) = p {
                     if let Some(k) = p.key.static_name() {
-                        props.push((k.to_string(), infer_type(&p.value)));
+                        props.push((CompactString::from(&*k), infer_type(&p.value)));
                     }
                 }
             }
