@@ -274,8 +274,6 @@ impl Frames {
     }
 
     /// One more spare slot, when the depth limit allows it (`Call`'s cold path).
-    #[cold]
-    #[inline(never)]
     fn grow(&mut self, max_depth: usize) -> bool {
         // (below `u32::MAX` frames, so that `top` is exact)
         if self.depth >= max_depth || self.depth >= MAX_FRAMES {
@@ -285,6 +283,28 @@ impl Frames {
         self.slots.push(Frame::DEAD);
         true
     }
+}
+
+/// One more spare frame slot (`Call`'s cold path), or the call depth error of a call to
+/// `callee`.
+#[cold]
+#[inline(never)]
+fn grow_frames(
+    frames: &mut Frames,
+    max_depth: usize,
+    program: &VerifiedProgram,
+    callee: u16,
+) -> Result<(), RunError> {
+    if frames.grow(max_depth) {
+        return Ok(());
+    }
+    let name = &program.functions[callee as usize].name;
+    Err(RunError::new(
+        ErrorKind::CallDepth,
+        format!(
+            "Maximum helper call depth ({max_depth}) exceeded — likely infinite recursion in '{name}'"
+        ),
+    ))
 }
 
 /// Most frames a run may hold, whatever its depth limit (see `Frames::top`; a run of this
@@ -1812,23 +1832,17 @@ impl Vm {
                     // the caller's frame and the slot above it, in one bounds check (see
                     // `Frames`: the slot exists only below the depth limit)
                     let top = self.frames.top();
-                    let pair = match self.frames.slots.get_mut(top..top.wrapping_add(2)) {
-                        Some(pair) => pair,
-                        None => {
-                            if !self.frames.grow(self.max_call_depth) {
-                                save_pc!();
-                                let name = &prog.functions[callee.0 as usize].name;
-                                break 'run Err(Fault::Fatal(RunError::new(
-                                    ErrorKind::CallDepth,
-                                    format!("Maximum helper call depth ({}) exceeded — likely infinite recursion in '{name}'", self.max_call_depth),
-                                )));
-                            }
-                            tryop!(self
-                                .frames
-                                .slots
-                                .get_mut(top..top.wrapping_add(2))
-                                .ok_or_else(|| Fault::Fatal(malformed_frames())))
+                    let Some(pair) = self.frames.slots.get_mut(top..top.wrapping_add(2)) else {
+                        // one more spare slot, and this `Call` again (nothing written yet; no
+                        // operand is live across the growth, so that the hot path need not
+                        // keep them in registers a call preserves)
+                        if let Err(e) =
+                            grow_frames(&mut self.frames, self.max_call_depth, &prog, callee.0)
+                        {
+                            save_pc!();
+                            break 'run Err(Fault::Fatal(e));
                         }
+                        continue;
                     };
                     let [caller, slot] = pair else {
                         save_pc!();
