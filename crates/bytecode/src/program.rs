@@ -929,6 +929,8 @@ pub struct Entry {
     /// whether it has at most one parameter and at most [`Entry::SMALL_REGS`] registers (a
     /// call's usual case, tested once)
     pub small: bool,
+    /// whether it is [`Entry::small`] with one parameter (the usual call, tested once)
+    pub unary: bool,
 }
 
 impl Entry {
@@ -940,6 +942,7 @@ impl Entry {
             start,
             nregs: f.nregs,
             small: f.params.len() <= 1 && f.nregs <= Entry::SMALL_REGS,
+            unary: f.params.len() == 1 && f.nregs <= Entry::SMALL_REGS,
         }
     }
 }
@@ -1213,12 +1216,14 @@ mod tests {
                 Entry {
                     start: 0,
                     nregs: 2,
-                    small: true
+                    small: true,
+                    unary: false
                 },
                 Entry {
                     start,
                     nregs: 2,
-                    small: true
+                    small: true,
+                    unary: false
                 }
             ]
         );

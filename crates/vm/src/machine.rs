@@ -1869,17 +1869,21 @@ impl Vm {
                     self.frames.depth = top.wrapping_add(2);
                     nregs_cur = nregs;
                     pc = f.start as usize;
-                    // (`small`: the callee has at most one parameter, `argc`, and at most
-                    // `WINDOW_FILL` registers)
-                    if !SLOW && f.small {
+                    // (`unary`: the callee has one parameter, so `argc` is 1, and at most
+                    // `WINDOW_FILL` registers; `small`: at most one parameter. One test for the
+                    // usual call, not `small` and then `argc`: fib 51.12 -> 50.88 M
+                    // instructions)
+                    if !SLOW && f.unary {
                         // the common case (one argument, a small frame): a fixed-size copy (no
                         // call) through the callee's window; what it writes above the frame is
                         // dead. The argument was read before the window moves.
                         w = window_at!(new_base);
                         w[..WINDOW_FILL].copy_from_slice(&UNDEFINED);
-                        if argc == 1 {
-                            w[0] = first;
-                        }
+                        w[0] = first;
+                    } else if !SLOW && f.small {
+                        // no argument, a small frame
+                        w = window_at!(new_base);
+                        w[..WINDOW_FILL].copy_from_slice(&UNDEFINED);
                     } else {
                         let start = base + b.0 as usize;
                         // (`nregs` alone would do; with the `max` LLVM lays the dispatch loop
