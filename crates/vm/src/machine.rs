@@ -1877,12 +1877,14 @@ impl Vm {
                         // the common case (one argument, a small frame): a fixed-size copy (no
                         // call) through the callee's window; what it writes above the frame is
                         // dead. The argument was read before the window moves.
-                        w = window_at!(new_base);
+                        // (the base as the frame holds it, in `u32`: its window's end then
+                        // cannot overflow, one test fewer; fib 50.88 -> 50.39 M instructions)
+                        w = window_at!(new_base as u32 as usize);
                         w[..WINDOW_FILL].copy_from_slice(&UNDEFINED);
                         w[0] = first;
                     } else if !SLOW && f.small {
                         // no argument, a small frame
-                        w = window_at!(new_base);
+                        w = window_at!(new_base as u32 as usize);
                         w[..WINDOW_FILL].copy_from_slice(&UNDEFINED);
                     } else {
                         let start = base + b.0 as usize;
