@@ -941,9 +941,11 @@ pub struct Entry {
     pub start: u32,
     /// its registers
     pub nregs: u16,
-    /// whether it has at most one parameter and at most [`Entry::SMALL_REGS`] registers (a
+    /// whether it has at most two parameters and at most [`Entry::SMALL_REGS`] registers (a
     /// call's usual case, tested once)
     pub small: bool,
+    /// whether it is [`Entry::small`] with one parameter (the usual call, tested once)
+    pub unary: bool,
 }
 
 impl Entry {
@@ -954,7 +956,8 @@ impl Entry {
         Entry {
             start,
             nregs: f.nregs,
-            small: f.params.len() <= 1 && f.nregs <= Entry::SMALL_REGS,
+            small: f.params.len() <= 2 && f.nregs <= Entry::SMALL_REGS,
+            unary: f.params.len() == 1 && f.nregs <= Entry::SMALL_REGS,
         }
     }
 }
@@ -1267,12 +1270,14 @@ mod tests {
                 Entry {
                     start: 0,
                     nregs: 2,
-                    small: true
+                    small: true,
+                    unary: false
                 },
                 Entry {
                     start,
                     nregs: 2,
-                    small: true
+                    small: true,
+                    unary: false
                 }
             ]
         );

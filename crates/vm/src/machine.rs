@@ -274,8 +274,6 @@ impl Frames {
     }
 
     /// One more spare slot, when the depth limit allows it (`Call`'s cold path).
-    #[cold]
-    #[inline(never)]
     fn grow(&mut self, max_depth: usize) -> bool {
         // (below `u32::MAX` frames, so that `top` is exact)
         if self.depth >= max_depth || self.depth >= MAX_FRAMES {
@@ -285,6 +283,28 @@ impl Frames {
         self.slots.push(Frame::DEAD);
         true
     }
+}
+
+/// One more spare frame slot (`Call`'s cold path), or the call depth error of a call to
+/// `callee`.
+#[cold]
+#[inline(never)]
+fn grow_frames(
+    frames: &mut Frames,
+    max_depth: usize,
+    program: &VerifiedProgram,
+    callee: u16,
+) -> Result<(), RunError> {
+    if frames.grow(max_depth) {
+        return Ok(());
+    }
+    let name = &program.functions[callee as usize].name;
+    Err(RunError::new(
+        ErrorKind::CallDepth,
+        format!(
+            "Maximum helper call depth ({max_depth}) exceeded — likely infinite recursion in '{name}'"
+        ),
+    ))
 }
 
 /// Most frames a run may hold, whatever its depth limit (see `Frames::top`; a run of this
@@ -389,6 +409,24 @@ fn grown_window<const W: usize>(regs: &mut Vec<Value>, base: usize) -> &mut [Val
     match (&mut regs[base..base + W]).try_into() {
         Ok(w) => w,
         Err(_) => unreachable!("the slice is W long"),
+    }
+}
+
+/// A callee's registers on `Call`'s general path (more than two parameters, or more than
+/// [`WINDOW_FILL`] registers): the register file grown to hold them, filled with
+/// `undefined`, the `argc` arguments from `start` copied in. Out of line (its loops and the
+/// growth's call kept out of the dispatch loop's allocation; with the two-parameter small
+/// path: array 8.87 -> 8.81 M instructions, template 8.39 -> 8.33 M, a two-parameter fib(25)
+/// 78.07 -> 58.40 M, fib unchanged).
+#[inline(never)]
+fn call_registers(regs: &mut Vec<Value>, start: usize, new_base: usize, argc: usize, nregs: usize) {
+    let need = new_base + nregs.max(WINDOW_FILL);
+    if regs.len() < need {
+        regs.resize(need, Value::Undefined);
+    }
+    regs[new_base..new_base + nregs].fill(Value::Undefined);
+    for i in 0..argc {
+        regs[new_base + i] = regs[start + i];
     }
 }
 
@@ -1291,6 +1329,7 @@ impl Vm {
         };
         // every function's code, in one array: a call or return only moves the pc
         let code = prog.code();
+        let entries = prog.entries();
         // the running frame, kept in locals (`Call` and `Return` switch them)
         let mut nregs_cur = prog.functions[func as usize].nregs as usize;
         let mut pc = pc as usize;
@@ -1695,8 +1734,6 @@ impl Vm {
                     // the common case: back to a caller from a frame that opened no handler
                     // or batch (the entry frame is marked as if it had); the two frames in one
                     // bounds check (`None` when there is no caller)
-                    // (the result read first: fib 57.67 -> 57.43 M instructions)
-                    let v = r!(src);
                     let below = self.frames.top_but(1);
                     if let Some(&[caller, done]) =
                         self.frames.slots.get(below..below.wrapping_add(2))
@@ -1705,6 +1742,10 @@ impl Vm {
                             // (the slow path below)
                         } else {
                             self.frames.depth = n - 1;
+                            // (the result read here, not before the frames: read first, it was
+                            // live into the slow path, where calls are, and was kept on the
+                            // stack; fib 52.09 -> 51.61 M instructions)
+                            let v = r!(src);
                             switch_to!(caller, done);
                             // (through the caller's window: the verifier checked `dst`
                             // against the caller's registers)
@@ -1712,8 +1753,6 @@ impl Vm {
                             continue;
                         }
                     }
-                    // (read again, the same value: without this read LLVM allocates the loop
-                    // differently, and fib went 57.43 -> 60.83 M instructions)
                     let v = r!(src);
                     let depth = n.saturating_sub(1);
                     while self.tries.last().is_some_and(|t| t.frame as usize >= depth) {
@@ -1798,10 +1837,10 @@ impl Vm {
                     base: b,
                     argc,
                 } => {
-                    // (the callee's start and registers; read through `prog` here, not kept in
-                    // a local before the loop: with it kept, LLVM spills the code pointer, and
-                    // the `while` loop went 112.0 -> 114.0 M instructions)
-                    let f = prog.entries()[callee.0 as usize];
+                    // (the callee's start and registers, from the entries kept in a local
+                    // before the loop: fib 51.61 -> 51.12 M instructions, `while` unchanged;
+                    // under an earlier allocation the local cost `while` 112.0 -> 114.0 M)
+                    let f = entries[callee.0 as usize];
                     // the first argument, read early (the fast path below copies it; a masked
                     // read, harmless when unused): fib 57.43 -> 57.19 M instructions
                     let first = if SLOW {
@@ -1812,23 +1851,17 @@ impl Vm {
                     // the caller's frame and the slot above it, in one bounds check (see
                     // `Frames`: the slot exists only below the depth limit)
                     let top = self.frames.top();
-                    let pair = match self.frames.slots.get_mut(top..top.wrapping_add(2)) {
-                        Some(pair) => pair,
-                        None => {
-                            if !self.frames.grow(self.max_call_depth) {
-                                save_pc!();
-                                let name = &prog.functions[callee.0 as usize].name;
-                                break 'run Err(Fault::Fatal(RunError::new(
-                                    ErrorKind::CallDepth,
-                                    format!("Maximum helper call depth ({}) exceeded — likely infinite recursion in '{name}'", self.max_call_depth),
-                                )));
-                            }
-                            tryop!(self
-                                .frames
-                                .slots
-                                .get_mut(top..top.wrapping_add(2))
-                                .ok_or_else(|| Fault::Fatal(malformed_frames())))
+                    let Some(pair) = self.frames.slots.get_mut(top..top.wrapping_add(2)) else {
+                        // one more spare slot, and this `Call` again (nothing written yet; no
+                        // operand is live across the growth, so that the hot path need not
+                        // keep them in registers a call preserves)
+                        if let Err(e) =
+                            grow_frames(&mut self.frames, self.max_call_depth, &prog, callee.0)
+                        {
+                            save_pc!();
+                            break 'run Err(Fault::Fatal(e));
                         }
+                        continue;
                     };
                     let [caller, slot] = pair else {
                         save_pc!();
@@ -1854,29 +1887,35 @@ impl Vm {
                     self.frames.depth = top.wrapping_add(2);
                     nregs_cur = nregs;
                     pc = f.start as usize;
-                    // (`small`: the callee has at most one parameter, `argc`, and at most
-                    // `WINDOW_FILL` registers)
-                    if !SLOW && f.small {
+                    // (`unary`: the callee has one parameter, so `argc` is 1, and at most
+                    // `WINDOW_FILL` registers; `small`: at most two parameters. One test for the
+                    // usual call, not `small` and then `argc`: fib 51.12 -> 50.88 M
+                    // instructions)
+                    if !SLOW && f.unary {
                         // the common case (one argument, a small frame): a fixed-size copy (no
                         // call) through the callee's window; what it writes above the frame is
                         // dead. The argument was read before the window moves.
-                        w = window_at!(new_base);
+                        // (the base as the frame holds it, in `u32`: its window's end then
+                        // cannot overflow, one test fewer; fib 50.88 -> 50.39 M instructions)
+                        w = window_at!(new_base as u32 as usize);
                         w[..WINDOW_FILL].copy_from_slice(&UNDEFINED);
-                        if argc == 1 {
-                            w[0] = first;
+                        w[0] = first;
+                    } else if !SLOW && f.small {
+                        // no argument or two, a small frame (the arguments read before the
+                        // window moves; each case with its own window: with one window and
+                        // the arguments written under a test, fib 50.39 -> 50.88 M)
+                        if argc == 2 {
+                            let (a0, a1) = (ri!(b.0 as usize), ri!(b.0 as usize + 1));
+                            w = window_at!(new_base as u32 as usize);
+                            w[..WINDOW_FILL].copy_from_slice(&UNDEFINED);
+                            w[0] = a0;
+                            w[1] = a1;
+                        } else {
+                            w = window_at!(new_base as u32 as usize);
+                            w[..WINDOW_FILL].copy_from_slice(&UNDEFINED);
                         }
                     } else {
-                        let start = base + b.0 as usize;
-                        // (`nregs` alone would do; with the `max` LLVM lays the dispatch loop
-                        // out better: while 144.0 M instructions without it, 143.0 M with)
-                        let need = new_base + nregs.max(WINDOW_FILL);
-                        if self.regs.len() < need {
-                            self.regs.resize(need, Value::Undefined);
-                        }
-                        self.regs[new_base..new_base + nregs].fill(Value::Undefined);
-                        for i in 0..argc {
-                            self.regs[new_base + i] = self.regs[start + i];
-                        }
+                        call_registers(&mut self.regs, base + b.0 as usize, new_base, argc, nregs);
                         w = window_at!(new_base);
                     }
                     enter_block!();
