@@ -792,89 +792,26 @@ impl Op {
     /// such an integer (see [`Int::of`]).
     #[inline]
     pub fn with_int_operand(&self, int_of: impl Fn(Const) -> Option<Int>) -> Option<Op> {
-        Some(match *self {
-            Op::AddK { dst, a, k } => Op::AddI {
-                dst,
-                a,
-                i: int_of(k)?,
-            },
-            Op::SubK { dst, a, k } => Op::SubI {
-                dst,
-                a,
-                i: int_of(k)?,
-            },
-            Op::MulK { dst, a, k } => Op::MulI {
-                dst,
-                a,
-                i: int_of(k)?,
-            },
-            Op::ModK { dst, a, k } => Op::ModI {
-                dst,
-                a,
-                i: int_of(k)?,
-            },
-            Op::StrictEqK { dst, a, k } => Op::StrictEqI {
-                dst,
-                a,
-                i: int_of(k)?,
-            },
-            Op::StrictNeK { dst, a, k } => Op::StrictNeI {
-                dst,
-                a,
-                i: int_of(k)?,
-            },
-            Op::JumpIfLtK { a, k, target } => Op::JumpIfLtI {
-                a,
-                i: int_of(k)?,
-                target,
-            },
-            Op::JumpUnlessLtK { a, k, target } => Op::JumpUnlessLtI {
-                a,
-                i: int_of(k)?,
-                target,
-            },
-            Op::JumpIfLeK { a, k, target } => Op::JumpIfLeI {
-                a,
-                i: int_of(k)?,
-                target,
-            },
-            Op::JumpUnlessLeK { a, k, target } => Op::JumpUnlessLeI {
-                a,
-                i: int_of(k)?,
-                target,
-            },
-            Op::JumpIfGtK { a, k, target } => Op::JumpIfGtI {
-                a,
-                i: int_of(k)?,
-                target,
-            },
-            Op::JumpUnlessGtK { a, k, target } => Op::JumpUnlessGtI {
-                a,
-                i: int_of(k)?,
-                target,
-            },
-            Op::JumpIfGeK { a, k, target } => Op::JumpIfGeI {
-                a,
-                i: int_of(k)?,
-                target,
-            },
-            Op::JumpUnlessGeK { a, k, target } => Op::JumpUnlessGeI {
-                a,
-                i: int_of(k)?,
-                target,
-            },
-            Op::JumpIfStrictEqK { a, k, target } => Op::JumpIfStrictEqI {
-                a,
-                i: int_of(k)?,
-                target,
-            },
-            Op::JumpIfStrictNeK { a, k, target } => Op::JumpIfStrictNeI {
-                a,
-                i: int_of(k)?,
-                target,
-            },
-            _ => return None,
-        })
+        // (each constant form and its immediate form: the arithmetic and compare forms with a
+        // destination, then the fused branches with a target)
+        macro_rules! int_forms {
+            ($($k:ident => $i:ident),*; $($jk:ident => $ji:ident),*) => {
+                Some(match *self {
+                    $(Op::$k { dst, a, k } => Op::$i { dst, a, i: int_of(k)? },)*
+                    $(Op::$jk { a, k, target } => Op::$ji { a, i: int_of(k)?, target },)*
+                    _ => return None,
+                })
+            };
+        }
+        int_forms!(
+            AddK => AddI, SubK => SubI, MulK => MulI, ModK => ModI,
+            StrictEqK => StrictEqI, StrictNeK => StrictNeI;
+            JumpIfLtK => JumpIfLtI, JumpUnlessLtK => JumpUnlessLtI,
+            JumpIfLeK => JumpIfLeI, JumpUnlessLeK => JumpUnlessLeI,
+            JumpIfGtK => JumpIfGtI, JumpUnlessGtK => JumpUnlessGtI,
+            JumpIfGeK => JumpIfGeI, JumpUnlessGeK => JumpUnlessGeI,
+            JumpIfStrictEqK => JumpIfStrictEqI, JumpIfStrictNeK => JumpIfStrictNeI
+        )
     }
     /// This instruction's parts when it is a fused compare-and-branch.
     pub fn fused(&self) -> Option<Fused> {

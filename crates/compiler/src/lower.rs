@@ -3663,71 +3663,41 @@ fn put_name(v: &mut Vec<CompactString>, i: usize, text: &str) {
 #[inline]
 fn with_const_operand(op: &Op, const_of: impl Fn(u16) -> Option<u16>) -> Option<Op> {
     let k = |b: Src| const_of(b.0).map(Const);
-    Some(match *op {
-        Op::Add { dst, a, b } => Op::AddK { dst, a, k: k(b)? },
-        Op::Sub { dst, a, b } => Op::SubK { dst, a, k: k(b)? },
-        Op::Mul { dst, a, b } => Op::MulK { dst, a, k: k(b)? },
-        Op::Div { dst, a, b } => Op::DivK { dst, a, k: k(b)? },
-        Op::Mod { dst, a, b } => Op::ModK { dst, a, k: k(b)? },
-        Op::Lt { dst, a, b } => Op::LtK { dst, a, k: k(b)? },
-        Op::Le { dst, a, b } => Op::LeK { dst, a, k: k(b)? },
-        Op::Gt { dst, a, b } => Op::GtK { dst, a, k: k(b)? },
-        Op::Ge { dst, a, b } => Op::GeK { dst, a, k: k(b)? },
-        Op::StrictEq { dst, a, b } => Op::StrictEqK { dst, a, k: k(b)? },
-        Op::StrictNe { dst, a, b } => Op::StrictNeK { dst, a, k: k(b)? },
-        // (what `Fused::op` makes of the branch with its right operand a constant)
-        Op::JumpIfLt { a, b, target } => Op::JumpIfLtK {
-            a,
-            k: k(b)?,
-            target,
-        },
-        Op::JumpUnlessLt { a, b, target } => Op::JumpUnlessLtK {
-            a,
-            k: k(b)?,
-            target,
-        },
-        Op::JumpIfLe { a, b, target } => Op::JumpIfLeK {
-            a,
-            k: k(b)?,
-            target,
-        },
-        Op::JumpUnlessLe { a, b, target } => Op::JumpUnlessLeK {
-            a,
-            k: k(b)?,
-            target,
-        },
-        Op::JumpIfGt { a, b, target } => Op::JumpIfGtK {
-            a,
-            k: k(b)?,
-            target,
-        },
-        Op::JumpUnlessGt { a, b, target } => Op::JumpUnlessGtK {
-            a,
-            k: k(b)?,
-            target,
-        },
-        Op::JumpIfGe { a, b, target } => Op::JumpIfGeK {
-            a,
-            k: k(b)?,
-            target,
-        },
-        Op::JumpUnlessGe { a, b, target } => Op::JumpUnlessGeK {
-            a,
-            k: k(b)?,
-            target,
-        },
-        Op::JumpIfStrictEq { a, b, target } => Op::JumpIfStrictEqK {
-            a,
-            k: k(b)?,
-            target,
-        },
-        Op::JumpIfStrictNe { a, b, target } => Op::JumpIfStrictNeK {
-            a,
-            k: k(b)?,
-            target,
-        },
-        _ => return None,
-    })
+    // (each register form and its constant form: the arithmetic and compare forms with a
+    // destination, then the fused branches, as `Fused::op` makes them with the right operand a
+    // constant)
+    macro_rules! const_forms {
+        ($($r:ident => $k:ident),*; $($jr:ident => $jk:ident),*) => {
+            Some(match *op {
+                $(Op::$r { dst, a, b } => Op::$k { dst, a, k: k(b)? },)*
+                $(Op::$jr { a, b, target } => Op::$jk { a, k: k(b)?, target },)*
+                _ => return None,
+            })
+        };
+    }
+    const_forms!(
+        Add => AddK,
+        Sub => SubK,
+        Mul => MulK,
+        Div => DivK,
+        Mod => ModK,
+        Lt => LtK,
+        Le => LeK,
+        Gt => GtK,
+        Ge => GeK,
+        StrictEq => StrictEqK,
+        StrictNe => StrictNeK;
+        JumpIfLt => JumpIfLtK,
+        JumpUnlessLt => JumpUnlessLtK,
+        JumpIfLe => JumpIfLeK,
+        JumpUnlessLe => JumpUnlessLeK,
+        JumpIfGt => JumpIfGtK,
+        JumpUnlessGt => JumpUnlessGtK,
+        JumpIfGe => JumpIfGeK,
+        JumpUnlessGe => JumpUnlessGeK,
+        JumpIfStrictEq => JumpIfStrictEqK,
+        JumpIfStrictNe => JumpIfStrictNeK
+    )
 }
 
 #[cfg(test)]
