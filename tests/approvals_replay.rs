@@ -192,6 +192,33 @@ fn trace_returns_every_step() {
     );
 }
 
+/// A helper call is one step of the trace, also the first call at each new depth (where the
+/// VM grows its call stack before making it).
+#[test]
+fn trace_records_each_call_once() {
+    let g = runner(
+        RunSettings {
+            trace: true,
+            ..RunSettings::default()
+        },
+        Approvals::default(),
+    );
+    let p = Runner::compile_agent(
+        "function f(n) { if (n < 1) { return 0 } return f(n - 1) + 1 }\nfunction main() { return { v: f(40) } }",
+        &g.options,
+    )
+    .unwrap();
+    let r = rt().block_on(g.start(&p, &json!({}))).finished().unwrap();
+    assert_eq!(r.outcome.result.to_json(), Some(json!({ "v": 40 })));
+    let calls = r.trace.iter().filter(|s| s.op == "Call").count();
+    let returns = r.trace.iter().filter(|s| s.op == "Return").count();
+    assert_eq!(
+        (calls, returns),
+        (41, 42),
+        "one step per call and per return"
+    );
+}
+
 #[test]
 fn caps_on_calls_output_and_log_lines() {
     let rt = rt();

@@ -1333,6 +1333,9 @@ impl Vm {
         // the running frame, kept in locals (`Call` and `Return` switch them)
         let mut nregs_cur = prog.functions[func as usize].nregs as usize;
         let mut pc = pc as usize;
+        // (slow loop only: the instruction at `pc` is dispatched again, and was traced already:
+        // a `Call` that grew the frame stack first)
+        let mut again = false;
         // The running frame's registers. On the fast path a fixed window of `W` registers
         // (every function of the program has at most that many, see `Vm::run`), indexed with a
         // mask, so a register access needs no bounds check; on the slow path the rest of the
@@ -1497,15 +1500,18 @@ impl Vm {
             let op = code[pc];
             if SLOW {
                 let blocked = self.blocks_on_pending(&op, base!());
-                // a `ParEnd` still waiting for its calls is traced once, when it completes
-                if !blocked
-                    && self.trace.is_some()
-                    && !(matches!(op, Op::ParEnd { .. }) && self.par_waiting())
+                // a `ParEnd` still waiting for its calls is traced once, when it completes, and
+                // an instruction dispatched again once, the first time
+                if self.trace.is_some()
+                    && !(blocked
+                        || again
+                        || (matches!(op, Op::ParEnd { .. }) && self.par_waiting()))
                 {
                     let func = self.frames.last().map_or(0, |f| f.func as usize);
                     let pos = prog.span(func, prog.local_pc(func, pc as u32) as usize);
                     self.trace_step(op.name(), pos);
                 }
+                again = false;
                 if blocked {
                     save_pc!();
                     break 'run Ok(Exit::Blocked);
@@ -1861,6 +1867,8 @@ impl Vm {
                             save_pc!();
                             break 'run Err(Fault::Fatal(e));
                         }
+                        // (traced once: the slow loop does not trace it again)
+                        again = SLOW;
                         continue;
                     };
                     let [caller, slot] = pair else {
