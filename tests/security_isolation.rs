@@ -398,3 +398,115 @@ fn zeroed_artifact_bytes_never_panic_the_verifier() {
         assert!(r.is_ok(), "the verifier panicked with byte {i} zeroed");
     }
 }
+
+/// Hand-written bytecode that breaks the calling convention (a callee's registers start at its
+/// arguments, over the caller's registers from there up, which a compiler keeps nothing live
+/// in): the caller reads back what the callee left there, and nothing worse. A register of the
+/// caller above the callee's window stays a root while the callee runs: the array it holds
+/// survives the collections the callee's garbage causes.
+#[test]
+fn a_caller_register_a_callee_overwrote_is_the_callees_value_and_nothing_worse() {
+    use ajs_bytecode::isa::*;
+    use ajs_bytecode::{Constant, Function, Program};
+    use ajs_vm::{Step, Vm, VmOptions};
+    let f = |params: &[&str], nregs: u16, code: &[Op]| Function {
+        name: "f".into(),
+        params: params.iter().map(|&p| p.into()).collect(),
+        nregs,
+        code: insert_charges(code, &vec![(); code.len()]).0,
+    };
+    let main = f(
+        &[],
+        20,
+        &[
+            Op::LoadTrue { dst: Dst(3) },
+            Op::LoadTrue { dst: Dst(4) },
+            Op::LoadTrue { dst: Dst(5) },
+            Op::NewArray {
+                dst: Dst(15),
+                base: Base(3),
+                count: Count(3),
+            },
+            Op::LoadConst {
+                dst: Dst(2),
+                k: Const(0),
+            },
+            Op::Call {
+                dst: Dst(1),
+                func: Func(1),
+                base: Base(2),
+                argc: Count(1),
+            },
+            Op::Move {
+                dst: Dst(16),
+                src: Src(15),
+            },
+            Op::Move {
+                dst: Dst(17),
+                src: Src(3),
+            },
+            Op::NewArray {
+                dst: Dst(0),
+                base: Base(16),
+                count: Count(2),
+            },
+            Op::Return { src: Src(0) },
+        ],
+    );
+    // 200,000 empty arrays of garbage, counted in r1 (the caller's r3)
+    let garbage = f(
+        &["x"],
+        4,
+        &[
+            Op::LoadConst {
+                dst: Dst(1),
+                k: Const(0),
+            },
+            Op::NewArray {
+                dst: Dst(2),
+                base: Base(0),
+                count: Count(0),
+            },
+            Op::AddI {
+                dst: Dst(1),
+                a: Src(1),
+                i: Int(1),
+            },
+            Op::JumpIfLtK {
+                a: Src(1),
+                k: Const(1),
+                target: Target24::new(1),
+            },
+            Op::Return { src: Src(0) },
+        ],
+    );
+    let program = Program {
+        functions: vec![main, garbage],
+        constants: vec![Constant::Number(0.0), Constant::Number(200_000.0)],
+        atoms: vec![],
+        entry: 0,
+        debug: None,
+        signature: None,
+    };
+    assert!(matches!(program.functions[0].call_clobber(), Some((_, 3))));
+    let program = program.verify().unwrap();
+    // (a small heap: the collector runs every few thousand arrays)
+    let opts = VmOptions {
+        fuel: 100_000_000,
+        max_heap_bytes: 64 << 10,
+        ..VmOptions::default()
+    };
+    let mut vm = Vm::new(program, &[], opts).unwrap();
+    let step = vm.run(u64::MAX);
+    assert!(vm.collections() > 0, "no collection ran");
+    match step {
+        Step::Done(v) => assert_eq!(
+            v,
+            JsValue::Array(vec![
+                JsValue::Array(vec![JsValue::Bool(true); 3]),
+                JsValue::Number(200_000.0),
+            ])
+        ),
+        other => panic!("{other:?}"),
+    }
+}

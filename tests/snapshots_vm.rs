@@ -266,3 +266,37 @@ fn a_handler_opened_in_a_paused_helper_closes_when_it_returns() {
         assert_eq!(vm.log().len(), 1, "paused at {pause_at:?}");
     }
 }
+
+/// A run paused two calls deep (each callee's registers start at its arguments, inside its
+/// caller's) is snapshotted and restored at each of its host calls, and ends as the run that
+/// never stopped: the callers' registers below the calls' arguments come back intact.
+#[test]
+fn a_run_paused_in_nested_helpers_restores_their_windows() {
+    let src = "function inner(q, k) {\n  let r = llmPredict({ prompt: q })\n  return r + k\n}\nfunction outer(q) {\n  let before = 'b' + q\n  let v = inner(q + '!', 7)\n  return before + v\n}\nfunction main({ n: 1 }) {\n  let a = n + 1\n  let x = outer('x')\n  let y = outer('y')\n  return { x, y, a }\n}";
+    let p = program(src);
+    let mut outcomes = Vec::new();
+    for pause_at in [None, Some(0), Some(1)] {
+        let mut vm = Vm::new(p.clone(), &[JsValue::Number(1.0)], opts()).unwrap();
+        let mut calls = 0;
+        let v = loop {
+            match vm.run(u64::MAX) {
+                Step::Host(c) => {
+                    if Some(calls) == pause_at {
+                        let bytes = vm.snapshot();
+                        vm = Vm::restore(p.clone(), &bytes, None).unwrap();
+                    }
+                    calls += 1;
+                    vm.resume(Ok(answer(&c.input))).unwrap();
+                }
+                Step::Done(v) => break v,
+                other => panic!("paused at {pause_at:?}: {other:?}"),
+            }
+        };
+        outcomes.push(v);
+    }
+    assert_eq!(
+        outcomes[0].to_json().unwrap(),
+        serde_json::json!({ "x": "bxans-x!7", "y": "byans-y!7", "a": 2 })
+    );
+    assert!(outcomes.iter().all(|v| *v == outcomes[0]), "{outcomes:?}");
+}

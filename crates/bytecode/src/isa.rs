@@ -546,7 +546,12 @@ define_ops! {
     CallNativeArray = 0x4c { dst: Dst, native: Native, args: Src } cost BASE;
     /// `dst = native(args…)`; for a method the receiver is the first register of `args`.
     CallNative = 0x50 { dst: Dst, native: Native, base: Base, argc: Count } cost BASE;
-    /// `dst = func(args…)`: calls a function of this program.
+    /// `dst = func(args…)`: calls a function of this program. The calling convention: the
+    /// callee's registers start at `base` (its arguments are its first registers, in place),
+    /// over the caller's registers from `base` up, which the callee may overwrite; a caller
+    /// keeps nothing it reads after the call there, except `dst`, which the callee's `Return`
+    /// writes ([`crate::Function::call_clobber`] checks a function for this; the verifier does
+    /// not, since breaking it only changes the caller's own registers).
     Call = 0x51 { dst: Dst, func: Func, base: Base, argc: Count } cost BASE;
     /// `dst = atom(arg)`: asks the host (the run pauses until the host answers).
     CallAtom = 0x52 { dst: Dst, atom: Atom, arg: Src } cost BASE;

@@ -79,6 +79,95 @@ pub struct Function {
     pub code: Vec<Op>,
 }
 
+impl Function {
+    /// The first `Call` that breaks the calling convention (see [`Op::Call`]): after it, a
+    /// register at or above its `base`, other than its `dst`, is read before it is written (on
+    /// some path, a `try` handler counted as reachable from everything between its `TryEnter`
+    /// and it), though the callee's registers overwrote it. Its pc and the register. The
+    /// compiler's code never does (it asserts this of every function in debug builds); the
+    /// verifier does not check it: a function that breaks it only reads its own registers
+    /// changed. `None` also when the function is too big to check here (more than 2^24
+    /// instructions times registers).
+    pub fn call_clobber(&self) -> Option<(usize, u16)> {
+        let (code, nregs) = (&self.code[..], self.nregs as usize);
+        let words = nregs.div_ceil(64).max(1);
+        if code.len().saturating_mul(words * 64) > 1 << 24 {
+            return None;
+        }
+        // the handlers each instruction may throw to
+        let mut handlers: Vec<Vec<usize>> = vec![Vec::new(); code.len()];
+        for (pc, op) in code.iter().enumerate() {
+            if let (Op::TryEnter { .. }, Some(h)) = (op, op.jump_target()) {
+                let h = h as usize;
+                for hs in handlers.iter_mut().take(h).skip(pc + 1) {
+                    hs.push(h);
+                }
+            }
+        }
+        // the registers live before each instruction (backward, to a fixed point)
+        let mut live = vec![0u64; code.len() * words];
+        let mut out = vec![0u64; words];
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for pc in (0..code.len()).rev() {
+                let op = &code[pc];
+                out.fill(0);
+                let mut succ: Vec<usize> = handlers[pc].clone();
+                if !op.is_terminator() {
+                    succ.push(pc + 1);
+                }
+                if let (false, Some(t)) = (matches!(op, Op::TryEnter { .. }), op.jump_target()) {
+                    succ.push(t as usize);
+                }
+                for s in succ {
+                    if let Some(l) = live.get(s * words..(s + 1) * words) {
+                        for (o, l) in out.iter_mut().zip(l) {
+                            *o |= l;
+                        }
+                    }
+                }
+                let (mut reads, mut writes) = (Vec::new(), Vec::new());
+                let mut run: Option<u16> = None;
+                op.operands(|o| match o {
+                    Operand::Read(r) => reads.push(r),
+                    Operand::Write(r) => writes.push(r),
+                    Operand::Base(r) => run = Some(r),
+                    Operand::Count(n) => {
+                        if let Some(b) = run.take() {
+                            reads.extend((0..n as u16).map(|i| b.saturating_add(i)));
+                        }
+                    }
+                    _ => {}
+                });
+                if let Op::Call { dst, base, .. } = *op {
+                    for r in base.0 as usize..nregs {
+                        if r != dst.0 as usize && out[r / 64] >> (r % 64) & 1 == 1 {
+                            return Some((pc, r as u16));
+                        }
+                    }
+                }
+                for r in writes {
+                    if let Some(w) = out.get_mut(r as usize / 64) {
+                        *w &= !(1 << (r % 64));
+                    }
+                }
+                for r in reads {
+                    if let Some(w) = out.get_mut(r as usize / 64) {
+                        *w |= 1 << (r % 64);
+                    }
+                }
+                let slot = &mut live[pc * words..(pc + 1) * words];
+                if slot != &out[..] {
+                    slot.copy_from_slice(&out);
+                    changed = true;
+                }
+            }
+        }
+        None
+    }
+}
+
 /// A position in the user's source: line 1-based, column 0-based (UTF-16 units).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct SourcePos {
@@ -1204,6 +1293,83 @@ mod tests {
             nregs: 2,
             code: insert_charges(code, &vec![(); code.len()]).0,
         }
+    }
+
+    /// `call_clobber` finds a register at or above a call's base read after the call, along
+    /// the fall-through, a jump and a `try` handler, and accepts the registers below the base,
+    /// the result, and registers written again before they are read.
+    #[test]
+    fn call_clobber_finds_registers_read_after_a_call() {
+        use crate::isa::{Base, Count, Func};
+        let call = |dst: u16, base: u16| Op::Call {
+            dst: Dst(dst),
+            func: Func(0),
+            base: Base(base),
+            argc: Count(1),
+        };
+        let f = |nregs: u16, code: Vec<Op>| Function {
+            name: CompactString::default(),
+            params: vec!["n".into()],
+            nregs,
+            code,
+        };
+        let ret = |r: u16| Op::Return { src: Src(r) };
+        let mv = |d: u16, s: u16| Op::Move {
+            dst: Dst(d),
+            src: Src(s),
+        };
+        // r0 (below the base) and the result r1 read after: fine
+        let ok = f(
+            4,
+            vec![
+                mv(2, 0),
+                call(1, 2),
+                Op::Add {
+                    dst: Dst(3),
+                    a: Src(0),
+                    b: Src(1),
+                },
+                ret(3),
+            ],
+        );
+        assert_eq!(ok.call_clobber(), None);
+        // r3 (above the base) written before the call and read after
+        let bad = f(4, vec![mv(3, 0), mv(2, 0), call(1, 2), ret(3)]);
+        assert_eq!(bad.call_clobber(), Some((2, 3)));
+        // the argument register itself read after the call
+        let arg = f(4, vec![mv(2, 0), call(1, 2), ret(2)]);
+        assert_eq!(arg.call_clobber(), Some((1, 2)));
+        // written again before it is read: fine
+        let rewritten = f(4, vec![mv(3, 0), mv(2, 0), call(1, 2), mv(3, 1), ret(3)]);
+        assert_eq!(rewritten.call_clobber(), None);
+        // read after a jump
+        let jumped = f(
+            4,
+            vec![
+                mv(3, 0),
+                mv(2, 0),
+                call(1, 2),
+                Op::Jump { target: Target(5) },
+                ret(0),
+                ret(3),
+            ],
+        );
+        assert_eq!(jumped.call_clobber(), Some((2, 3)));
+        // read in a `try` handler the call may throw to
+        let handler = f(
+            4,
+            vec![
+                mv(3, 0),
+                Op::TryEnter { handler: Target(6) },
+                mv(2, 0),
+                call(1, 2),
+                Op::TryExit {},
+                ret(1),
+                Op::Catch { dst: Dst(2) },
+                ret(3),
+            ],
+        );
+        assert_eq!(handler.call_clobber(), Some((3, 3)));
     }
 
     fn program_of(functions: Vec<Function>) -> Program {

@@ -1865,6 +1865,16 @@ impl<'o> Lowerer<'o> {
             nregs: nregs as u16,
             code,
         };
+        // the calling convention the VM relies on: a callee's registers start at its arguments,
+        // over the caller's registers from there up, which are temporaries (a stack) dead
+        // across the call (checked in debug builds and with the `check-calls` feature, which
+        // the test command turns on)
+        #[cfg(any(debug_assertions, feature = "check-calls"))]
+        if let Some((pc, r)) = function.call_clobber() {
+            panic!(
+                "compiler bug: in {name}, r{r} is read after the call at {pc}, which overwrote it"
+            );
+        }
         self.bufs.code.clear();
         self.bufs.specials.clear();
         self.bufs.names.0.clear();

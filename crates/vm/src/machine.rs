@@ -413,21 +413,18 @@ fn grown_window<const W: usize>(regs: &mut Vec<Value>, base: usize) -> &mut [Val
 }
 
 /// A callee's registers on `Call`'s general path (more than two parameters, or more than
-/// [`WINDOW_FILL`] registers): the register file grown to hold them, filled with
-/// `undefined`, the `argc` arguments from `start` copied in. Out of line (its loops and the
+/// [`WINDOW_FILL`] registers): the register file grown to hold them, those after its `argc`
+/// arguments (in place at `new_base`) filled with `undefined`. Out of line (its loops and the
 /// growth's call kept out of the dispatch loop's allocation; with the two-parameter small
 /// path: array 8.87 -> 8.81 M instructions, template 8.39 -> 8.33 M, a two-parameter fib(25)
 /// 78.07 -> 58.40 M, fib unchanged).
 #[inline(never)]
-fn call_registers(regs: &mut Vec<Value>, start: usize, new_base: usize, argc: usize, nregs: usize) {
+fn call_registers(regs: &mut Vec<Value>, new_base: usize, argc: usize, nregs: usize) {
     let need = new_base + nregs.max(WINDOW_FILL);
     if regs.len() < need {
         regs.resize(need, Value::Undefined);
     }
-    regs[new_base..new_base + nregs].fill(Value::Undefined);
-    for i in 0..argc {
-        regs[new_base + i] = regs[start + i];
-    }
+    regs[new_base + argc..new_base + nregs].fill(Value::Undefined);
 }
 
 /// The window the dispatch loop reads `program`'s registers through: `SMALL_WINDOW` or
@@ -1201,9 +1198,9 @@ impl Vm {
                     self.par_unwind(t.frame, self.tries.len() as u32);
                 }
                 self.frames.truncate(t.frame as usize + 1);
+                let live = self.live_top();
+                self.regs.truncate(live);
                 if let Some(f) = self.frames.last_mut() {
-                    let func = &self.program.functions[f.func as usize];
-                    self.regs.truncate(f.base as usize + func.nregs as usize);
                     f.pc = t.handler;
                 }
                 self.handling = Some(msg);
@@ -1279,9 +1276,10 @@ fn boundary_depth(depth: usize) -> OpResult<()> {
     Ok(())
 }
 
-/// The error of a call stack that disagrees with itself or the register file: a `Call` that
-/// finds no slot it has just grown, a `Return` whose caller's registers are gone (never: the
-/// register file only grows during a slice). An error, not a panic.
+/// The error of a call stack that disagrees with itself, the register file or the code: a
+/// `Call` that finds no slot it has just grown, a `Return` whose caller's registers are gone
+/// (never: the register file only grows during a slice), a pc past the code (never: verified).
+/// An error, not a panic.
 #[cold]
 fn malformed_frames() -> RunError {
     RunError::new(
@@ -1324,14 +1322,13 @@ impl Vm {
         let prog = self.program.clone();
         let consts = self.consts.clone();
         let consts = &consts[..];
-        let Some(&Frame { func, pc, base, .. }) = self.frames.last() else {
+        let Some(&Frame { pc, base, .. }) = self.frames.last() else {
             return Ok(Exit::Done(Value::Undefined));
         };
         // every function's code, in one array: a call or return only moves the pc
         let code = prog.code();
         let entries = prog.entries();
         // the running frame, kept in locals (`Call` and `Return` switch them)
-        let mut nregs_cur = prog.functions[func as usize].nregs as usize;
         let mut pc = pc as usize;
         // (slow loop only: the instruction at `pc` is dispatched again, and was traced already:
         // a `Call` that grew the frame stack first)
@@ -1422,11 +1419,9 @@ impl Vm {
                     }
                 };
             }
-            // back in `frame` (a caller a return resumes) from `done` (the frame it called): its
-            // window, registers and saved pc (its registers end where the callee's begin)
+            // back in `frame` (a caller a return resumes): its window and saved pc
             macro_rules! switch_to {
-                ($frame:expr, $done:expr) => {
-                    nregs_cur = ($done.base - $frame.base) as usize;
+                ($frame:expr) => {
                     pc = $frame.pc as usize;
                     // (not grown: the caller's window was there when it made the call, and the
                     // register file only grows during a slice; one bounds check, and no call that
@@ -1497,7 +1492,15 @@ impl Vm {
                     }
                 };
             }
-            let op = code[pc];
+            // (never past the code: the verifier checked that no function falls off its end
+            // and that every target is inside it. Tested here, rather than by indexing, which
+            // would panic instead: the loop's registers were allocated worse around the panic's
+            // path, every instruction reloading the code's address, once `Call` stopped
+            // copying its argument; `while` 111.0 -> 107.0 M instructions, fib 49.54 -> 47.84
+            // M, array 9.25 -> 8.80 M)
+            let Some(&op) = code.get(pc) else {
+                break 'run Err(Fault::Fatal(malformed_frames()));
+            };
             if SLOW {
                 let blocked = self.blocks_on_pending(&op, base!());
                 // a `ParEnd` still waiting for its calls is traced once, when it completes, and
@@ -1752,7 +1755,7 @@ impl Vm {
                             // live into the slow path, where calls are, and was kept on the
                             // stack; fib 52.09 -> 51.61 M instructions)
                             let v = r!(src);
-                            switch_to!(caller, done);
+                            switch_to!(caller);
                             // (through the caller's window: the verifier checked `dst`
                             // against the caller's registers)
                             ri!(done.ret as usize) = v;
@@ -1785,7 +1788,7 @@ impl Vm {
                     let Some(&caller) = self.frames.last() else {
                         break 'run Ok(Exit::Done(v));
                     };
-                    switch_to!(caller, done);
+                    switch_to!(caller);
                     ri!(done.ret as usize) = v;
                     continue;
                 }
@@ -1847,13 +1850,6 @@ impl Vm {
                     // before the loop: fib 51.61 -> 51.12 M instructions, `while` unchanged;
                     // under an earlier allocation the local cost `while` 112.0 -> 114.0 M)
                     let f = entries[callee.0 as usize];
-                    // the first argument, read early (the fast path below copies it; a masked
-                    // read, harmless when unused): fib 57.43 -> 57.19 M instructions
-                    let first = if SLOW {
-                        Value::Undefined
-                    } else {
-                        ri!(b.0 as usize)
-                    };
                     // the caller's frame and the slot above it, in one bounds check (see
                     // `Frames`: the slot exists only below the depth limit)
                     let top = self.frames.top();
@@ -1877,11 +1873,18 @@ impl Vm {
                     };
                     // the pc the return resumes at
                     caller.pc = pc as u32 + 1;
-                    // the callee's window starts above the caller's; the register file only
-                    // grows (its high-water mark), so a call seldom resizes it
-                    let base = caller.base as usize;
-                    let new_base = base + nregs_cur;
-                    // the callee's window: its arguments, then `undefined` (the verifier
+                    // The callee's window starts at its arguments, inside the caller's: they
+                    // are its first registers, in place, not copied. The caller's registers
+                    // from there up are its temporaries, dead across the call (the compiler
+                    // allocates them as a stack: see `Op::Call`; the verifier does not prove
+                    // it, and a program that breaks it only overwrites its own registers).
+                    // Not copying the argument took fib(25) from 1.5x to 1.9x QuickJS's speed
+                    // (paired), far more than its instructions (50.39 -> 49.54 M): the copy
+                    // read as one 16-byte load the value the instruction before had just
+                    // written as its tag and its number, a load the CPU cannot forward from
+                    // those two stores and waits for.
+                    let new_base = caller.base as usize + b.0 as usize;
+                    // the callee's registers after its arguments: `undefined` (the verifier
                     // checked argc == params <= nregs)
                     let (argc, nregs) = (argc.0 as usize, f.nregs as usize);
                     // (its pc not written: nothing reads the running frame's pc before
@@ -1893,37 +1896,25 @@ impl Vm {
                     slot.base = new_base as u32;
                     slot.ret = dst.0 as u32;
                     self.frames.depth = top.wrapping_add(2);
-                    nregs_cur = nregs;
                     pc = f.start as usize;
                     // (`unary`: the callee has one parameter, so `argc` is 1, and at most
                     // `WINDOW_FILL` registers; `small`: at most two parameters. One test for the
-                    // usual call, not `small` and then `argc`: fib 51.12 -> 50.88 M
-                    // instructions)
+                    // usual call. A fixed-size fill through the callee's window, no call; what
+                    // it writes above the callee's registers is the caller's dead registers or
+                    // the dead file above them. The base as the frame holds it, in `u32`: the
+                    // window's end then cannot overflow, one test fewer.)
                     if !SLOW && f.unary {
-                        // the common case (one argument, a small frame): a fixed-size copy (no
-                        // call) through the callee's window; what it writes above the frame is
-                        // dead. The argument was read before the window moves.
-                        // (the base as the frame holds it, in `u32`: its window's end then
-                        // cannot overflow, one test fewer; fib 50.88 -> 50.39 M instructions)
                         w = window_at!(new_base as u32 as usize);
-                        w[..WINDOW_FILL].copy_from_slice(&UNDEFINED);
-                        w[0] = first;
+                        w[1..WINDOW_FILL].copy_from_slice(&UNDEFINED[1..]);
                     } else if !SLOW && f.small {
-                        // no argument or two, a small frame (the arguments read before the
-                        // window moves; each case with its own window: with one window and
-                        // the arguments written under a test, fib 50.39 -> 50.88 M)
+                        w = window_at!(new_base as u32 as usize);
                         if argc == 2 {
-                            let (a0, a1) = (ri!(b.0 as usize), ri!(b.0 as usize + 1));
-                            w = window_at!(new_base as u32 as usize);
-                            w[..WINDOW_FILL].copy_from_slice(&UNDEFINED);
-                            w[0] = a0;
-                            w[1] = a1;
+                            w[2..WINDOW_FILL].copy_from_slice(&UNDEFINED[2..]);
                         } else {
-                            w = window_at!(new_base as u32 as usize);
                             w[..WINDOW_FILL].copy_from_slice(&UNDEFINED);
                         }
                     } else {
-                        call_registers(&mut self.regs, base + b.0 as usize, new_base, argc, nregs);
+                        call_registers(&mut self.regs, new_base, argc, nregs);
                         w = window_at!(new_base);
                     }
                     enter_block!();
@@ -2395,16 +2386,23 @@ impl Vm {
 
     /// The registers of the frames on the stack: the register file above them holds the windows
     /// of returned calls (dead; overwritten by the next call), which are neither roots nor
-    /// saved.
+    /// saved. (A caller's registers above a call's arguments are dead too, but are kept: the
+    /// verifier does not prove it, and a frame's whole window stays rooted.)
     pub(crate) fn live_regs(&self) -> &[Value] {
         &self.regs[..self.live_top()]
     }
 
-    /// The end of [`Vm::live_regs`].
+    /// The end of [`Vm::live_regs`]: the highest end of a frame's registers (not always the
+    /// running frame's: a callee's window starts at its arguments, inside its caller's, and
+    /// may end below the caller's).
     pub(crate) fn live_top(&self) -> usize {
-        let top = self.frames.last().map_or(0, |f| {
-            f.base as usize + self.program.functions[f.func as usize].nregs as usize
-        });
+        let funcs = &self.program.functions;
+        let top = self
+            .frames
+            .iter()
+            .map(|f| f.base as usize + funcs[f.func as usize].nregs as usize)
+            .max()
+            .unwrap_or(0);
         top.min(self.regs.len())
     }
 

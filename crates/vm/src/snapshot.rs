@@ -510,13 +510,16 @@ impl Vm {
 
     fn from_body(program: VerifiedProgram, b: Body) -> Result<Vm, SnapshotError> {
         let funcs = &program.functions;
-        // frames: contiguous register windows, pcs inside their code
+        // frames: pcs inside their code; each caller stopped after a `Call` of the frame above
+        // it, whose window starts at that call's arguments (inside the caller's)
         if b.frames.is_empty() {
             return invalid("no frames");
         }
-        let mut expected_base = 0u64;
         let mut frames = Vec::with_capacity(b.frames.len());
-        let mut prev: Option<(u64, u64)> = None;
+        // the caller's base, registers and the `Call` it stopped after
+        let mut prev: Option<(u64, u64, Option<Op>)> = None;
+        // the end of the highest window
+        let mut top = 0u64;
         for &(func, pc, base, ret) in &b.frames {
             let Some(f) = funcs.get(func as usize) else {
                 return invalid("a frame runs no function of the program");
@@ -524,19 +527,37 @@ impl Vm {
             if pc as usize >= f.code.len() {
                 return invalid("a frame's pc is outside its code");
             }
-            if base as u64 != expected_base {
-                return invalid("frames' register windows are not contiguous");
-            }
             // (kept from the caller's base; the entry frame returns into nothing)
             let mut ret_reg = 0;
-            if let Some((pb, pn)) = prev {
-                if (ret as u64) < pb || ret as u64 >= pb + pn {
-                    return invalid("a frame returns into no register of its caller");
+            match prev {
+                None if base != 0 => {
+                    return invalid("the entry frame's registers do not start at 0");
                 }
-                ret_reg = (ret as u64 - pb) as u32;
+                None => {}
+                Some((pb, pn, call)) => {
+                    let Some(Op::Call {
+                        func: callee,
+                        base: at,
+                        ..
+                    }) = call
+                    else {
+                        return invalid("a caller is not stopped after a call");
+                    };
+                    if callee.0 != func || base as u64 != pb + at.0 as u64 {
+                        return invalid("a frame is not the call its caller made");
+                    }
+                    if (ret as u64) < pb || ret as u64 >= pb + pn {
+                        return invalid("a frame returns into no register of its caller");
+                    }
+                    ret_reg = (ret as u64 - pb) as u32;
+                }
             }
-            prev = Some((base as u64, f.nregs as u64));
-            expected_base += f.nregs as u64;
+            let call = (pc as usize)
+                .checked_sub(1)
+                .and_then(|p| f.code.get(p))
+                .copied();
+            prev = Some((base as u64, f.nregs as u64, call));
+            top = top.max(base as u64 + f.nregs as u64);
             frames.push(Frame {
                 func,
                 // (the frames owning a handler or batch are marked below)
@@ -546,7 +567,7 @@ impl Vm {
                 ret: ret_reg,
             });
         }
-        if b.regs.len() as u64 != expected_base {
+        if b.regs.len() as u64 != top {
             return invalid("registers do not match the frames");
         }
         if b.max_call_depth == 0
