@@ -232,6 +232,26 @@ fn a_deferred_call_blocks_where_its_value_is_needed() {
     assert_eq!(vm.log().len(), 1, "nothing ran twice");
 }
 
+/// Runs `p` (with `n: 1`) to its end, answering every host call; at the `pause_at`-th, snapshots
+/// and restores the run first. The step it ended with, and the VM.
+fn run_pausing(p: &ajs_bytecode::VerifiedProgram, pause_at: Option<usize>) -> (Step, Vm) {
+    let mut vm = Vm::new(p.clone(), &[JsValue::Number(1.0)], opts()).unwrap();
+    let mut calls = 0;
+    loop {
+        match vm.run(u64::MAX) {
+            Step::Host(c) => {
+                if Some(calls) == pause_at {
+                    let bytes = vm.snapshot();
+                    vm = Vm::restore(p.clone(), &bytes, None).unwrap();
+                }
+                calls += 1;
+                vm.resume(Ok(answer(&c.input))).unwrap();
+            }
+            other => return (other, vm),
+        }
+    }
+}
+
 /// A helper paused inside its own `try` and restored still closes that handler when it
 /// returns: an error its caller throws afterwards ends the run, as it does when nothing paused,
 /// instead of reaching the helper's dead handler. (A frame that opened a handler returns on the
@@ -241,21 +261,9 @@ fn a_handler_opened_in_a_paused_helper_closes_when_it_returns() {
     let src = "function ask(q) {\n  try { return llmPredict({ prompt: q }) } catch (e) { return 'ask caught' }\n}\nfunction main({ n: 1 }) {\n  let a = ask('x')\n  console.log(a)\n  Error('after')\n  return { a }\n}";
     let p = program(src);
     for pause_at in [None, Some(0)] {
-        let mut vm = Vm::new(p.clone(), &[JsValue::Number(1.0)], opts()).unwrap();
-        let mut calls = 0;
-        let e = loop {
-            match vm.run(u64::MAX) {
-                Step::Host(c) => {
-                    if Some(calls) == pause_at {
-                        let bytes = vm.snapshot();
-                        vm = Vm::restore(p.clone(), &bytes, None).unwrap();
-                    }
-                    calls += 1;
-                    vm.resume(Ok(answer(&c.input))).unwrap();
-                }
-                Step::Failed(e) => break e,
-                other => panic!("paused at {pause_at:?}: {other:?}"),
-            }
+        let (step, vm) = run_pausing(&p, pause_at);
+        let Step::Failed(e) = step else {
+            panic!("paused at {pause_at:?}: {step:?}")
         };
         assert!(e.message.contains("after"), "paused at {pause_at:?}: {e:?}");
         assert_eq!(
@@ -276,23 +284,10 @@ fn a_run_paused_in_nested_helpers_restores_their_windows() {
     let p = program(src);
     let mut outcomes = Vec::new();
     for pause_at in [None, Some(0), Some(1)] {
-        let mut vm = Vm::new(p.clone(), &[JsValue::Number(1.0)], opts()).unwrap();
-        let mut calls = 0;
-        let v = loop {
-            match vm.run(u64::MAX) {
-                Step::Host(c) => {
-                    if Some(calls) == pause_at {
-                        let bytes = vm.snapshot();
-                        vm = Vm::restore(p.clone(), &bytes, None).unwrap();
-                    }
-                    calls += 1;
-                    vm.resume(Ok(answer(&c.input))).unwrap();
-                }
-                Step::Done(v) => break v,
-                other => panic!("paused at {pause_at:?}: {other:?}"),
-            }
-        };
-        outcomes.push(v);
+        match run_pausing(&p, pause_at) {
+            (Step::Done(v), _) => outcomes.push(v),
+            (other, _) => panic!("paused at {pause_at:?}: {other:?}"),
+        }
     }
     assert_eq!(
         outcomes[0].to_json().unwrap(),
