@@ -367,8 +367,10 @@ macro_rules! define_ops {
                 }
             }
             /// Where control may go besides the next instruction (its one `Target` or
-            /// `Target24` operand).
-            #[inline]
+            /// `Target24` operand). (Always inlined: the lowering's calls of its own, where a
+            /// loop's test is copied and where a jump is patched, cost ~1.3 k instructions per
+            /// compile of the 8 KB agent, 1,118.2 k -> 1,116.9 k.)
+            #[inline(always)]
             pub fn jump_target(&self) -> Option<u32> {
                 // (one match: the compiler and the verifier ask this of every instruction)
                 match *self {

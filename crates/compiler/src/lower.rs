@@ -1711,9 +1711,8 @@ impl<'o> Lowerer<'o> {
         // Block leaders of the body, by index in it: every jump target, every instruction after
         // a block end (the laid-out code is [prologue][body]; the prologue has no jumps, and
         // its first instruction, or the body's when there is none, leads too). `marks[j]`: its
-        // bit `LEAD` set when body instruction j leads a block, then (below) also its new index,
-        // or the index of the `Charge` before it when it leads a block, times two (`>> 1` takes
-        // it back).
+        // bit `LEAD` set when body instruction j leads a block, and then (below) the new index
+        // of the `Charge` before it, times two (`>> 1` takes it back).
         let mut marks = std::mem::take(&mut self.bufs.marks);
         marks.clear();
         marks.resize(self.bufs.code.len(), 0);
@@ -1827,11 +1826,16 @@ impl<'o> Lowerer<'o> {
         if let (0, Some(first)) = (shift, marks.first_mut()) {
             *first |= LEAD;
         }
-        for slot in marks.iter_mut() {
-            let lead = *slot & LEAD;
-            *slot |= n << 1;
-            n += lead + 1;
+        // (only the leaders are numbered, the jump targets among them: numbering every
+        // instruction cost ~9 instructions each, 1,120.3 k -> 1,118.2 k per compile of the 8 KB
+        // agent)
+        for (j, slot) in marks.iter_mut().enumerate() {
+            if *slot & LEAD != 0 {
+                *slot |= (n + j as u32) << 1;
+                n += 1;
+            }
         }
+        let n = n + marks.len() as u32;
         let at: &[u32] = &marks;
         let (code, pos) = (exactly(code, n as usize), exactly(pos, n as usize));
         let mut out = Layout {
