@@ -536,6 +536,7 @@ impl Vm {
                 None => {}
                 Some((pb, pn, call)) => {
                     let Some(Op::Call {
+                        dst,
                         func: callee,
                         base: at,
                         ..
@@ -543,7 +544,10 @@ impl Vm {
                     else {
                         return invalid("a caller is not stopped after a call");
                     };
-                    if callee.0 != func || base as u64 != pb + at.0 as u64 {
+                    if callee.0 != func
+                        || base as u64 != pb + at.0 as u64
+                        || ret as u64 != pb + dst.0 as u64
+                    {
                         return invalid("a frame is not the call its caller made");
                     }
                     if (ret as u64) < pb || ret as u64 >= pb + pn {
