@@ -166,15 +166,20 @@ fn a_journal_continues_through_a_suspension() {
     assert_eq!(replayed.result, report.outcome.result);
 }
 
-#[test]
-fn trace_returns_every_step() {
-    let g = runner(
+/// A runner that traces every step, with no approvals.
+fn traced() -> GatedRunner {
+    runner(
         RunSettings {
             trace: true,
             ..RunSettings::default()
         },
         Approvals::default(),
-    );
+    )
+}
+
+#[test]
+fn trace_returns_every_step() {
+    let g = traced();
     let p = Runner::compile_agent(AGENT, &g.options).unwrap();
     let r = rt()
         .block_on(g.start(&p, &json!({ "topic": "t" })))
@@ -196,13 +201,7 @@ fn trace_returns_every_step() {
 /// VM grows its call stack before making it).
 #[test]
 fn trace_records_each_call_once() {
-    let g = runner(
-        RunSettings {
-            trace: true,
-            ..RunSettings::default()
-        },
-        Approvals::default(),
-    );
+    let g = traced();
     let p = Runner::compile_agent(
         "function f(n) { if (n < 1) { return 0 } return f(n - 1) + 1 }\nfunction main() { return { v: f(40) } }",
         &g.options,

@@ -107,27 +107,29 @@ impl Function {
         // the registers live before each instruction (backward, to a fixed point)
         let mut live = vec![0u64; code.len() * words];
         let mut out = vec![0u64; words];
+        let (mut reads, mut writes) = (Vec::new(), Vec::new());
         let mut changed = true;
         while changed {
             changed = false;
             for pc in (0..code.len()).rev() {
                 let op = &code[pc];
+                // live after it: before its successors (its handlers, the next instruction, its
+                // target; a `TryEnter`'s is its handler, reached from the region instead)
                 out.fill(0);
-                let mut succ: Vec<usize> = handlers[pc].clone();
-                if !op.is_terminator() {
-                    succ.push(pc + 1);
-                }
-                if let (false, Some(t)) = (matches!(op, Op::TryEnter { .. }), op.jump_target()) {
-                    succ.push(t as usize);
-                }
-                for s in succ {
+                let next = (!op.is_terminator()).then_some(pc + 1);
+                let target = match op {
+                    Op::TryEnter { .. } => None,
+                    _ => op.jump_target().map(|t| t as usize),
+                };
+                for &s in handlers[pc].iter().chain(&next).chain(&target) {
                     if let Some(l) = live.get(s * words..(s + 1) * words) {
                         for (o, l) in out.iter_mut().zip(l) {
                             *o |= l;
                         }
                     }
                 }
-                let (mut reads, mut writes) = (Vec::new(), Vec::new());
+                reads.clear();
+                writes.clear();
                 let mut run: Option<u16> = None;
                 op.operands(|o| match o {
                     Operand::Read(r) => reads.push(r),
@@ -147,12 +149,12 @@ impl Function {
                         }
                     }
                 }
-                for r in writes {
+                for &r in &writes {
                     if let Some(w) = out.get_mut(r as usize / 64) {
                         *w &= !(1 << (r % 64));
                     }
                 }
-                for r in reads {
+                for &r in &reads {
                     if let Some(w) = out.get_mut(r as usize / 64) {
                         *w |= 1 << (r % 64);
                     }

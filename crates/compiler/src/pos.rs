@@ -239,6 +239,19 @@ impl Cursor<'_, '_> {
         self.pos_next(o)
     }
 
+    /// Moves the cursor to `line` (from `start` to `end`) and gives the position of `off` on it.
+    #[inline(always)]
+    fn enter(&mut self, line: usize, start: usize, end: usize, off: usize) -> SourcePos {
+        self.line = line;
+        self.start = start;
+        self.end = end;
+        self.len = end - start;
+        SourcePos {
+            line: line as u32 + 1,
+            col: (off - start) as u32,
+        }
+    }
+
     /// [`Self::pos`] of an offset off the line of the previous one: on one of the next four
     /// lines (the usual move), or else [`Self::pos_elsewhere`]. (Out of line with little state:
     /// it saves two registers where the general walk saves six, ~30 instructions a move instead
@@ -253,14 +266,7 @@ impl Cursor<'_, '_> {
             for line in self.line + 1..self.line + 5 {
                 match starts.get(line + 1) {
                     Some(&end) if off < end => {
-                        self.line = line;
-                        self.start = start;
-                        self.end = end;
-                        self.len = end - start;
-                        return SourcePos {
-                            line: line as u32 + 1,
-                            col: (off - start) as u32,
-                        };
+                        return self.enter(line, start, end, off);
                     }
                     Some(&end) => start = end,
                     None => break,
@@ -298,14 +304,7 @@ impl Cursor<'_, '_> {
                 let start = end;
                 end = starts.get(line + 1).copied().unwrap_or(len);
                 if off < end {
-                    self.line = line;
-                    self.start = start;
-                    self.end = end;
-                    self.len = end - start;
-                    return SourcePos {
-                        line: line as u32 + 1,
-                        col: (off - start) as u32,
-                    };
+                    return self.enter(line, start, end, off);
                 }
             }
         } else if off < self.start {
@@ -319,14 +318,7 @@ impl Cursor<'_, '_> {
                 let end = start;
                 start = starts.get(line).copied().unwrap_or(0);
                 if off >= start {
-                    self.line = line;
-                    self.start = start;
-                    self.end = end;
-                    self.len = end - start;
-                    return SourcePos {
-                        line: line as u32 + 1,
-                        col: (off - start) as u32,
-                    };
+                    return self.enter(line, start, end, off);
                 }
             }
         }
