@@ -588,3 +588,228 @@ fn every_slice_size_gives_the_same_run() {
         }
     }
 }
+
+/// Copies out of the VM (issue 26, class 1): a value the guest built by sharing — `[x, x]` 40
+/// times is 2^40 leaves, a few dozen fuel and a few hundred heap bytes to make — leaves the VM
+/// at every door without expanding past a budget: the result, a log line, an `Error` message, an
+/// atom's input (also one a policy refuses), `filter`, `Schema.fromExample`. Each ends quickly
+/// with a clean error or a truncated line, within its fuel budget.
+mod copy_out {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use super::adv::{self, agent, caps, eval, failed, fails_with, fuel, ok_json};
+    use ajs::{Capabilities, ErrorKind, FetchPolicy, JsValue, Options};
+    use serde_json::json;
+
+    /// The copy limit's words, as every refusal names it.
+    const COPY_LIMIT: &str = "copy limit (maxHeapBytes)";
+
+    /// `x` doubled 40 times, from a number, a string and an object.
+    const SHAPES: [&str; 3] = [
+        "let x = 1\nlet i = 0\nwhile (i < 40) { x = [x, x]\n i++ }\n",
+        "let x = 'abcdefghijklmnop'\nlet i = 0\nwhile (i < 40) { x = [x, x]\n i++ }\n",
+        "let x = { k: 'v' }\nlet i = 0\nwhile (i < 40) { x = { l: x, r: x }\n i++ }\n",
+    ];
+
+    /// Enough fuel that the copy budget, not the fuel, is what stops the copy.
+    const BUDGET: f64 = 1e5;
+
+    /// Runs `f` and checks it took less than a generous bound (the claim is the budget; this
+    /// only catches an expansion that allocates or loops for long).
+    fn quick<T>(what: &str, f: impl FnOnce() -> T) -> T {
+        let t = Instant::now();
+        let r = f();
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "`{what}` took {:?}",
+            t.elapsed()
+        );
+        r
+    }
+
+    fn within_budget(out: &ajs::Outcome, what: &str) {
+        assert!(
+            out.fuel_used <= BUDGET,
+            "`{what}`: used {} of {BUDGET}",
+            out.fuel_used
+        );
+    }
+
+    #[test]
+    fn a_shared_result_is_refused_at_the_copy_limit() {
+        for shape in SHAPES {
+            let code = format!("{shape}return x");
+            let out = quick(&code, || eval(&code, json!({}), fuel(BUDGET)));
+            let k = fails_with(&out, &code, COPY_LIMIT);
+            assert_eq!(k, ErrorKind::Boundary, "`{code}`");
+            within_budget(&out, &code);
+            // the same through an agent (the driver's output check) and wrapped in an object
+            let src = format!("function main() {{\n{shape}return {{ x }}\n}}");
+            let out = quick(&src, || agent(&src, json!({}), fuel(BUDGET)));
+            fails_with(&out, &src, COPY_LIMIT);
+            within_budget(&out, &src);
+        }
+    }
+
+    #[test]
+    fn a_shared_value_logged_is_one_truncated_line() {
+        for shape in SHAPES {
+            let src = format!(
+                "function main() {{\n{shape}console.log(x)\nconsole.log('after')\nreturn {{ ok: true }}\n}}"
+            );
+            let out = quick(&src, || agent(&src, json!({}), fuel(BUDGET)));
+            assert_eq!(ok_json(&out, &src), Some(json!({ "ok": true })));
+            within_budget(&out, &src);
+            assert!(!out.log.is_empty(), "`{src}`: no log line");
+            let line = &out.log[0].message;
+            assert!(
+                line.len() <= ajs_vm::DEFAULT_MAX_LOG_BYTES,
+                "`{src}`: a line of {} bytes",
+                line.len()
+            );
+            assert!(
+                line.contains("maxLogBytes"),
+                "`{src}`: no marker in {:?}",
+                &line[line.len().saturating_sub(200)..]
+            );
+            let total: usize = out.log.iter().map(|l| l.message.len()).sum();
+            assert!(
+                total <= ajs_vm::DEFAULT_MAX_LOG_BYTES,
+                "`{src}`: log of {total} bytes"
+            );
+        }
+    }
+
+    #[test]
+    fn a_shared_error_message_is_truncated() {
+        for shape in SHAPES {
+            let code = format!("{shape}Error(x)\nreturn 1");
+            let out = quick(&code, || eval(&code, json!({}), fuel(BUDGET)));
+            let (m, k) = failed(&out, &code);
+            assert_eq!(k, ErrorKind::Guest, "`{code}`");
+            assert!(
+                m.len() <= ajs_vm::MAX_MESSAGE_BYTES && m.contains("truncated"),
+                "`{code}`: a message of {} bytes",
+                m.len()
+            );
+            within_budget(&out, &code);
+            let code = format!("{shape}try {{ Error(x) }} catch (e) {{ return e.length }}");
+            let out = quick(&code, || eval(&code, json!({}), fuel(BUDGET)));
+            let n = ok_json(&out, &code)
+                .and_then(|v| v.as_u64())
+                .unwrap_or(u64::MAX);
+            assert!(
+                n as usize <= ajs_vm::MAX_MESSAGE_BYTES,
+                "`{code}`: {n} units"
+            );
+            within_budget(&out, &code);
+        }
+    }
+
+    #[test]
+    fn a_shared_atom_input_is_refused_before_the_host_sees_it() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let c2 = calls.clone();
+        let c = Capabilities::default()
+            .with_atom("sink", move |_| {
+                c2.fetch_add(1, Ordering::SeqCst);
+                async { Ok(JsValue::Null) }
+            })
+            .with_fetch(|_| async { Ok(JsValue::Null) });
+        for shape in SHAPES {
+            let code = format!("{shape}return sink({{ v: x }})");
+            let out = quick(&code, || eval(&code, json!({}), caps(c.clone(), BUDGET)));
+            assert_eq!(fails_with(&out, &code, COPY_LIMIT), ErrorKind::Boundary);
+            within_budget(&out, &code);
+            // a fetch the policy refuses: the input is checked before the policy reads it
+            let code = format!(
+                "{shape}return httpFetch({{ url: 'https://blocked.example/', method: 'POST', body: x }})"
+            );
+            let opts = Options {
+                fetch_policy: Some(FetchPolicy {
+                    domains: Some(vec!["api.example.com".into()]),
+                    methods: vec!["POST".into()],
+                    ..FetchPolicy::default()
+                }),
+                ..caps(c.clone(), BUDGET)
+            };
+            let out = quick(&code, || eval(&code, json!({}), opts));
+            assert_eq!(fails_with(&out, &code, COPY_LIMIT), ErrorKind::Boundary);
+            within_budget(&out, &code);
+            // in a parallel batch
+            let code = format!("{shape}return parallel([sink({{ v: x }})])");
+            let out = quick(&code, || eval(&code, json!({}), caps(c.clone(), BUDGET)));
+            failed(&out, &code);
+            within_budget(&out, &code);
+        }
+        assert_eq!(calls.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn filter_and_schema_refuse_a_shared_value() {
+        for shape in SHAPES {
+            for call in [
+                "filter(x, [1])",
+                "filter([1], x)",
+                "Schema.fromExample(x)",
+                "Schema.isValid(x, [1])",
+                "Schema.response('r', x)",
+            ] {
+                let code = format!("{shape}return {call}");
+                let out = quick(&code, || eval(&code, json!({}), fuel(BUDGET)));
+                fails_with(&out, &code, COPY_LIMIT);
+                within_budget(&out, &code);
+            }
+        }
+    }
+
+    /// Positive controls: ordinary results and logs cross as before; a result of 100 000
+    /// numbers or a 1 MB string crosses with default options.
+    #[test]
+    fn ordinary_values_cross_unchanged() {
+        let xs: Vec<u32> = (0..100_000).collect();
+        let out = eval("return xs", json!({ "xs": xs }), Options::default());
+        assert_eq!(ok_json(&out, "100k numbers"), Some(json!(xs)));
+        let out = eval("return 'x'.repeat(1048576)", json!({}), Options::default());
+        assert_eq!(
+            ok_json(&out, "1 MB string"),
+            Some(json!("x".repeat(1 << 20)))
+        );
+        let src = "function main() {\n  console.log('a', 1, -0, 1e21, 2**53, 0.1, NaN, [1,'x\"\\n\\u0001', {k:null, u: undefined}, undefined, 1e21, 2**53, -0, 1.5e-7], {u: undefined, d: Date(0)}, Date(0), Set([1,2]), /a/g, null, undefined, true)\n  try { Error([1,{a:'x'}]) } catch (e) { console.log(e) }\n  try { Error({s: Set(['a'])}) } catch (e) { console.log(e) }\n  console.log(['\\ud800', 'é€😀', '\\u007f'])\n  console.warn({ '': 1, 'a\\tb': 'c' })\n  let a = [1]\n  a.push(a)\n  console.log(a)\n  return { n: 1 }\n}";
+        let out = agent(src, json!({}), fuel(100.0));
+        assert_eq!(ok_json(&out, src), Some(json!({ "n": 1 })));
+        let lines: Vec<&str> = out.log.iter().map(|l| l.message.as_str()).collect();
+        assert_eq!(
+            lines,
+            [
+                "a 1 0 1e+21 9007199254740992 0.1 NaN [1,\"x\\\"\\n\\u0001\",{\"k\":null},null,1e+21,9007199254740992.0,0,1.5e-7] {\"d\":\"1970-01-01T00:00:00.000Z\"} 1970-01-01T00:00:00.000Z [1,2] {} null undefined true",
+                "[1,{\"a\":\"x\"}]",
+                "{\"s\":[\"a\"]}",
+                "[\"\u{FFFD}\",\"é€😀\",\"\u{7f}\"]",
+                "{\"\":1,\"a\\tb\":\"c\"}",
+                "Converting circular structure to JSON: the value contains itself",
+            ]
+        );
+        let _ = adv::rt;
+    }
+
+    /// `maxLogBytes`: a long log stops at its byte cap; later lines are counted as dropped.
+    #[test]
+    fn the_log_is_capped_in_bytes() {
+        let src = "function main() {\n  let s = 'y'.repeat(100000)\n  let i = 0\n  while (i < 100) { console.log(s)\n i++ }\n  return { n: i }\n}";
+        let out = agent(src, json!({}), fuel(1e5));
+        assert_eq!(ok_json(&out, src), Some(json!({ "n": 100 })));
+        let total: usize = out.log.iter().map(|l| l.message.len()).sum();
+        assert!(
+            total <= ajs_vm::DEFAULT_MAX_LOG_BYTES,
+            "log of {total} bytes"
+        );
+        assert!(
+            out.log.len() >= 10 && out.log.len() < 100,
+            "{} lines",
+            out.log.len()
+        );
+    }
+}

@@ -271,6 +271,9 @@ pub struct RunSettings {
     pub max_output_bytes: Option<usize>,
     /// Log lines kept; the rest are counted (`maxLogLines`).
     pub max_log_lines: Option<usize>,
+    /// Bytes of log text kept (`maxLogBytes`, default [`ajs_vm::DEFAULT_MAX_LOG_BYTES`]): a
+    /// line past it is cut with a marker, later lines are counted as dropped.
+    pub max_log_bytes: Option<usize>,
 }
 
 /// A finished run.
@@ -284,7 +287,7 @@ pub struct Report {
     pub trace: Vec<TraceStep>,
     /// Steps past the trace cap.
     pub trace_dropped: u64,
-    /// Log lines past `maxLogLines`.
+    /// Log lines past `maxLogLines` or `maxLogBytes`.
     pub log_dropped: u64,
 }
 
@@ -460,6 +463,9 @@ impl GatedRunner {
             .vm_options(&self.runner.quotas, self.runner.max_heap_bytes);
         if let Some(n) = self.settings.max_log_lines {
             o.max_log_lines = n;
+        }
+        if let Some(n) = self.settings.max_log_bytes {
+            o.max_log_bytes = n;
         }
         o
     }

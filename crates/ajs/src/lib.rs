@@ -233,6 +233,7 @@ impl Options {
             max_heap_bytes,
             max_call_depth: ajs_vm::DEFAULT_MAX_CALL_DEPTH,
             max_log_lines: ajs_vm::DEFAULT_MAX_LOG_LINES,
+            max_log_bytes: ajs_vm::DEFAULT_MAX_LOG_BYTES,
             atoms,
             random_seed: self.random_seed.unwrap_or_else(random_seed),
             clock: self.clock,

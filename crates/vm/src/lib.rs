@@ -46,8 +46,8 @@ pub use machine::snapshot::{
 pub use machine::{
     system_clock, AtomSpec, HostArg, HostCall, LogLevel, LogLine, PendingHostCall, SpareVm, Step,
     TraceStep, Vm, VmOptions, DEFAULT_FUEL, DEFAULT_MAX_CALL_DEPTH, DEFAULT_MAX_HEAP_BYTES,
-    DEFAULT_MAX_LOG_LINES, DEFAULT_MAX_PARALLEL_ITEMS, MAX_PARALLEL_NESTING, MILLI_PER_ELEMENT,
-    UNITS_PER_MILLI,
+    DEFAULT_MAX_LOG_BYTES, DEFAULT_MAX_LOG_LINES, DEFAULT_MAX_PARALLEL_ITEMS, MAX_MESSAGE_BYTES,
+    MAX_PARALLEL_NESTING, MILLI_PER_ELEMENT, UNITS_PER_MILLI,
 };
 pub use number::{number_to_string, string_to_number};
 pub use value::{JsValue, Value, MAX_BOUNDARY_DEPTH};

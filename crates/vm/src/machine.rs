@@ -11,11 +11,14 @@ use crate::heap::{arr_bytes, prop_bytes, str_bytes, Cell, Gc, Heap, Key, PropMap
 use crate::ops::{type_index, TYPE_NAMES};
 use crate::value::{JsValue, Value, MAX_BOUNDARY_DEPTH};
 
+#[path = "export.rs"]
+pub(crate) mod export;
 #[path = "parallel.rs"]
 pub(crate) mod parallel;
 #[path = "snapshot.rs"]
 pub(crate) mod snapshot;
 
+pub use export::{DEFAULT_MAX_LOG_BYTES, MAX_MESSAGE_BYTES};
 pub use parallel::{DEFAULT_MAX_PARALLEL_ITEMS, MAX_PARALLEL_NESTING};
 
 /// Default fuel budget: 1000 fuel.
@@ -51,6 +54,9 @@ pub struct VmOptions {
     pub max_call_depth: usize,
     /// Log lines kept; later lines are counted, not stored (default [`DEFAULT_MAX_LOG_LINES`]).
     pub max_log_lines: usize,
+    /// Bytes of log text kept: a line past it is cut with a marker, later lines are counted,
+    /// not stored (default [`DEFAULT_MAX_LOG_BYTES`]).
+    pub max_log_bytes: usize,
     /// The atoms this runner provides, by name. A program calling any other is refused.
     pub atoms: HashMap<String, AtomSpec>,
     /// Seed of the host randomness source behind `Math.random()`, `random` and `uuid`.
@@ -76,6 +82,7 @@ impl Default for VmOptions {
             max_heap_bytes: DEFAULT_MAX_HEAP_BYTES,
             max_call_depth: DEFAULT_MAX_CALL_DEPTH,
             max_log_lines: DEFAULT_MAX_LOG_LINES,
+            max_log_bytes: DEFAULT_MAX_LOG_BYTES,
             atoms: HashMap::new(),
             random_seed: 0x9E37_79B9_7F4A_7C15,
             clock: system_clock,
@@ -510,6 +517,9 @@ pub struct Vm {
     pub(crate) log: Vec<LogLine>,
     pub(crate) log_dropped: u64,
     max_log_lines: usize,
+    /// bytes of the log's text, and their cap
+    log_bytes: usize,
+    max_log_bytes: usize,
     max_call_depth: usize,
     atom_cost: Vec<u64>,
     atom_quota: Vec<Option<u32>>,
@@ -684,6 +694,8 @@ impl Vm {
             log: Vec::new(),
             log_dropped: 0,
             max_log_lines: opts.max_log_lines,
+            log_bytes: 0,
+            max_log_bytes: opts.max_log_bytes,
             max_call_depth: opts.max_call_depth.max(1),
             atom_used: Vec::new(),
             atom_cost: Vec::new(),
@@ -787,8 +799,10 @@ impl Vm {
             status,
             log,
             log_dropped,
+            log_bytes,
             // set by every start, from its options
             max_log_lines: _,
+            max_log_bytes: _,
             max_call_depth: _,
             atom_cost,
             atom_quota,
@@ -830,6 +844,7 @@ impl Vm {
         *status = Status::Finished;
         clear_vec(log);
         *log_dropped = 0;
+        *log_bytes = 0;
         atom_cost.clear();
         atom_quota.clear();
         atom_used.clear();
@@ -871,6 +886,7 @@ impl Vm {
             fuel,
             status,
             max_log_lines,
+            max_log_bytes,
             max_call_depth,
             atom_cost,
             atom_quota,
@@ -888,6 +904,7 @@ impl Vm {
             handling: _,
             log: _,
             log_dropped: _,
+            log_bytes: _,
             regex_cache: _,
             deferred: _,
             next_call_id: _,
@@ -920,6 +937,7 @@ impl Vm {
         *fuel = Fuel::new(opts.fuel);
         *status = Status::Running;
         *max_log_lines = opts.max_log_lines;
+        *max_log_bytes = opts.max_log_bytes;
         *max_call_depth = opts.max_call_depth.max(1);
         if let Some((cost, quota)) = table {
             atom_used.resize(cost.len(), 0);
@@ -1130,14 +1148,14 @@ impl Vm {
                 }
                 Ok(Exit::Done(v)) => {
                     self.status = Status::Finished;
-                    return match self.export(v) {
+                    return match self.export(v, || "Result".into()) {
                         Ok(j) => Step::Done(j),
                         Err(e) => self.fail(e),
                     };
                 }
                 Ok(Exit::Host(atom, input, dst)) => {
                     let name = self.program.atoms[atom as usize].clone();
-                    match self.export(input) {
+                    match self.export(input, || format!("The input of '{name}'")) {
                         Ok(j) => {
                             let id = self.next_call_id;
                             self.next_call_id = self.next_call_id.saturating_add(1);
@@ -2452,15 +2470,6 @@ impl Vm {
         self.heap.str_units(g)
     }
 
-    /// Appends a log line, keeping the first `max_log_lines`.
-    pub(crate) fn push_log(&mut self, level: LogLevel, message: String) {
-        if self.log.len() < self.max_log_lines {
-            self.log.push(LogLine { level, message });
-        } else {
-            self.log_dropped += 1;
-        }
-    }
-
     pub(crate) fn set_prop(
         &mut self,
         o: Value,
@@ -2695,81 +2704,6 @@ impl Vm {
             m.insert(k.encode_utf16().collect(), v);
         }
         Ok(Value::Obj(self.heap.insert(Cell::Obj(m))))
-    }
-
-    /// Copies a guest value out as plain data. Cycles and excessive depth are refused.
-    pub(crate) fn export(&self, v: Value) -> Result<JsValue, RunError> {
-        match v {
-            // the common results, without the walk
-            Value::Undefined => Ok(JsValue::Undefined),
-            Value::Null => Ok(JsValue::Null),
-            Value::Bool(b) => Ok(JsValue::Bool(b)),
-            Value::Num(n) => Ok(JsValue::Number(n)),
-            _ => {
-                let mut path = Vec::new();
-                self.export_inner(v, &mut path)
-            }
-        }
-    }
-
-    fn export_inner(&self, v: Value, path: &mut Vec<Gc>) -> Result<JsValue, RunError> {
-        Ok(match v {
-            Value::Undefined => JsValue::Undefined,
-            Value::Null => JsValue::Null,
-            Value::Bool(b) => JsValue::Bool(b),
-            Value::Num(n) => JsValue::Number(n),
-            Value::Str(g) => JsValue::String(String::from_utf16_lossy(self.units(g))),
-            Value::Pending(_) => {
-                return Err(RunError::new(
-                    ErrorKind::Boundary,
-                    "a host result that has not settled cannot leave the VM",
-                ))
-            }
-            Value::Arr(g) | Value::Obj(g) => {
-                if path.contains(&g) {
-                    return Err(RunError::new(
-                        ErrorKind::Guest,
-                        "Converting circular structure to JSON: the value contains itself",
-                    ));
-                }
-                if path.len() >= MAX_BOUNDARY_DEPTH {
-                    return Err(RunError::new(
-                        ErrorKind::Boundary,
-                        format!("value nested deeper than {MAX_BOUNDARY_DEPTH} levels cannot cross the boundary"),
-                    ));
-                }
-                path.push(g);
-                let out = match self.heap.get(g) {
-                    Cell::Arr(a) => {
-                        let mut out = Vec::with_capacity(a.len());
-                        for x in a {
-                            out.push(self.export_inner(*x, path)?);
-                        }
-                        JsValue::Array(out)
-                    }
-                    Cell::Obj(m) => {
-                        let mut out = indexmap::IndexMap::with_capacity(m.len());
-                        for k in ordered_keys(m) {
-                            let x = m.get(k).copied().unwrap_or(Value::Undefined);
-                            out.insert(String::from_utf16_lossy(k), self.export_inner(x, path)?);
-                        }
-                        JsValue::Object(out)
-                    }
-                    Cell::Set(m) => {
-                        let mut out = Vec::with_capacity(m.len());
-                        for x in m.values() {
-                            out.push(self.export_inner(*x, path)?);
-                        }
-                        JsValue::Array(out)
-                    }
-                    Cell::Date(t) => JsValue::String(crate::dates::iso_string(*t)),
-                    Cell::Regex(_) => JsValue::Object(indexmap::IndexMap::new()),
-                    _ => JsValue::Undefined,
-                };
-                path.pop();
-                out
-            }
-        })
     }
 }
 

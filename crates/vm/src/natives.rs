@@ -127,15 +127,7 @@ impl Vm {
                     ConsoleError => LogLevel::Error,
                     _ => LogLevel::Info,
                 };
-                let mut line = String::new();
-                for (i, &a) in args.iter().enumerate() {
-                    if i > 0 {
-                        line.push(' ');
-                    }
-                    line.push_str(&self.render(a));
-                }
-                self.charge_units(line.len())?;
-                self.push_log(level, line);
+                self.console(level, args)?;
                 Ok(Value::Undefined)
             }
             Push => {

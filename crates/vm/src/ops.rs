@@ -243,32 +243,6 @@ impl Vm {
         let (x, y) = self.num_pair(a, b, op)?;
         Ok(x.partial_cmp(&y))
     }
-
-    /// The message of `Error(v)`: a string as is, anything else as `String(v)` (JSON for
-    /// containers).
-    pub(crate) fn message_of(&self, v: Value) -> String {
-        match v {
-            Value::Str(g) => String::from_utf16_lossy(self.units(g)),
-            Value::Arr(_) | Value::Obj(_) => self
-                .export(v)
-                .map(|j| j.display())
-                .unwrap_or_else(|e| e.message),
-            other => String::from_utf16_lossy(&self.to_units(other, "Error").unwrap_or_default()),
-        }
-    }
-
-    /// Renders a value for the log: strings raw, the rest as JSON-like text.
-    pub(crate) fn render(&self, v: Value) -> String {
-        match v {
-            Value::Str(g) => String::from_utf16_lossy(self.units(g)),
-            Value::Undefined => "undefined".into(),
-            Value::Arr(_) | Value::Obj(_) => self
-                .export(v)
-                .map(|j| j.display())
-                .unwrap_or_else(|e| e.message),
-            other => self.message_of(other),
-        }
-    }
 }
 
 /// The UTF-16 code units of Rust text; ASCII text (the common case: numbers, keywords, type

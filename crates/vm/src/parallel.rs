@@ -112,17 +112,23 @@ impl Vm {
         if b.frame != frame {
             return Err(malformed("parallel() closed in another function"));
         }
-        let mut waiting = false;
-        for it in &b.items {
-            if let ParItem::Queued { input, .. } = it {
-                // the host must be able to read every input (as a `CallAtom` requires)
-                self.export(*input).map_err(Fault::Fatal)?;
-                waiting = true;
-            }
-        }
-        if waiting {
+        let queued: Vec<Value> = b
+            .items
+            .iter()
+            .filter_map(|it| match it {
+                ParItem::Queued { input, .. } => Some(*input),
+                _ => None,
+            })
+            .collect();
+        if !queued.is_empty() {
+            // the host must be able to read every input (as a `CallAtom` requires), all at once
+            self.check_exports(&queued, || "The inputs of parallel(...)".into())
+                .map_err(Fault::Fatal)?;
             return Ok(None);
         }
+        let Some(b) = self.batches.last() else {
+            return Err(malformed("parallel() closed without being opened"));
+        };
         let n = b.items.len();
         let failed = b.items.iter().find_map(|it| match it {
             ParItem::Failed(m) => Some(m.clone()),

@@ -5,7 +5,7 @@
 use ajs_bytecode::NativeId;
 use indexmap::IndexMap;
 
-use crate::error::{guest, OpResult};
+use crate::error::{guest, ErrorKind, Fault, OpResult};
 use crate::machine::{Vm, MILLI_PER_ELEMENT};
 use crate::value::{JsValue, Value};
 
@@ -212,9 +212,17 @@ impl Vm {
     /// `filter`, `Schema.fromExample`, `Schema.response`, `Schema.isValid`.
     pub(crate) fn schema_native(&mut self, id: NativeId, args: &[Value]) -> OpResult<Value> {
         let arg = |i: usize| args.get(i).copied().unwrap_or(Value::Undefined);
-        let plain = |vm: &Vm, v: Value| {
-            vm.export(v)
-                .map_err(|e| crate::error::Fault::Guest(e.message))
+        // (a copy within the copy budget, paid for; a refusal the guest may catch, but a
+        // value past the budget, or the fuel, ends the run)
+        let plain = |vm: &mut Vm, v: Value| {
+            vm.export(v, || format!("The data of {}", id.js_name()))
+                .map_err(|e| match e.kind {
+                    ErrorKind::Guest => Fault::Guest(e.message),
+                    ErrorKind::Boundary if !e.message.contains("copy limit") => {
+                        Fault::Guest(e.message)
+                    }
+                    _ => Fault::Fatal(e),
+                })
         };
         let out = match id {
             NativeId::SchemaFromExample => {

@@ -26,7 +26,7 @@ use crate::MAX_PARALLEL_NESTING;
 /// The first bytes of every snapshot.
 pub const SNAPSHOT_MAGIC: [u8; 4] = *b"AJSS";
 /// The snapshot format version.
-pub const SNAPSHOT_VERSION: u16 = 3;
+pub const SNAPSHOT_VERSION: u16 = 4;
 const HEADER_LEN: usize = 4 + 2 + 2 + 1 + 32;
 
 /// Why a snapshot was refused.
@@ -208,6 +208,7 @@ struct Body {
     log: Vec<(u8, String)>,
     log_dropped: u64,
     max_log_lines: u64,
+    max_log_bytes: u64,
     max_call_depth: u64,
     atom_cost: Vec<u64>,
     atom_quota: Vec<Option<u32>>,
@@ -431,6 +432,7 @@ impl Vm {
                 .collect(),
             log_dropped: self.log_dropped,
             max_log_lines: self.max_log_lines as u64,
+            max_log_bytes: self.max_log_bytes as u64,
             max_call_depth: self.max_call_depth as u64,
             atom_cost: self.atom_cost.clone(),
             atom_quota: self.atom_quota.clone(),
@@ -803,6 +805,7 @@ impl Vm {
             })
             .collect();
         let limit = usize::try_from(b.heap_limit).unwrap_or(usize::MAX);
+        let log_bytes = log.iter().map(|l| l.message.len()).sum();
         let mut vm = Vm {
             heap: Heap::from_cells(cells, limit, b.collections),
             consts: std::sync::Arc::new(consts),
@@ -819,6 +822,8 @@ impl Vm {
             log,
             log_dropped: b.log_dropped,
             max_log_lines: usize::try_from(b.max_log_lines).unwrap_or(usize::MAX),
+            log_bytes,
+            max_log_bytes: usize::try_from(b.max_log_bytes).unwrap_or(usize::MAX),
             max_call_depth: usize::try_from(b.max_call_depth).unwrap_or(usize::MAX),
             atom_cost: b.atom_cost,
             atom_quota: b.atom_quota,
@@ -936,31 +941,35 @@ impl Vm {
     /// Every host call not answered yet: the one the run is stopped at (if any), then the
     /// deferred ones, by id.
     pub fn pending_calls(&self) -> Vec<PendingHostCall> {
-        let mut out = Vec::new();
-        let mut push = |id: u32, atom: u16, input: Value, deferred: bool| {
-            if let Ok(input) = self.export(input) {
-                out.push(PendingHostCall {
-                    id,
-                    call: HostCall {
-                        atom: self.program.atoms[atom as usize].clone(),
-                        input,
-                    },
-                    deferred,
-                });
-            }
-        };
+        let mut calls: Vec<(u32, u16, Value, bool)> = Vec::new();
         if let Status::AwaitingHost {
             id, atom, input, ..
         } = self.status
         {
-            push(id, atom, input, false);
+            calls.push((id, atom, input, false));
         }
         for d in &self.deferred {
-            push(d.id, d.atom, d.input, true);
+            calls.push((d.id, d.atom, d.input, true));
         }
         for (id, atom, input) in self.par_queued() {
-            push(id, atom, input, true);
+            calls.push((id, atom, input, true));
         }
+        // (every input within one copy budget: a call past it is left out, as a refused one)
+        let inputs: Vec<Value> = calls.iter().map(|c| c.2).collect();
+        let mut out: Vec<PendingHostCall> = calls
+            .iter()
+            .zip(self.export_shared(&inputs))
+            .filter_map(|(&(id, atom, _, deferred), input)| {
+                Some(PendingHostCall {
+                    id,
+                    call: HostCall {
+                        atom: self.program.atoms[atom as usize].clone(),
+                        input: input?,
+                    },
+                    deferred,
+                })
+            })
+            .collect();
         out.sort_by_key(|p| (p.deferred, p.id));
         out
     }
