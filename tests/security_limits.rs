@@ -813,3 +813,32 @@ mod copy_out {
         );
     }
 }
+
+/// Atoms pay before they render (issue 26, class 2): a template that names one large variable
+/// many times is measured, paid and reserved before its output is built; `pick`, `omit` and
+/// `merge` of large objects are linear, not quadratic. Positive controls give the same text.
+#[test]
+fn atoms_measure_their_output_before_building_it() {
+    let t = Instant::now();
+    let code =
+        "return template({ tmpl: '{{a}}'.repeat(100000), vars: { a: 'x'.repeat(60000) } }).length";
+    let out = eval(code, json!({}), fuel(1e5));
+    let (m, _) = failed(&out, code);
+    assert!(m == "Out of Fuel" || m.contains(HEAP_MSG), "{m}");
+    assert!(out.fuel_used <= 1e5);
+    // with fuel to spare, the heap refuses it before it is built
+    let out = eval(code, json!({}), fuel(1e12));
+    fails_with(&out, code, HEAP_MSG);
+    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
+    let code = "return template({ tmpl: 'a{{x}}b{{y}}c{{x}}{{z}}{{n}}{{u}}', vars: { x: 'X', y: 2, z: null, n: true } })";
+    let out = eval(code, json!({}), fuel(100.0));
+    assert_eq!(ok_json(&out, code), Some(json!("aXb2cXtrue")));
+    // 100 000 keys: a quadratic pick, omit or merge would take minutes
+    let t = Instant::now();
+    let code = "let ks = Object.keys(o)\nlet p = pick({ obj: o, keys: ks })\nlet q = omit({ obj: o, keys: ks })\nlet m = merge({ a: o, b: o })\nreturn [Object.keys(p).length, Object.keys(q).length, Object.keys(m).length]";
+    let o: serde_json::Map<String, Value> =
+        (0..100_000).map(|i| (format!("k{i}"), json!(i))).collect();
+    let out = eval(code, json!({ "o": o }), fuel(1e6));
+    assert_eq!(ok_json(&out, code), Some(json!([100_000, 0, 100_000])));
+    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
+}

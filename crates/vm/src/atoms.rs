@@ -109,8 +109,10 @@ impl Vm {
                 let tmpl = self.str_arg_pub(tmpl, name)?;
                 let vars = self.input(g, "vars");
                 let vars = self.object_props(vars, name, "vars")?;
+                self.charge_elems(vars.len())?;
+                let by_key: std::collections::HashMap<&[u16], Value> =
+                    vars.iter().map(|(k, v)| (&k[..], *v)).collect();
                 // pass 1: pieces
-                let mut out: Vec<u16> = Vec::new();
                 let mut pieces: Vec<Result<(usize, usize), Value>> = Vec::new();
                 let mut i = 0;
                 let mut lit = 0;
@@ -131,11 +133,10 @@ impl Vm {
                             && tmpl[e + 1] == b'}' as u16
                         {
                             pieces.push(Ok((lit, i)));
-                            let key = &tmpl[st..e];
-                            let v = vars
-                                .iter()
-                                .find(|(k, _)| &k[..] == key)
-                                .map_or(Value::Undefined, |(_, v)| *v);
+                            let v = by_key
+                                .get(&tmpl[st..e])
+                                .copied()
+                                .unwrap_or(Value::Undefined);
                             pieces.push(Err(v));
                             i = e + 2;
                             lit = i;
@@ -145,28 +146,27 @@ impl Vm {
                     i += 1;
                 }
                 pieces.push(Ok((lit, tmpl.len())));
+                // pass 2: the output's length (a variable used many times is not copied for
+                // it), paid and reserved before anything is built
                 let mut total = 0usize;
-                let mut rendered: Vec<Vec<u16>> = Vec::new();
                 for p in &pieces {
-                    match p {
-                        Ok((a, b)) => total += b - a,
-                        Err(v) => {
-                            let u = match *v {
-                                Value::Undefined | Value::Null => Vec::new(),
-                                v => self.to_units(v, "template")?,
-                            };
-                            total += u.len();
-                            rendered.push(u);
-                        }
-                    }
+                    total = total.saturating_add(match p {
+                        Ok((a, b)) => b - a,
+                        Err(Value::Undefined | Value::Null) => 0,
+                        Err(Value::Str(s)) => self.units(*s).len(),
+                        Err(v) => self.to_units(*v, "template")?.len(),
+                    });
                 }
                 self.charge_units(total)?;
                 self.reserve(crate::heap::str_bytes(total), &[])?;
-                let mut r = rendered.into_iter();
+                // pass 3: the output
+                let mut out: Vec<u16> = Vec::with_capacity(total);
                 for p in pieces {
                     match p {
                         Ok((a, b)) => out.extend_from_slice(&tmpl[a..b]),
-                        Err(_) => out.extend(r.next().unwrap_or_default()),
+                        Err(Value::Undefined | Value::Null) => {}
+                        Err(Value::Str(s)) => out.extend_from_slice(self.units(s)),
+                        Err(v) => out.extend(self.to_units(v, "template")?),
                     }
                 }
                 Ok(self.commit_str(out))
@@ -193,14 +193,23 @@ impl Vm {
                 let keys = self.key_list(keys, name)?;
                 let props = self.object_props(obj, name, "obj")?;
                 self.charge_elems(props.len())?;
+                // (hashed lookups: a linear search per key would be quadratic)
                 let keep: Vec<(Key, Value)> = if id == AtomPick {
+                    let at: std::collections::HashMap<&[u16], usize> = props
+                        .iter()
+                        .enumerate()
+                        .map(|(i, (pk, _))| (&pk[..], i))
+                        .collect();
                     keys.iter()
-                        .filter_map(|k| props.iter().find(|(pk, _)| pk[..] == k[..]).cloned())
+                        .filter_map(|k| at.get(&k[..]).map(|&i| props[i].clone()))
                         .collect()
                 } else {
+                    let drop: std::collections::HashSet<&[u16]> =
+                        keys.iter().map(|k| &k[..]).collect();
                     props
-                        .into_iter()
-                        .filter(|(pk, _)| !keys.iter().any(|k| k[..] == pk[..]))
+                        .iter()
+                        .filter(|(pk, _)| !drop.contains(&pk[..]))
+                        .cloned()
                         .collect()
                 };
                 self.new_obj(keep, &[obj])
@@ -209,10 +218,21 @@ impl Vm {
                 let a = self.input(g, "a");
                 let b = self.input(g, "b");
                 let mut pairs = self.object_props(a, name, "a")?;
-                for (k, v) in self.object_props(b, name, "b")? {
-                    match pairs.iter_mut().find(|(pk, _)| *pk == k) {
-                        Some(slot) => slot.1 = v,
-                        None => pairs.push((k, v)),
+                let b_props = self.object_props(b, name, "b")?;
+                self.charge_elems(pairs.len().saturating_add(b_props.len()))?;
+                // (positions by key, hashed: a linear search per key would be quadratic)
+                let mut at: std::collections::HashMap<Key, usize> = pairs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (k, _))| (k.clone(), i))
+                    .collect();
+                for (k, v) in b_props {
+                    match at.get(&k) {
+                        Some(&i) => pairs[i].1 = v,
+                        None => {
+                            at.insert(k.clone(), pairs.len());
+                            pairs.push((k, v));
+                        }
                     }
                 }
                 self.new_obj(pairs, &[a, b])
