@@ -114,9 +114,16 @@ impl JsValue {
         })
     }
 
-    /// Size in bytes of the JSON text of this value (what `argsMaxBytes` measures).
+    /// Size in bytes of the JSON text of this value (what `argsMaxBytes` measures), counted by
+    /// a walk: no copy of the value or its text is made.
     pub fn json_len(&self) -> usize {
-        self.to_json().map_or(0, |j| j.to_string().len())
+        if matches!(self, JsValue::Undefined) {
+            return 0;
+        }
+        let mut n = Count(0);
+        // writing to a counter cannot fail
+        let _ = serde_json::to_writer(&mut n, &Json(self));
+        n.0
     }
 
     /// The value as JavaScript's `String()` would print a primitive; arrays and objects as JSON.
@@ -127,7 +134,55 @@ impl JsValue {
             JsValue::Bool(b) => b.to_string(),
             JsValue::Number(n) => number_to_string(*n),
             JsValue::String(s) => s.clone(),
-            other => other.to_json().map(|j| j.to_string()).unwrap_or_default(),
+            other => serde_json::to_string(&Json(other)).unwrap_or_default(),
+        }
+    }
+}
+
+/// A writer that only counts bytes.
+struct Count(usize);
+
+impl std::io::Write for Count {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0 += b.len();
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A host value serialized by [`JsValue::to_json`]'s rules without building the JSON value.
+struct Json<'a>(&'a JsValue);
+
+impl serde::Serialize for Json<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        match self.0 {
+            JsValue::Undefined | JsValue::Null => s.serialize_unit(),
+            JsValue::Bool(b) => s.serialize_bool(*b),
+            JsValue::Number(n) if !n.is_finite() => s.serialize_unit(),
+            JsValue::Number(n) if *n == n.trunc() && n.abs() < 9.007_199_254_740_992e15 => {
+                s.serialize_i64(*n as i64)
+            }
+            JsValue::Number(n) => s.serialize_f64(*n),
+            JsValue::String(x) => s.serialize_str(x),
+            JsValue::Array(a) => {
+                let mut seq = s.serialize_seq(Some(a.len()))?;
+                for v in a {
+                    seq.serialize_element(&Json(v))?;
+                }
+                seq.end()
+            }
+            JsValue::Object(m) => {
+                let mut map = s.serialize_map(None)?;
+                for (k, v) in m {
+                    if !matches!(v, JsValue::Undefined) {
+                        map.serialize_entry(k, &Json(v))?;
+                    }
+                }
+                map.end()
+            }
         }
     }
 }
@@ -140,6 +195,33 @@ impl From<serde_json::Value> for JsValue {
 
 #[cfg(test)]
 mod tests {
+    use super::JsValue;
+
+    /// The walk measures and writes exactly what `to_json` and `serde_json` would.
+    #[test]
+    fn json_len_and_display_match_the_json_value() {
+        let v: JsValue = serde_json::json!({
+            "a": [1, -2.5, 1e21, 9007199254740992u64, null, "x\"\n\u{1}é😀", true],
+            "": {}, "k": [[], [{}]]
+        })
+        .into();
+        let mut m = indexmap::IndexMap::new();
+        m.insert("u".to_string(), JsValue::Undefined);
+        m.insert("n".to_string(), JsValue::Number(f64::NAN));
+        m.insert("z".to_string(), JsValue::Number(-0.0));
+        m.insert("v".to_string(), v);
+        m.insert(
+            "arr".to_string(),
+            JsValue::Array(vec![JsValue::Undefined, JsValue::Number(f64::INFINITY)]),
+        );
+        let v = JsValue::Object(m);
+        let text = v.to_json().unwrap().to_string();
+        assert_eq!(v.display(), text);
+        assert_eq!(v.json_len(), text.len());
+        assert_eq!(JsValue::Undefined.json_len(), 0);
+        assert_eq!(JsValue::Number(0.1).json_len(), 3);
+    }
+
     #[test]
     fn a_value_is_sixteen_bytes() {
         assert_eq!(std::mem::size_of::<super::Value>(), 16);
