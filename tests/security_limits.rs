@@ -842,3 +842,83 @@ fn atoms_measure_their_output_before_building_it() {
     assert_eq!(ok_json(&out, code), Some(json!([100_000, 0, 100_000])));
     assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
 }
+
+/// The journal and the trace hold a bounded number of bytes (issue 26): the host call whose
+/// entry would take the journal past `maxJournalBytes` ends the run, and a trace keeps at most
+/// `MAX_TRACE_STEPS` steps whatever cap the host asks for (the rest are counted).
+#[test]
+fn journal_and_trace_are_bounded() {
+    use ajs::{Approvals, Capabilities, GatedRunner, RunSettings, Runner};
+    let opts = Options {
+        capabilities: Capabilities::default().with_atom("sink", |_| async { Ok(JsValue::Null) }),
+        fuel: 1e6,
+        ..Options::default()
+    };
+    let settings = RunSettings {
+        journal: true,
+        max_journal_bytes: Some(4 << 20),
+        ..RunSettings::default()
+    };
+    let g = GatedRunner::new(
+        Runner::default(),
+        opts.clone(),
+        Approvals::default(),
+        settings,
+    )
+    .unwrap();
+    let src = "function main() {\n  let s = 'x'.repeat(1048576)\n  let i = 0\n  while (i < 100) { sink({ v: s })\n i++ }\n  return { n: i }\n}";
+    let p = Runner::compile_agent(src, &g.options).unwrap();
+    let r = adv::rt()
+        .block_on(g.start(&p, &json!({})))
+        .finished()
+        .unwrap();
+    let e = r.outcome.error.expect("the journal cap ends the run");
+    assert!(e.message.contains("maxJournalBytes"), "{}", e.message);
+    assert_eq!(e.kind, ErrorKind::Boundary);
+    let j = r.journal.expect("journal");
+    assert!(
+        j.held_bytes() <= 4 << 20 && j.entries.len() >= 3,
+        "{} entries",
+        j.entries.len()
+    );
+    // positive control: the same run with the default cap (64 MiB) records 10 such calls
+    let g = GatedRunner::new(
+        Runner::default(),
+        opts.clone(),
+        Approvals::default(),
+        RunSettings {
+            journal: true,
+            ..RunSettings::default()
+        },
+    )
+    .unwrap();
+    let src10 = src.replace("i < 100", "i < 10");
+    let p = Runner::compile_agent(&src10, &g.options).unwrap();
+    let r = adv::rt()
+        .block_on(g.start(&p, &json!({})))
+        .finished()
+        .unwrap();
+    assert_eq!(ok_json(&r.outcome, &src10), Some(json!({ "n": 10 })));
+    assert_eq!(r.journal.unwrap().entries.len(), 10);
+    // a trace asked for without a cap keeps MAX_TRACE_STEPS
+    let g = GatedRunner::new(
+        Runner::default(),
+        opts,
+        Approvals::default(),
+        RunSettings {
+            trace: true,
+            trace_cap: usize::MAX,
+            ..RunSettings::default()
+        },
+    )
+    .unwrap();
+    let src = "function main() {\n  let i = 0\n  while (i < 400000) { i++ }\n  return { n: i }\n}";
+    let p = Runner::compile_agent(src, &g.options).unwrap();
+    let r = adv::rt()
+        .block_on(g.start(&p, &json!({})))
+        .finished()
+        .unwrap();
+    assert_eq!(ok_json(&r.outcome, src), Some(json!({ "n": 400000 })));
+    assert_eq!(r.trace.len(), ajs::MAX_TRACE_STEPS);
+    assert!(r.trace_dropped > 0);
+}

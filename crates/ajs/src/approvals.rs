@@ -18,8 +18,8 @@ use std::time::Instant;
 
 use ajs_bytecode::VerifiedProgram;
 use ajs_vm::{
-    hex, program_fingerprint, value_hash, ErrorKind, HostCall, JsValue, SnapshotError, TraceStep,
-    Vm, MAX_BOUNDARY_DEPTH,
+    hex, program_fingerprint, value_hash, ErrorKind, HostCall, JsValue, RunError, SnapshotError,
+    TraceStep, Vm, MAX_BOUNDARY_DEPTH,
 };
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -263,7 +263,8 @@ pub struct RunSettings {
     pub journal: bool,
     /// Record every step ([`Report::trace`]).
     pub trace: bool,
-    /// Most steps kept in the trace (default 100 000 when 0).
+    /// Most steps kept in the trace (default 100 000 when 0; at most
+    /// [`ajs_vm::MAX_TRACE_STEPS`]); later steps are counted in `trace_dropped`.
     pub trace_cap: usize,
     /// Most host calls in total (`maxCalls`); the next one ends the run.
     pub max_calls: Option<u32>,
@@ -271,6 +272,9 @@ pub struct RunSettings {
     pub max_output_bytes: Option<usize>,
     /// Log lines kept; the rest are counted (`maxLogLines`).
     pub max_log_lines: Option<usize>,
+    /// Bytes the journal may hold (`maxJournalBytes`, default [`DEFAULT_MAX_JOURNAL_BYTES`]):
+    /// the host call whose entry would pass it ends the run.
+    pub max_journal_bytes: Option<usize>,
     /// Bytes of log text kept (`maxLogBytes`, default [`ajs_vm::DEFAULT_MAX_LOG_BYTES`]): a
     /// line past it is cut with a marker, later lines are counted as dropped.
     pub max_log_bytes: Option<usize>,
@@ -444,6 +448,7 @@ impl GatedRunner {
     }
 
     fn control(&self, journal: Option<Journal>) -> Control<'_> {
+        let journal_held = journal.as_ref().map_or(0, Journal::held_bytes);
         Control {
             policies: Some(&self.approvals.policies),
             handler: self.approvals.handler.as_ref(),
@@ -453,8 +458,16 @@ impl GatedRunner {
             replay: None,
             max_calls: self.settings.max_calls,
             max_output_bytes: self.settings.max_output_bytes,
+            journal_held,
+            max_journal_bytes: self.max_journal_bytes(),
             mismatch: None,
         }
+    }
+
+    fn max_journal_bytes(&self) -> usize {
+        self.settings
+            .max_journal_bytes
+            .unwrap_or(DEFAULT_MAX_JOURNAL_BYTES)
     }
 
     fn vm_options(&self) -> ajs_vm::VmOptions {
@@ -512,7 +525,7 @@ impl GatedRunner {
                 0 => 100_000,
                 n => n,
             };
-            vm.set_trace(Some(cap));
+            vm.set_trace(Some(cap.min(ajs_vm::MAX_TRACE_STEPS)));
         }
         let env = self.env();
         match driver::drive(Box::new(vm), &self.options, &env, &mut ctl).await {
@@ -602,6 +615,7 @@ impl GatedRunner {
         let start = Instant::now();
         let remaining = self.options.timeout_ms.saturating_sub(vm.elapsed_ms());
         let deadline = crate::driver::after(start, std::time::Duration::from_millis(remaining));
+        let mut held = journal.as_ref().map_or(0, Journal::held_bytes);
         // approved calls run together (as a `parallel(...)` would); the others are answered
         let mut answers: Vec<Option<Result<JsValue, String>>> = Vec::with_capacity(pending.len());
         let mut approved = Vec::new();
@@ -633,7 +647,12 @@ impl GatedRunner {
                     atom: p.atom.clone(),
                     input: p.input.clone(),
                 };
-                j.record(p.id, &call, &answer, vm.fuel_used_milli(), p.deferred);
+                let limit = self.max_journal_bytes();
+                let fuel = vm.fuel_used_milli();
+                if let Err(e) = j.record(p.id, &call, &answer, fuel, p.deferred, &mut held, limit) {
+                    let o = driver::finish(&vm, Err(e));
+                    return Ok(RunResult::Finished(plain_report(o)));
+                }
             }
             let r = if p.deferred {
                 vm.settle(p.id, answer)
@@ -760,6 +779,42 @@ pub struct Journal {
     pub outcome: Option<String>,
 }
 
+/// Default cap on the bytes a run's journal holds (`maxJournalBytes`): 64 MiB.
+pub const DEFAULT_MAX_JOURNAL_BYTES: usize = 64 << 20;
+
+/// Bytes a journal entry holds: the entry, its two hashes, and the values (every node, string
+/// and key).
+fn entry_bytes(atom: &str, input: &JsValue, result: &Result<JsValue, String>) -> usize {
+    let result = match result {
+        Ok(v) => value_bytes(v),
+        Err(m) => m.len(),
+    };
+    std::mem::size_of::<JournalEntry>() + 2 * 64 + atom.len() + value_bytes(input) + result
+}
+
+/// Bytes a host value holds: a `JsValue` per node, its strings' and keys' bytes, and a key
+/// and hash per property.
+fn value_bytes(v: &JsValue) -> usize {
+    let node = std::mem::size_of::<JsValue>();
+    let mut n = 0usize;
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        n = n.saturating_add(node);
+        match v {
+            JsValue::String(s) => n = n.saturating_add(s.len()),
+            JsValue::Array(a) => stack.extend(a.iter()),
+            JsValue::Object(m) => {
+                for (k, x) in m {
+                    n = n.saturating_add(k.len() + std::mem::size_of::<(usize, String)>());
+                    stack.push(x);
+                }
+            }
+            _ => {}
+        }
+    }
+    n
+}
+
 fn outcome_hash(o: &Outcome) -> String {
     match &o.error {
         None => format!("ok:{}", value_hash(&o.result)),
@@ -813,6 +868,12 @@ impl Journal {
         hex(&h.finalize())
     }
 
+    /// Appends the entry of a host call, unless it would take the bytes the journal holds
+    /// (`held`, kept up to date) past `limit`.
+    ///
+    /// # Errors
+    /// A run-ending `Boundary` error naming `maxJournalBytes`; nothing is recorded.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn record(
         &mut self,
         index: u32,
@@ -820,7 +881,19 @@ impl Journal {
         result: &Result<JsValue, String>,
         fuel: u64,
         deferred: bool,
-    ) {
+        held: &mut usize,
+        limit: usize,
+    ) -> Result<(), RunError> {
+        let bytes = entry_bytes(&call.atom, &call.input, result);
+        if held.saturating_add(bytes) > limit {
+            return Err(RunError::new(
+                ErrorKind::Boundary,
+                format!(
+                    "Journal is over the {limit}-byte limit (maxJournalBytes): the run's host calls carry more data than it may record; pass less to atoms or raise maxJournalBytes"
+                ),
+            ));
+        }
+        *held += bytes;
         let prev = self
             .entries
             .last()
@@ -837,6 +910,15 @@ impl Journal {
         };
         e.hash = Journal::link(&prev, &e);
         self.entries.push(e);
+        Ok(())
+    }
+
+    /// Bytes the entries hold in memory, as [`RunSettings::max_journal_bytes`] counts them.
+    pub fn held_bytes(&self) -> usize {
+        self.entries
+            .iter()
+            .map(|e| entry_bytes(&e.atom, &e.input, &e.result))
+            .sum()
     }
 
     /// Recomputes every entry's input hash and chain hash (for building a journal by hand; a

@@ -459,6 +459,9 @@ pub(crate) struct Control<'a> {
     pub replay: Option<(&'a Journal, usize)>,
     pub max_calls: Option<u32>,
     pub max_output_bytes: Option<usize>,
+    /// bytes the journal holds, and the most it may hold (`maxJournalBytes`)
+    pub journal_held: usize,
+    pub max_journal_bytes: usize,
     /// a replay divergence that ended the run
     pub mismatch: Option<ReplayMismatch>,
 }
@@ -476,6 +479,29 @@ pub(crate) fn denied(atom: &str) -> String {
 }
 
 impl Control<'_> {
+    /// Records a host call in the journal being recorded (if any).
+    fn record(
+        &mut self,
+        index: u32,
+        call: &HostCall,
+        answer: &Result<JsValue, String>,
+        fuel: u64,
+        deferred: bool,
+    ) -> Result<(), RunError> {
+        match &mut self.journal {
+            Some(j) => j.record(
+                index,
+                call,
+                answer,
+                fuel,
+                deferred,
+                &mut self.journal_held,
+                self.max_journal_bytes,
+            ),
+            None => Ok(()),
+        }
+    }
+
     /// The policy of `atom` (atoms not listed are allowed).
     fn policy(&self, atom: &str) -> Policy {
         self.policies
@@ -699,8 +725,8 @@ async fn drive_from(
                         Err(e) => end!(Err(e)),
                     },
                 };
-                if let Some(j) = &mut ctl.journal {
-                    j.record(index, &call, &answer, fuel, false);
+                if let Err(e) = ctl.record(index, &call, &answer, fuel, false) {
+                    end!(Err(e));
                 }
                 if let Err(e) = vm.resume(answer) {
                     end!(Err(e));
@@ -813,12 +839,12 @@ fn settle_recorded(
     answer: Result<JsValue, String>,
     fuel: u64,
 ) -> Result<(), RunError> {
-    if let Some(j) = &mut ctl.journal {
+    if ctl.journal.is_some() {
         let call = HostCall {
             atom: p.atom.clone(),
             input: p.input.clone(),
         };
-        j.record(p.id, &call, &answer, fuel, true);
+        ctl.record(p.id, &call, &answer, fuel, true)?;
     }
     vm.settle(p.id, answer)
 }

@@ -43,11 +43,12 @@ pub use ajs_bytecode::{LoadError, Program, SourcePos, VerifiedProgram};
 pub use ajs_compiler::CompileError;
 pub use ajs_io::{FetchPolicy, HttpClient, LlmClient, LlmConfig, SAFE_RESPONSE_HEADERS};
 pub use ajs_vm::{ErrorKind, JsValue, LogLevel, LogLine, RunError};
-pub use ajs_vm::{SnapshotError, TraceStep};
+pub use ajs_vm::{SnapshotError, TraceStep, DEFAULT_MAX_LOG_BYTES, MAX_TRACE_STEPS};
 pub use approvals::{
     replay, ApprovalHandler, Approvals, ConfigError, Decision, FileNonceStore, GatedRunner,
     Journal, JournalEntry, MemoryNonceStore, NonceStore, PendingCall, Policy, ReplayError,
     ReplayMismatch, Report, ResumeError, RunResult, RunSettings, Suspended, Verdict,
+    DEFAULT_MAX_JOURNAL_BYTES,
 };
 pub use capabilities::{
     AtomDecl, AtomFn, Capabilities, FetchCall, FetchFn, HostFuture, InputField, InputType, LlmFn,

@@ -40,8 +40,8 @@ mod value;
 pub use ajs_bytecode::isa::MILLI;
 pub use error::{ErrorKind, RunError};
 pub use machine::snapshot::{
-    hex, program_fingerprint, snapshot_id, value_hash, SnapshotError, SNAPSHOT_MAGIC,
-    SNAPSHOT_VERSION,
+    hex, program_fingerprint, snapshot_id, value_hash, SnapshotError, MAX_TRACE_STEPS,
+    SNAPSHOT_MAGIC, SNAPSHOT_VERSION,
 };
 pub use machine::{
     system_clock, AtomSpec, HostArg, HostCall, LogLevel, LogLine, PendingHostCall, SpareVm, Step,

@@ -23,6 +23,10 @@ use crate::heap::{Cell, Heap, PropMap, RegexCell, SetCell, SetKey};
 use crate::value::{JsValue, Value};
 use crate::MAX_PARALLEL_NESTING;
 
+/// Most steps a trace keeps, whatever cap the host asks for ([`Vm::set_trace`]): a step is a
+/// few dozen bytes, so a trace holds at most a few dozen MiB.
+pub const MAX_TRACE_STEPS: usize = 1_000_000;
+
 /// The first bytes of every snapshot.
 pub const SNAPSHOT_MAGIC: [u8; 4] = *b"AJSS";
 /// The snapshot format version.
@@ -1080,7 +1084,7 @@ impl Vm {
         match cap {
             Some(c) => {
                 self.trace = Some(Vec::new());
-                self.trace_cap = c;
+                self.trace_cap = c.min(MAX_TRACE_STEPS);
             }
             None => self.trace = None,
         }
