@@ -25,6 +25,9 @@ pub const DEFAULT_MAX_LOG_BYTES: usize = 1 << 20;
 /// Longest `Error(v)` message, in UTF-8 bytes: a longer one is cut and ends with a marker.
 pub const MAX_MESSAGE_BYTES: usize = 1 << 20;
 
+/// The words of the copy limit's error, after its number of bytes.
+const COPY_LIMIT: &str = "-byte copy limit (maxHeapBytes)";
+
 /// What a heap allocation costs beyond its size (the allocator's header and rounding).
 const ALLOC_OVERHEAD: usize = 16;
 
@@ -559,7 +562,9 @@ enum Ended {
 
 /// The marker that ends a log line cut at `maxLogBytes`.
 fn log_marker(max: usize) -> String {
-    format!(" … [cut: the log keeps at most {max} bytes (maxLogBytes)]")
+    format!(
+        " … [cut: the log keeps at most {max} bytes (maxLogBytes); log less or raise maxLogBytes]"
+    )
 }
 
 /// The marker that ends an `Error` message cut at [`MAX_MESSAGE_BYTES`].
@@ -593,10 +598,15 @@ impl Vm {
         RunError::new(
             ErrorKind::Boundary,
             format!(
-                "{what} is over the {}-byte copy limit (maxHeapBytes): it holds shared values that expand when copied; return less or raise maxHeapBytes",
+                "{what} is over the {}{COPY_LIMIT}: it holds shared values that expand when copied; return less or raise maxHeapBytes",
                 budget.bytes
             ),
         )
+    }
+
+    /// Whether `e` is the error of a copy over its budget ([`Vm::export`]).
+    pub(crate) fn is_copy_limit(e: &RunError) -> bool {
+        e.kind == ErrorKind::Boundary && e.message.contains(COPY_LIMIT)
     }
 
     /// Copies `v` out within `budget` (reduced by what the copy takes) and `fuel_cap`
@@ -776,10 +786,12 @@ impl Vm {
             };
             return (ended, 0);
         }
+        // (text takes no more memory than its cap, so its node budget follows the cap, not
+        // the heap: values that write nothing, `undefined` properties, are still bounded)
         let mut w = Walk::new(
             &self.heap,
             Text::new(std::mem::take(out), cap),
-            self.export_budget().nodes,
+            cap.saturating_mul(2),
             fuel_cap,
         );
         let r = w.value(v);
@@ -891,6 +903,139 @@ impl Vm {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ajs_bytecode::isa::{insert_charges, Op, Src};
+    use ajs_bytecode::{Function, Program};
+
+    fn vm(max_heap_bytes: usize, fuel: u64) -> Vm {
+        let (code, _) = insert_charges(&[Op::Return { src: Src(0) }], &[(); 1]);
+        let program = Program {
+            functions: vec![Function {
+                name: "f".into(),
+                params: vec![],
+                nregs: 4,
+                code,
+            }],
+            constants: vec![],
+            atoms: vec![],
+            entry: 0,
+            debug: None,
+            signature: None,
+        }
+        .verify()
+        .unwrap();
+        let opts = crate::VmOptions {
+            max_heap_bytes,
+            fuel,
+            max_log_bytes: 1000,
+            ..crate::VmOptions::default()
+        };
+        Vm::new(program, &[], opts).unwrap()
+    }
+
+    /// `leaf` in an array of two references to itself, `levels` times.
+    fn doubled(vm: &mut Vm, leaf: Value, levels: usize) -> Value {
+        let mut x = leaf;
+        for _ in 0..levels {
+            x = Value::Arr(vm.heap.insert(Cell::Arr(vec![x, x])));
+        }
+        x
+    }
+
+    #[test]
+    fn a_shared_value_stops_at_the_budget_and_pays_for_its_walk() {
+        let mut vm = vm(1 << 20, 1 << 40);
+        let s = vm.str_value("abcdefgh").unwrap();
+        let x = doubled(&mut vm, s, 40);
+        let before = vm.fuel.left();
+        let e = vm.export(x, || "Result".into()).unwrap_err();
+        assert!(Vm::is_copy_limit(&e), "{}", e.message);
+        assert!(
+            e.message.starts_with("Result is over the "),
+            "{}",
+            e.message
+        );
+        // the walk paid for what it visited, which the budget bounds
+        let paid = before - vm.fuel.left();
+        let most = (vm.export_budget().nodes as u64 + 1) * (MILLI_PER_ELEMENT + 1);
+        assert!(paid > 0 && paid <= most, "{paid} of at most {most}");
+        // on a small fuel budget the fuel runs out first
+        let mut vm2 = super::tests::vm(1 << 30, 5_000);
+        let x = doubled(&mut vm2, Value::Num(1.0), 40);
+        let e = vm2.export(x, || "Result".into()).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::OutOfFuel);
+        assert_eq!(vm2.fuel.left(), 0);
+    }
+
+    #[test]
+    fn a_copy_within_budget_is_exact_and_counts_its_bytes() {
+        let mut vm = vm(1 << 20, 1 << 40);
+        let x = doubled(&mut vm, Value::Num(1.5), 10);
+        let j = vm.export(x, || "Result".into()).unwrap();
+        // 1024 leaves of 3 bytes; 1023 arrays of two brackets and a comma
+        assert_eq!(j.json_len(), 1024 * 3 + 1023 * 3);
+        // what the copy may take is what it counts: 2^10 leaves and 2^10 - 1 arrays
+        let b = vm.export_budget();
+        let mut room = b;
+        let (r, _) = vm.copy_within(x, &mut room, u64::MAX);
+        assert!(r.is_ok());
+        let used = b.bytes - room.bytes;
+        assert!(used >= 1023 * 2 * size_of::<JsValue>(), "{used}");
+        let mut tight = Budget {
+            bytes: used - 1,
+            nodes: b.nodes,
+        };
+        assert!(matches!(
+            vm.copy_within(x, &mut tight, u64::MAX).0,
+            Err(Stop::Full)
+        ));
+    }
+
+    #[test]
+    fn text_renders_as_the_copy_displays() {
+        let mut vm = vm(1 << 20, 1 << 40);
+        let s = vm.str_value("q\"\n\u{1}é😀").unwrap();
+        let lone = Value::Str(vm.heap.insert(Cell::Str(vec![0xD800, 0x61].into())));
+        let d = Value::Obj(vm.heap.insert(Cell::Date(0.0)));
+        let mut m = PropMap::default();
+        m.insert("7".encode_utf16().collect(), Value::Num(7.0));
+        m.insert("u".encode_utf16().collect(), Value::Undefined);
+        m.insert("s".encode_utf16().collect(), s);
+        m.insert("0".encode_utf16().collect(), d);
+        m.insert("n".encode_utf16().collect(), Value::Num(f64::NAN));
+        let o = Value::Obj(vm.heap.insert(Cell::Obj(m)));
+        let a = Value::Arr(vm.heap.insert(Cell::Arr(vec![
+            Value::Undefined,
+            Value::Null,
+            Value::Bool(true),
+            Value::Num(-0.0),
+            Value::Num(1e21),
+            Value::Num(9007199254740992.0),
+            Value::Num(0.1),
+            lone,
+            o,
+            d,
+        ])));
+        for v in [a, o, s, d, Value::Num(1e21), Value::Undefined] {
+            let shown = vm.export(v, || "Value".into()).unwrap().display();
+            assert_eq!(vm.render(v), shown);
+        }
+    }
+
+    #[test]
+    fn a_log_line_is_cut_at_the_byte_cap_and_later_lines_dropped() {
+        let mut vm = vm(1 << 20, 1 << 40);
+        let x = doubled(&mut vm, Value::Num(1.0), 40);
+        vm.console(LogLevel::Info, &[Value::Num(1.0), x]).unwrap();
+        vm.console(LogLevel::Info, &[Value::Num(2.0)]).unwrap();
+        assert_eq!(vm.log.len(), 1);
+        assert_eq!(vm.log_dropped, 1);
+        let line = &vm.log[0].message;
+        assert!(
+            line.len() <= 1000 && line.starts_with("1 [[[[") && line.ends_with(&log_marker(1000))
+        );
+        let msg = vm.message_of(x);
+        assert!(msg.len() <= MAX_MESSAGE_BYTES && msg.ends_with(&message_marker()));
+    }
 
     #[test]
     fn sizes_count_what_is_allocated() {

@@ -217,11 +217,9 @@ impl Vm {
         let plain = |vm: &mut Vm, v: Value| {
             vm.export(v, || format!("The data of {}", id.js_name()))
                 .map_err(|e| match e.kind {
-                    ErrorKind::Guest => Fault::Guest(e.message),
-                    ErrorKind::Boundary if !e.message.contains("copy limit") => {
-                        Fault::Guest(e.message)
-                    }
-                    _ => Fault::Fatal(e),
+                    ErrorKind::OutOfFuel => Fault::Fatal(e),
+                    _ if Vm::is_copy_limit(&e) => Fault::Fatal(e),
+                    _ => Fault::Guest(e.message),
                 })
         };
         let out = match id {
