@@ -152,6 +152,15 @@ impl std::io::Write for Count {
     }
 }
 
+/// Serializes by [`JsValue::to_json`]'s rules (a top-level `undefined` as `null`) without
+/// building a `serde_json::Value` first: `serde_json::to_writer(w, &value)` writes a large result
+/// with no second copy of it.
+impl serde::Serialize for JsValue {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        serde::Serialize::serialize(&Json(self), s)
+    }
+}
+
 /// A host value serialized by [`JsValue::to_json`]'s rules without building the JSON value.
 struct Json<'a>(&'a JsValue);
 
@@ -217,6 +226,7 @@ mod tests {
         let v = JsValue::Object(m);
         let text = v.to_json().unwrap().to_string();
         assert_eq!(v.display(), text);
+        assert_eq!(serde_json::to_string(&v).unwrap(), text);
         assert_eq!(v.json_len(), text.len());
         assert_eq!(JsValue::Undefined.json_len(), 0);
         assert_eq!(JsValue::Number(0.1).json_len(), 3);
