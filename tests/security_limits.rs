@@ -741,7 +741,7 @@ mod copy_out {
             // in a parallel batch
             let code = format!("{shape}return parallel([sink({{ v: x }})])");
             let out = quick(&code, || eval(&code, json!({}), caps(c.clone(), BUDGET)));
-            failed(&out, &code);
+            assert_eq!(fails_with(&out, &code, COPY_LIMIT), ErrorKind::Boundary);
             within_budget(&out, &code);
         }
         assert_eq!(calls.load(Ordering::SeqCst), 0);
