@@ -30,6 +30,39 @@ pub const SERVE_USAGE: &str = "  serve [--config FILE] [--listen ADDR]
 /// Bad usage: the message.
 pub struct Usage(pub String);
 
+/// Largest configuration file read (`--config`).
+pub const MAX_CONFIG_BYTES: usize = 1024 * 1024;
+
+/// Reads a file of at most `max` bytes, refusing a larger one without reading it all.
+/// `limit` names the limit and how to raise it, for the message.
+///
+/// # Errors
+/// The file cannot be read, or is larger than `max`: the message names the file and the limit.
+pub fn read_capped(path: &str, max: usize, limit: &str) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+    let mut buf = Vec::new();
+    file.take(max as u64 + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| format!("cannot read {path}: {e}"))?;
+    if buf.len() > max {
+        return Err(format!("{path} is over the {max}-byte limit ({limit})"));
+    }
+    Ok(buf)
+}
+
+/// Reads an artifact or span sidecar file: at most [`ajs::MAX_ARTIFACT_BYTES`].
+///
+/// # Errors
+/// As [`read_capped`].
+pub fn read_artifact(path: &str) -> Result<Vec<u8>, String> {
+    read_capped(
+        path,
+        ajs::MAX_ARTIFACT_BYTES,
+        "MAX_ARTIFACT_BYTES, the largest artifact any loader accepts; is it an artifact `ajs compile` wrote?",
+    )
+}
+
 /// Command-line arguments split into positional arguments, `--name value` options and flags.
 pub struct Parsed {
     /// Positional arguments, in order.
@@ -169,8 +202,8 @@ pub fn exec(prog: &str, args: &[String]) -> Result<ExitCode, Usage> {
     }
     options.validate().map_err(|e| Usage(e.to_string()))?;
     let read = |path: &str| {
-        std::fs::read(path).map_err(|e| {
-            eprintln!("{prog} exec: cannot read {path}: {e}");
+        read_artifact(path).map_err(|e| {
+            eprintln!("{prog} exec: {e}");
         })
     };
     let Ok(bytes) = read(&file) else {

@@ -168,7 +168,12 @@ impl ServerConfig {
     /// # Errors
     /// Why it could not be read or parsed, naming the file.
     pub fn load(path: &str) -> Result<ServerConfig, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+        let bytes = crate::cli::read_capped(
+            path,
+            crate::cli::MAX_CONFIG_BYTES,
+            "MAX_CONFIG_BYTES: a configuration is a few kilobytes; is this the right file?",
+        )?;
+        let text = String::from_utf8(bytes).map_err(|_| format!("{path} is not UTF-8"))?;
         ServerConfig::parse(&text, path.ends_with(".toml")).map_err(|e| format!("{path}: {e}"))
     }
 
