@@ -77,6 +77,7 @@ fn main() -> ExitCode {
         Some("serve") => ajs_runner::cli::serve("ajs", &args[1..]).map_err(|e| Usage(e.0)),
         Some(other) => Err(Usage(format!("unknown command '{other}'"))),
     };
+    ajs_runner::cli::report_peak_rss();
     match result {
         Ok(code) => code,
         Err(Usage(msg)) => {

@@ -30,6 +30,29 @@ pub const SERVE_USAGE: &str = "  serve [--config FILE] [--listen ADDR]
 /// Bad usage: the message.
 pub struct Usage(pub String);
 
+/// The environment variable that asks `ajs` and `ajs-run` to print their peak RSS on exit.
+pub const PEAK_RSS_ENV: &str = "AJS_REPORT_PEAK_RSS";
+
+/// When [`PEAK_RSS_ENV`] is set, prints `ajs-peak-rss-bytes=N` (the kernel's `VmHWM`) as the
+/// last line on stderr: how the memory tests read a child's peak, which its parent cannot see
+/// once it has exited.
+pub fn report_peak_rss() {
+    if std::env::var_os(PEAK_RSS_ENV).is_none() {
+        return;
+    }
+    let kb = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        });
+    match kb {
+        Some(kb) => eprintln!("ajs-peak-rss-bytes={}", kb * 1024),
+        None => eprintln!("ajs-peak-rss-bytes=unknown"),
+    }
+}
+
 /// Largest configuration file read (`--config`).
 pub const MAX_CONFIG_BYTES: usize = 1024 * 1024;
 

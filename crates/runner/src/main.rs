@@ -29,6 +29,7 @@ fn main() -> ExitCode {
         Some("serve") => cli::serve("ajs-run", &args[1..]),
         Some(other) => Err(cli::Usage(format!("unknown command '{other}'"))),
     };
+    cli::report_peak_rss();
     match result {
         Ok(code) => code,
         Err(cli::Usage(msg)) => {

@@ -151,13 +151,24 @@ fn every_file_read_is_capped() {
     );
     let cases: [(&[&str], i32, &str); 3] = [
         (&["exec", "/dev/urandom"], 1, "MAX_ARTIFACT_BYTES"),
-        (&["exec", &artifact, "--spans", "/dev/zero"], 1, "MAX_ARTIFACT_BYTES"),
-        (&["exec", &artifact, "--config", "/dev/zero"], 2, "MAX_CONFIG_BYTES"),
+        (
+            &["exec", &artifact, "--spans", "/dev/zero"],
+            1,
+            "MAX_ARTIFACT_BYTES",
+        ),
+        (
+            &["exec", &artifact, "--config", "/dev/zero"],
+            2,
+            "MAX_CONFIG_BYTES",
+        ),
     ];
     for (args, code, limit) in cases {
         let o = ajs_run_bounded(args);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(code), "{args:?}: {err}");
-        assert!(err.contains(limit) && err.contains("limit"), "{args:?}: {err}");
+        assert!(
+            err.contains(limit) && err.contains("limit"),
+            "{args:?}: {err}"
+        );
     }
 }
