@@ -472,7 +472,8 @@ const MIB: u64 = 1024 * 1024;
 /// The child server's address-space limit.
 const AS_LIMIT: u64 = 4096 * MIB;
 
-/// Hostile programs posted at once to a real `ajs serve`: while every run slot computes,
+/// Hostile programs posted at once, as artifacts, to a real `ajs serve` (the server of
+/// `ajs-run serve`) with default limits but for the slots and fuel: while every run slot computes,
 /// `/healthz` answers within a second (guest code runs on threads of its own); every request
 /// gets a clean JSON outcome; within 5 s after the burst the RSS is back within 64 MiB of
 /// idle (jemalloc's background purge).
@@ -480,12 +481,15 @@ const AS_LIMIT: u64 = 4096 * MIB;
 async fn a_burst_of_hostile_runs_leaves_healthz_fast_and_memory_returned() {
     let slots = 8;
     let s = Child::start(json!({
-        "acceptSource": true,
         "limits": { "maxConcurrentRuns": slots, "maxFuel": 1e9, "maxTimeoutMs": 60000 }
     }))
     .await;
     // warm: the run threads exist and have run once
-    let (st, v) = run(s.addr, json!({ "source": DOUBLE, "args": { "n": 1 } })).await;
+    let (st, v) = run(
+        s.addr,
+        json!({ "artifact": artifact(DOUBLE), "args": { "n": 1 } }),
+    )
+    .await;
     assert_eq!(st, StatusCode::OK, "{v}");
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let idle = s.rss();
@@ -501,7 +505,8 @@ async fn a_burst_of_hostile_runs_leaves_healthz_fast_and_memory_returned() {
     let mut runs = Vec::new();
     for k in 0..slots {
         let (src, fuel) = hostile[k % hostile.len()];
-        let body = json!({ "source": src, "options": { "fuel": fuel, "timeoutMs": 3000 } });
+        let body =
+            json!({ "artifact": artifact(src), "options": { "fuel": fuel, "timeoutMs": 3000 } });
         runs.push(tokio::spawn(run(s.addr, body)));
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
