@@ -457,13 +457,22 @@ impl Child {
 
     /// VmRSS in bytes.
     fn rss(&self) -> u64 {
+        self.status_bytes("VmRSS:")
+    }
+
+    /// VmHWM (peak RSS) in bytes.
+    fn peak(&self) -> u64 {
+        self.status_bytes("VmHWM:")
+    }
+
+    fn status_bytes(&self, field: &str) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
             .expect("the server is alive");
         let kb: u64 = status
             .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .find_map(|l| l.strip_prefix(field))
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .expect("VmRSS");
+            .expect("a memory field");
         kb * 1024
     }
 }
@@ -475,8 +484,9 @@ const AS_LIMIT: u64 = 4096 * MIB;
 /// Hostile programs posted at once, as artifacts, to a real `ajs serve` (the server of
 /// `ajs-run serve`) with default limits but for the slots and fuel: while every run slot computes,
 /// `/healthz` answers within a second (guest code runs on threads of its own); every request
-/// gets a clean JSON outcome; within 5 s after the burst the RSS is back within 64 MiB of
-/// idle (jemalloc's background purge).
+/// gets a clean JSON outcome; the peak stays within the slots times a run's bound plus 64 MiB;
+/// within 5 s after the burst the RSS is back within 64 MiB of idle (jemalloc's background
+/// purge).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_burst_of_hostile_runs_leaves_healthz_fast_and_memory_returned() {
     let slots = 8;
@@ -535,6 +545,14 @@ async fn a_burst_of_hostile_runs_leaves_healthz_fast_and_memory_returned() {
             "{v}"
         );
     }
+    // the total bound of docs/deployment.md: the slots times a run's bound, plus the server
+    let bound = slots as u64 * (64 * MIB * 3 / 2 + 32 * MIB) + 64 * MIB;
+    assert!(
+        s.peak() <= bound,
+        "peak RSS {} MiB over {} MiB",
+        s.peak() / MIB,
+        bound / MIB
+    );
     let mut after = s.rss();
     for _ in 0..50 {
         if after <= idle + 64 * MIB {

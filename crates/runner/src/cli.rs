@@ -64,12 +64,23 @@ pub const MAX_CONFIG_BYTES: usize = 1024 * 1024;
 pub fn read_capped(path: &str, max: usize, limit: &str) -> Result<Vec<u8>, String> {
     use std::io::Read;
     let file = std::fs::File::open(path).map_err(|e| format!("cannot read {path}: {e}"))?;
-    let mut buf = Vec::new();
+    let too_large = || format!("{path} is over the {max}-byte limit ({limit})");
+    // a regular file says its size: a larger one is refused unread, a smaller one read into
+    // one allocation of its size
+    let known = file
+        .metadata()
+        .ok()
+        .filter(std::fs::Metadata::is_file)
+        .map(|m| m.len());
+    if known.is_some_and(|n| n > max as u64) {
+        return Err(too_large());
+    }
+    let mut buf = Vec::with_capacity(known.map_or(0, |n| n as usize + 1));
     file.take(max as u64 + 1)
         .read_to_end(&mut buf)
         .map_err(|e| format!("cannot read {path}: {e}"))?;
     if buf.len() > max {
-        return Err(format!("{path} is over the {max}-byte limit ({limit})"));
+        return Err(too_large());
     }
     Ok(buf)
 }
