@@ -300,3 +300,22 @@ fn a_missing_atom_is_refused_before_running_naming_it() {
     assert!(out.log.is_empty(), "nothing ran");
     assert_eq!(out.fuel_used, 0.0);
 }
+
+#[test]
+fn an_artifact_over_the_largest_allowed_is_refused_unread() {
+    // a real artifact padded past the limit: refused for its size, before decoding
+    let mut bytes = compiled().to_bytes();
+    bytes.resize(ajs::MAX_ARTIFACT_BYTES + 1, 0);
+    let e = load_artifact(&bytes, None).unwrap_err();
+    assert_eq!(e, LoadError::TooLarge(ajs::MAX_ARTIFACT_BYTES + 1));
+    assert!(e.to_string().contains("MAX_ARTIFACT_BYTES"), "{e}");
+    let sidecar = vec![0u8; ajs::MAX_ARTIFACT_BYTES + 1];
+    let e = load_artifact(&compiled().to_bytes(), Some(&sidecar)).unwrap_err();
+    assert!(e.to_string().contains("MAX_ARTIFACT_BYTES"), "{e}");
+    // at the limit, the size is not what refuses it
+    bytes.truncate(ajs::MAX_ARTIFACT_BYTES);
+    assert!(!matches!(
+        load_artifact(&bytes, None),
+        Err(LoadError::TooLarge(_))
+    ));
+}

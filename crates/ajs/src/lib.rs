@@ -38,6 +38,7 @@ mod signature;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+pub use ajs_bytecode::program::MAX_ARTIFACT_BYTES;
 pub use ajs_bytecode::{LoadError, Program, SourcePos, VerifiedProgram};
 #[cfg(feature = "compiler")]
 pub use ajs_compiler::CompileError;

@@ -29,6 +29,9 @@ pub const MAX_CONSTANTS: usize = u16::MAX as usize;
 pub const MAX_CODE_LEN: usize = 1 << 24;
 /// Most registers one function may use.
 pub const MAX_REGISTERS: u16 = u16::MAX;
+/// Largest artifact, and largest span sidecar, a loader accepts: far more than the compiler
+/// makes of the largest source it takes, so a reader can refuse a larger file unread.
+pub const MAX_ARTIFACT_BYTES: usize = 64 * 1024 * 1024;
 
 /// A constant of the pool.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -285,6 +288,9 @@ struct WireProgram {
 /// Why a program was refused. Every variant says where.
 #[derive(Clone, Debug, PartialEq, Error)]
 pub enum LoadError {
+    /// More bytes than any artifact has.
+    #[error("artifact is {0} bytes, over the {MAX_ARTIFACT_BYTES}-byte limit of any artifact (MAX_ARTIFACT_BYTES); this is not an artifact `ajs compile` wrote")]
+    TooLarge(usize),
     /// The bytes do not start with the artifact magic.
     #[error("not an ajs artifact (bad magic at offset 0)")]
     BadMagic,
@@ -485,6 +491,9 @@ impl Program {
     /// [`LoadError`] naming what is wrong and where; nothing from a refused artifact ever runs.
     pub fn from_bytes(bytes: &[u8]) -> Result<VerifiedProgram, LoadError> {
         const HEADER: usize = 4 + 2 + 2 + 8;
+        if bytes.len() > MAX_ARTIFACT_BYTES {
+            return Err(LoadError::TooLarge(bytes.len()));
+        }
         if bytes.len() < 4 || bytes[..4] != MAGIC {
             return Err(if bytes.len() < 4 {
                 LoadError::Truncated(bytes.len())
@@ -613,6 +622,12 @@ impl Program {
     ) -> Result<VerifiedProgram, LoadError> {
         const HEADER: usize = 4 + 2 + 8;
         let program = Program::from_bytes(artifact)?;
+        if sidecar.len() > MAX_ARTIFACT_BYTES {
+            return Err(LoadError::Spans(format!(
+                "the sidecar is {} bytes, over the {MAX_ARTIFACT_BYTES}-byte limit (MAX_ARTIFACT_BYTES)",
+                sidecar.len()
+            )));
+        }
         if sidecar.len() < HEADER || sidecar[..4] != SPANS_MAGIC {
             return Err(LoadError::Spans("not a span sidecar (bad magic)".into()));
         }

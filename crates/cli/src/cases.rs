@@ -605,11 +605,20 @@ fn report(m: Vec<Mismatch>, o: &Outcome) -> Result<(), String> {
     ))
 }
 
+/// Largest conformance case file read.
+pub const MAX_CASE_FILE_BYTES: usize = 64 * 1024 * 1024;
+
 /// Reads the cases of one file: each entry parsed (or the reason it cannot be); a file that is
 /// not a list of cases gives one failing entry named after the file.
 pub fn load_file(path: &str) -> Vec<(String, Result<Case, String>)> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
+    let read = ajs_runner::cli::read_capped(
+        path,
+        MAX_CASE_FILE_BYTES,
+        "MAX_CASE_FILE_BYTES; split the cases over several files",
+    );
+    let text = match read.map(String::from_utf8) {
+        Ok(Ok(t)) => t,
+        Ok(Err(_)) => return vec![(path.to_string(), Err("not UTF-8".into()))],
         Err(e) => return vec![(path.to_string(), Err(format!("cannot read the file: {e}")))],
     };
     let json: Value = match serde_json::from_str(&text) {

@@ -119,9 +119,27 @@ fn write(path: &str, bytes: &[u8]) -> Result<(), Usage> {
     std::fs::write(path, bytes).map_err(|e| Usage(format!("cannot write {path}: {e}")))
 }
 
+/// Reads a saved run or a journal: at most an artifact and four times the heap ceiling (what a
+/// run's state or its recorded host calls can hold).
+fn read_saved(path: &str, c: &Common) -> Result<Vec<u8>, Usage> {
+    let max =
+        ajs::MAX_ARTIFACT_BYTES.saturating_add(c.config.limits.max_heap_bytes.saturating_mul(4));
+    ajs_runner::cli::read_capped(
+        path,
+        max,
+        "MAX_ARTIFACT_BYTES + 4 x limits.maxHeapBytes; raise maxHeapBytes in the --config file",
+    )
+    .map_err(Usage)
+}
+
 fn compile(path: &str, c: &Common) -> Result<Option<ajs::VerifiedProgram>, Usage> {
-    let source =
-        std::fs::read_to_string(path).map_err(|e| Usage(format!("cannot read {path}: {e}")))?;
+    let bytes = ajs_runner::cli::read_capped(
+        path,
+        c.config.limits.max_source_bytes,
+        "limits.maxSourceBytes; raise it in the --config file",
+    )
+    .map_err(Usage)?;
+    let source = String::from_utf8(bytes).map_err(|_| Usage(format!("{path} is not UTF-8")))?;
     match Runner::compile_agent(&source, &c.config.base_options()) {
         Ok(p) => Ok(Some(p)),
         Err(e) => {
@@ -241,7 +259,7 @@ pub fn cmd_resume(args: &[String]) -> Result<ExitCode, Usage> {
         return Err(Usage("resume takes one SNAPSHOT file".into()));
     };
     let c = common(&p.options)?;
-    let bundle = std::fs::read(file).map_err(|e| Usage(format!("cannot read {file}: {e}")))?;
+    let bundle = read_saved(file, &c)?;
     let refused = |m: &str| {
         eprintln!("ajs resume: {file}: {m}");
         Ok(ExitCode::from(1))
@@ -343,7 +361,7 @@ pub fn cmd_replay(args: &[String]) -> Result<ExitCode, Usage> {
         }
     }
     let path = journal_path.ok_or_else(|| Usage("replay needs --journal FILE".into()))?;
-    let bytes = std::fs::read(&path).map_err(|e| Usage(format!("cannot read {path}: {e}")))?;
+    let bytes = read_saved(&path, &c)?;
     let Some(journal) = Journal::from_bytes(&bytes) else {
         eprintln!("ajs replay: {path}: not a journal");
         return Ok(ExitCode::from(1));

@@ -11,6 +11,11 @@ use std::process::ExitCode;
 use ajs::{Eval, Options};
 use serde_json::{Map, Value};
 
+/// jemalloc, configured at build time (.cargo/config.toml) to return freed pages to the OS
+/// within seconds: `ajs serve`'s RSS falls back after a burst of runs.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 const USAGE_TEMPLATE: &str = "\
 ajs: run untrusted AJS code in a fuel-metered VM
 
@@ -72,6 +77,7 @@ fn main() -> ExitCode {
         Some("serve") => ajs_runner::cli::serve("ajs", &args[1..]).map_err(|e| Usage(e.0)),
         Some(other) => Err(Usage(format!("unknown command '{other}'"))),
     };
+    ajs_runner::cli::report_peak_rss();
     match result {
         Ok(code) => code,
         Err(Usage(msg)) => {
@@ -110,12 +116,24 @@ fn parse_num<T: std::str::FromStr>(name: &str, v: &str) -> Result<T, Usage> {
         .map_err(|_| Usage(format!("{name} expects a non-negative number, not '{v}'")))
 }
 
-fn read_stdin() -> Result<Vec<u8>, Usage> {
+/// Reads stdin, at most `max` bytes; `limit` names the limit and how to raise it.
+fn read_stdin(max: usize, limit: &str) -> Result<Vec<u8>, Usage> {
     let mut buf = Vec::new();
     std::io::stdin()
+        .take(max as u64 + 1)
         .read_to_end(&mut buf)
         .map_err(|e| Usage(format!("cannot read stdin: {e}")))?;
+    if buf.len() > max {
+        return Err(Usage(format!(
+            "stdin is over the {max}-byte limit ({limit})"
+        )));
+    }
     Ok(buf)
+}
+
+/// Reads a file, at most `max` bytes; `limit` names the limit and how to raise it.
+fn read_file(path: &str, max: usize, limit: &str) -> Result<Vec<u8>, String> {
+    ajs_runner::cli::read_capped(path, max, limit)
 }
 
 fn cmd_eval(args: &[String]) -> Result<ExitCode, Usage> {
@@ -128,8 +146,6 @@ fn cmd_eval(args: &[String]) -> Result<ExitCode, Usage> {
         &["--context", "--fuel", "--timeout-ms", "--max-source-bytes"],
     )?;
     let code = match p.positional.as_slice() {
-        [c] if c == "-" => String::from_utf8(read_stdin()?)
-            .map_err(|_| Usage("the code on stdin is not valid UTF-8".into()))?,
         [c] => c.clone(),
         [] => {
             return Err(Usage(
@@ -154,6 +170,24 @@ fn cmd_eval(args: &[String]) -> Result<ExitCode, Usage> {
         }
     }
     options.validate().map_err(|e| Usage(e.to_string()))?;
+    let code = if code == "-" {
+        let max = options.max_source_bytes;
+        let Ok(bytes) = read_stdin(max, "maxSourceBytes") else {
+            // the same outcome as a long CODE argument, without reading the rest
+            let message = format!(
+                "Source on stdin is over the {max}-byte limit (maxSourceBytes); raise it with --max-source-bytes"
+            );
+            println!(
+                "{}",
+                serde_json::json!({ "fuelUsed": 0, "error": { "message": message } })
+            );
+            return Ok(ExitCode::SUCCESS);
+        };
+        String::from_utf8(bytes)
+            .map_err(|_| Usage("the code on stdin is not valid UTF-8".into()))?
+    } else {
+        code
+    };
     let eval = Eval {
         code,
         context,
@@ -236,7 +270,12 @@ fn cmd_compile(args: &[String]) -> Result<ExitCode, Usage> {
         path.with_extension("ajsb").to_string_lossy().into_owned()
     });
     let spans = spans.unwrap_or_else(|| format!("{out}.spans"));
-    let source = match std::fs::read(&file) {
+    let read = read_file(
+        &file,
+        options.max_source_bytes,
+        "--max-source-bytes; raise it to compile a longer program",
+    );
+    let source = match read {
         Ok(b) => match String::from_utf8(b) {
             Ok(s) => s,
             Err(_) => {
@@ -245,7 +284,7 @@ fn cmd_compile(args: &[String]) -> Result<ExitCode, Usage> {
             }
         },
         Err(e) => {
-            eprintln!("ajs compile: cannot read {file}: {e}");
+            eprintln!("ajs compile: {e}");
             return Ok(ExitCode::from(1));
         }
     };
@@ -310,13 +349,14 @@ fn cmd_disasm(args: &[String]) -> Result<ExitCode, Usage> {
                 .collect();
         }
     }
+    let limit = "MAX_ARTIFACT_BYTES, the largest artifact any loader accepts";
     let bytes = if file == "-" {
-        read_stdin()?
+        read_stdin(ajs::MAX_ARTIFACT_BYTES, limit)?
     } else {
-        match std::fs::read(&file) {
+        match read_file(&file, ajs::MAX_ARTIFACT_BYTES, limit) {
             Ok(b) => b,
             Err(e) => {
-                eprintln!("ajs disasm: cannot read {file}: {e}");
+                eprintln!("ajs disasm: {e}");
                 return Ok(ExitCode::from(1));
             }
         }

@@ -327,3 +327,45 @@ fn compile_reports_errors_with_the_file_name() {
     assert!(stderr(&o).contains("the atom 'lookup'"), "{}", stderr(&o));
     let _ = std::fs::remove_file(&out);
 }
+
+/// Every file and stdin read of the CLI has a cap, named in the refusal (under a 2 GiB
+/// address-space limit: a reader without one dies instead of taking the machine's memory).
+#[test]
+fn file_and_stdin_reads_are_capped() {
+    let bounded = |args: &[&str]| {
+        Command::new("sh")
+            .arg("-c")
+            .arg("ulimit -v 2097152; exec \"$0\" \"$@\" < /dev/zero")
+            .arg(env!("CARGO_BIN_EXE_ajs"))
+            .args(args)
+            .output()
+            .expect("run ajs")
+    };
+    let cases: [(&[&str], &str); 7] = [
+        (&["compile", "/dev/zero"], "--max-source-bytes"),
+        (&["disasm", "/dev/zero"], "MAX_ARTIFACT_BYTES"),
+        (&["disasm", "-"], "MAX_ARTIFACT_BYTES"),
+        (&["exec", "/dev/zero"], "MAX_ARTIFACT_BYTES"),
+        (&["run", "/dev/zero"], "limits.maxSourceBytes"),
+        (&["resume", "/dev/zero"], "limits.maxHeapBytes"),
+        (
+            &["exec", "x.ajsb", "--config", "/dev/zero"],
+            "MAX_CONFIG_BYTES",
+        ),
+    ];
+    for (args, limit) in cases {
+        let o = bounded(args);
+        let err = stderr(&o);
+        assert!(
+            matches!(o.status.code(), Some(1 | 2)),
+            "{args:?}: {:?} {err}",
+            o.status
+        );
+        assert!(err.contains(limit), "{args:?}: {err}");
+    }
+    let o = bounded(&["eval", "-"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("--max-source-bytes"), "{}", stdout(&o));
+    let o = bounded(&["cases", "/dev/zero"]);
+    assert!(stdout(&o).contains("MAX_CASE_FILE_BYTES"), "{}", stdout(&o));
+}

@@ -393,3 +393,180 @@ async fn busy_server_answers_503_then_shuts_down_gracefully() {
     assert_eq!(v["result"], json!({ "saw": "1" }));
     stopping.await.unwrap();
 }
+
+/// `ajs serve` as a child process, for what only a process shows: its RSS.
+struct Child {
+    child: std::process::Child,
+    addr: std::net::SocketAddr,
+    _dir: TempDir,
+}
+
+struct TempDir(std::path::PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Child {
+    async fn start(config: Value) -> Child {
+        let dir = std::env::temp_dir().join(format!("ajs-serve-child-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        let path = dir.join("serve.json");
+        std::fs::write(&path, config.to_string()).unwrap();
+        // under an address-space limit, so that a server that fails to bound a run dies
+        // instead of taking the machine's memory
+        let child = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "ulimit -v {}; exec \"$0\" serve --config \"$1\" --listen {addr}",
+                AS_LIMIT / 1024
+            ))
+            .arg(env!("CARGO_BIN_EXE_ajs"))
+            .arg(&path)
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("starts ajs serve");
+        let c = Child {
+            child,
+            addr,
+            _dir: TempDir(dir),
+        };
+        for _ in 0..100 {
+            if TcpStream::connect(addr).await.is_ok() {
+                return c;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("ajs serve did not listen on {addr}");
+    }
+
+    /// VmRSS in bytes.
+    fn rss(&self) -> u64 {
+        self.status_bytes("VmRSS:")
+    }
+
+    /// VmHWM (peak RSS) in bytes.
+    fn peak(&self) -> u64 {
+        self.status_bytes("VmHWM:")
+    }
+
+    fn status_bytes(&self, field: &str) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .expect("the server is alive");
+        let kb: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix(field))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("a memory field");
+        kb * 1024
+    }
+}
+
+const MIB: u64 = 1024 * 1024;
+/// The child server's address-space limit.
+const AS_LIMIT: u64 = 4096 * MIB;
+
+/// Hostile programs posted at once, as artifacts, to a real `ajs serve` (the server of
+/// `ajs-run serve`) with default limits but for the slots and fuel: while every run slot computes,
+/// `/healthz` answers within a second (guest code runs on threads of its own); every request
+/// gets a clean JSON outcome; the peak stays within the slots times a run's bound plus 64 MiB;
+/// within 5 s after the burst the RSS is back within 64 MiB of idle (jemalloc's background
+/// purge).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_burst_of_hostile_runs_leaves_healthz_fast_and_memory_returned() {
+    let slots = 8;
+    let s = Child::start(json!({
+        "limits": { "maxConcurrentRuns": slots, "maxFuel": 1e9, "maxTimeoutMs": 60000 }
+    }))
+    .await;
+    // warm: the run threads exist and have run once
+    let (st, v) = run(
+        s.addr,
+        json!({ "artifact": artifact(DOUBLE), "args": { "n": 1 } }),
+    )
+    .await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let idle = s.rss();
+    let hostile = [
+        // burns its whole budget: fuel far beyond what 3 s can spend
+        ("function main() { let i = 0\n while (true) { i++ } }", 1e9),
+        // a JSON bomb: small nodes parsed from a large text
+        ("function main() {\n let v = JSON.parse('[' + '[1],'.repeat(4000000) + '1]')\n return v.length\n}", 1e6),
+        ("function main() {\n let v = JSON.parse('[' + '0,'.repeat(8000000) + '1]')\n return v.length\n}", 1e6),
+        // the doubling result: 29 fuel, 2^40 references on the way out
+        ("function main() { let x = 1\n let i = 0\n while (i < 40) { x = [x, x]; i++ }\n return x }", 1e6),
+    ];
+    let mut runs = Vec::new();
+    for k in 0..slots {
+        let (src, fuel) = hostile[k % hostile.len()];
+        let body =
+            json!({ "artifact": artifact(src), "options": { "fuel": fuel, "timeoutMs": 3000 } });
+        runs.push(tokio::spawn(run(s.addr, body)));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut worst = Duration::ZERO;
+    while runs.iter().any(|r| !r.is_finished()) {
+        let t = std::time::Instant::now();
+        let (st, v) = tokio::time::timeout(
+            Duration::from_secs(10),
+            post(s.addr, "/healthz", "GET", &[], vec![]),
+        )
+        .await
+        .expect("healthz answers");
+        assert_eq!((st, v), (StatusCode::OK, json!({ "ok": true })));
+        worst = worst.max(t.elapsed());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        worst < Duration::from_secs(1),
+        "/healthz took {worst:?} while {slots} runs computed"
+    );
+    for r in runs {
+        let (st, v) = r.await.unwrap();
+        assert_eq!(st, StatusCode::OK, "{v}");
+        assert!(
+            v["error"]["kind"].is_string() || v.get("result").is_some(),
+            "{v}"
+        );
+    }
+    // the total bound of docs/deployment.md: the slots times a run's bound, plus the server
+    let bound = slots as u64 * (64 * MIB * 3 / 2 + 32 * MIB) + 64 * MIB;
+    assert!(
+        s.peak() <= bound,
+        "peak RSS {} MiB over {} MiB",
+        s.peak() / MIB,
+        bound / MIB
+    );
+    let mut after = s.rss();
+    for _ in 0..50 {
+        if after <= idle + 64 * MIB {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        after = s.rss();
+    }
+    assert!(
+        after <= idle + 64 * MIB,
+        "RSS {} MiB 5 s after the burst, idle was {} MiB",
+        after / MIB,
+        idle / MIB
+    );
+    let (st, _) = post(s.addr, "/healthz", "GET", &[], vec![]).await;
+    assert_eq!(st, StatusCode::OK);
+}

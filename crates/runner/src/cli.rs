@@ -30,6 +30,73 @@ pub const SERVE_USAGE: &str = "  serve [--config FILE] [--listen ADDR]
 /// Bad usage: the message.
 pub struct Usage(pub String);
 
+/// The environment variable that asks `ajs` and `ajs-run` to print their peak RSS on exit.
+pub const PEAK_RSS_ENV: &str = "AJS_REPORT_PEAK_RSS";
+
+/// When [`PEAK_RSS_ENV`] is set, prints `ajs-peak-rss-bytes=N` (the kernel's `VmHWM`) as the
+/// last line on stderr: how the memory tests read a child's peak, which its parent cannot see
+/// once it has exited.
+pub fn report_peak_rss() {
+    if std::env::var_os(PEAK_RSS_ENV).is_none() {
+        return;
+    }
+    let kb = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        });
+    match kb {
+        Some(kb) => eprintln!("ajs-peak-rss-bytes={}", kb * 1024),
+        None => eprintln!("ajs-peak-rss-bytes=unknown"),
+    }
+}
+
+/// Largest configuration file read (`--config`).
+pub const MAX_CONFIG_BYTES: usize = 1024 * 1024;
+
+/// Reads a file of at most `max` bytes, refusing a larger one without reading it all.
+/// `limit` names the limit and how to raise it, for the message.
+///
+/// # Errors
+/// The file cannot be read, or is larger than `max`: the message names the file and the limit.
+pub fn read_capped(path: &str, max: usize, limit: &str) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+    let too_large = || format!("{path} is over the {max}-byte limit ({limit})");
+    // a regular file says its size: a larger one is refused unread, a smaller one read into
+    // one allocation of its size
+    let known = file
+        .metadata()
+        .ok()
+        .filter(std::fs::Metadata::is_file)
+        .map(|m| m.len());
+    if known.is_some_and(|n| n > max as u64) {
+        return Err(too_large());
+    }
+    let mut buf = Vec::with_capacity(known.map_or(0, |n| n as usize + 1));
+    file.take(max as u64 + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| format!("cannot read {path}: {e}"))?;
+    if buf.len() > max {
+        return Err(too_large());
+    }
+    Ok(buf)
+}
+
+/// Reads an artifact or span sidecar file: at most [`ajs::MAX_ARTIFACT_BYTES`].
+///
+/// # Errors
+/// As [`read_capped`].
+pub fn read_artifact(path: &str) -> Result<Vec<u8>, String> {
+    read_capped(
+        path,
+        ajs::MAX_ARTIFACT_BYTES,
+        "MAX_ARTIFACT_BYTES, the largest artifact any loader accepts; is it an artifact `ajs compile` wrote?",
+    )
+}
+
 /// Command-line arguments split into positional arguments, `--name value` options and flags.
 pub struct Parsed {
     /// Positional arguments, in order.
@@ -169,8 +236,8 @@ pub fn exec(prog: &str, args: &[String]) -> Result<ExitCode, Usage> {
     }
     options.validate().map_err(|e| Usage(e.to_string()))?;
     let read = |path: &str| {
-        std::fs::read(path).map_err(|e| {
-            eprintln!("{prog} exec: cannot read {path}: {e}");
+        read_artifact(path).map_err(|e| {
+            eprintln!("{prog} exec: {e}");
         })
     };
     let Ok(bytes) = read(&file) else {

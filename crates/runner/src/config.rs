@@ -94,8 +94,17 @@ pub struct ModelConfig {
 pub struct Limits {
     /// Largest request body in bytes (default 1 MiB); larger ones get 413.
     pub max_request_bytes: usize,
-    /// Runs at once (default 64); a request beyond that gets 503 at once (no queue).
+    /// Runs at once (default 16); a request beyond that gets 503 at once (no queue). Each run
+    /// holds its slot from the first byte of its request body to the last of its answer, so the
+    /// server's memory is bounded by this times a run's (see docs/deployment.md).
     pub max_concurrent_runs: usize,
+    /// Threads running guest code (default: the machine's cores, at most `maxConcurrentRuns`).
+    /// They are not the threads serving connections, so a run burning its whole budget never
+    /// delays `GET /healthz` or another request's I/O.
+    pub run_threads: Option<usize>,
+    /// Longest wait for a request's body once its headers are in (default 30 000 ms); a slower
+    /// client gets 408 and frees its run slot.
+    pub request_read_timeout_ms: u64,
     /// Fuel when the request names none (default 1000).
     pub default_fuel: f64,
     /// Most fuel a request may ask for (default 100 000); more is a 400.
@@ -122,7 +131,9 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_request_bytes: 1024 * 1024,
-            max_concurrent_runs: 64,
+            max_concurrent_runs: 16,
+            run_threads: None,
+            request_read_timeout_ms: 30_000,
             default_fuel: ajs::DEFAULT_FUEL,
             max_fuel: 100_000.0,
             default_timeout_ms: 30_000,
@@ -157,7 +168,12 @@ impl ServerConfig {
     /// # Errors
     /// Why it could not be read or parsed, naming the file.
     pub fn load(path: &str) -> Result<ServerConfig, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+        let bytes = crate::cli::read_capped(
+            path,
+            crate::cli::MAX_CONFIG_BYTES,
+            "MAX_CONFIG_BYTES: a configuration is a few kilobytes; is this the right file?",
+        )?;
+        let text = String::from_utf8(bytes).map_err(|_| format!("{path} is not UTF-8"))?;
         ServerConfig::parse(&text, path.ends_with(".toml")).map_err(|e| format!("{path}: {e}"))
     }
 
@@ -169,6 +185,12 @@ impl ServerConfig {
         let l = &self.limits;
         if l.max_concurrent_runs == 0 {
             return Err("limits.maxConcurrentRuns must be at least 1".into());
+        }
+        if l.run_threads == Some(0) {
+            return Err("limits.runThreads must be at least 1 (or absent: one per core)".into());
+        }
+        if l.request_read_timeout_ms == 0 {
+            return Err("limits.requestReadTimeoutMs must be at least 1".into());
         }
         if l.max_concurrent_calls == 0 {
             return Err("limits.maxConcurrentCalls must be at least 1".into());
@@ -219,6 +241,16 @@ impl ServerConfig {
             max_concurrent_calls: self.limits.max_concurrent_calls,
             ..Options::default()
         }
+    }
+
+    /// How many threads run guest code: `limits.runThreads`, or one per core, never more than
+    /// `limits.maxConcurrentRuns`.
+    pub fn run_threads(&self) -> usize {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        self.limits
+            .run_threads
+            .unwrap_or(cores)
+            .clamp(1, self.limits.max_concurrent_runs.max(1))
     }
 
     /// A runner for one request: this configuration's quotas and heap ceiling, the incoming

@@ -4,6 +4,12 @@ use std::process::ExitCode;
 
 use ajs_runner::cli;
 
+/// jemalloc, configured at build time (.cargo/config.toml) to return freed pages to the OS
+/// within seconds: a server's RSS falls back after a burst of runs.
+#[cfg(feature = "jemalloc")]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn usage() -> String {
     format!(
         "ajs-run: run compiled AJS artifacts (no parser in this binary)\n\nUsage:\n{}{}  ajs-run --help\n      Shows this text.\n",
@@ -23,6 +29,7 @@ fn main() -> ExitCode {
         Some("serve") => cli::serve("ajs-run", &args[1..]),
         Some(other) => Err(cli::Usage(format!("unknown command '{other}'"))),
     };
+    cli::report_peak_rss();
     match result {
         Ok(code) => code,
         Err(cli::Usage(msg)) => {

@@ -11,6 +11,10 @@
 //!
 //! The incoming `X-Agent-Depth` becomes the run's depth; the guest's own requests carry
 //! depth + 1 and are refused from depth 10 on.
+//!
+//! Guest code (loading, compiling, running, rendering the outcome) runs on a runtime of its own,
+//! `limits.runThreads` threads, never on the threads that accept connections and read requests:
+//! however hard every run slot computes, `GET /healthz` and request I/O keep their threads.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -31,7 +35,8 @@ use hyper_util::server::graceful::GracefulShutdown;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinHandle;
 
 use crate::config::ServerConfig;
 use crate::output::outcome_json;
@@ -49,6 +54,49 @@ struct State {
     config: ServerConfig,
     options: Options,
     runs: Arc<Semaphore>,
+    pool: RunPool,
+}
+
+/// The runtime that runs guest code, apart from the one serving connections.
+struct RunPool(Option<tokio::runtime::Runtime>);
+
+impl RunPool {
+    fn new(threads: usize) -> Result<RunPool, String> {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .thread_name("ajs-run")
+            .enable_all()
+            .build()
+            .map(|rt| RunPool(Some(rt)))
+            .map_err(|e| format!("cannot start the run threads: {e}"))
+    }
+
+    fn spawn<F>(&self, f: F) -> Option<AbortOnDrop<F::Output>>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.0.as_ref().map(|rt| AbortOnDrop(rt.spawn(f)))
+    }
+}
+
+impl Drop for RunPool {
+    // dropped wherever the last request ends, possibly inside the serving runtime, where a
+    // blocking shutdown would panic
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// A run on the pool, cancelled when its request goes away (the client hung up, shutdown).
+struct AbortOnDrop<T>(JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 #[derive(Deserialize)]
@@ -110,12 +158,14 @@ impl Server {
             .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
         let options = config.base_options();
         let runs = Arc::new(Semaphore::new(config.limits.max_concurrent_runs));
+        let pool = RunPool::new(config.run_threads())?;
         Ok(Server {
             listener,
             state: Arc::new(State {
                 config,
                 options,
                 runs,
+                pool,
             }),
         })
     }
@@ -148,7 +198,7 @@ impl Server {
                     let state = self.state.clone();
                     let svc = service_fn(move |req| {
                         let state = state.clone();
-                        async move { Ok::<_, Infallible>(handle(&state, req).await) }
+                        async move { Ok::<_, Infallible>(handle(state, req).await) }
                     });
                     let conn = hyper::server::conn::http1::Builder::new()
                         .timer(TokioTimer::new())
@@ -175,7 +225,7 @@ impl Server {
     }
 }
 
-async fn handle(state: &State, req: Request<Incoming>) -> Reply {
+async fn handle(state: Arc<State>, req: Request<Incoming>) -> Reply {
     let start = Instant::now();
     let method = req.method().clone();
     let path = req.uri().path().to_string();
@@ -198,7 +248,7 @@ async fn handle(state: &State, req: Request<Incoming>) -> Reply {
     resp
 }
 
-async fn route(state: &State, req: Request<Incoming>, note: &mut Note) -> Reply {
+async fn route(state: Arc<State>, req: Request<Incoming>, note: &mut Note) -> Reply {
     match (req.method(), req.uri().path()) {
         (&Method::POST, "/run") => run(state, req, note).await,
         (&Method::GET, "/healthz") => reply(StatusCode::OK, &json!({ "ok": true })),
@@ -221,7 +271,7 @@ fn bad(message: impl Into<String>, note: &mut Note) -> Reply {
     refuse(StatusCode::BAD_REQUEST, "badRequest", message.into(), note)
 }
 
-async fn run(state: &State, req: Request<Incoming>, note: &mut Note) -> Reply {
+async fn run(state: Arc<State>, req: Request<Incoming>, note: &mut Note) -> Reply {
     let limits = &state.config.limits;
     let depth = match req.headers().get(DEPTH_HEADER) {
         None => 0,
@@ -236,7 +286,7 @@ async fn run(state: &State, req: Request<Incoming>, note: &mut Note) -> Reply {
             StatusCode::PAYLOAD_TOO_LARGE,
             "tooLarge",
             format!(
-                "Request body over the {}-byte limit (limits.maxRequestBytes)",
+                "Request body over the {}-byte limit (limits.maxRequestBytes); send a smaller artifact or smaller args, or raise limits.maxRequestBytes",
                 limits.max_request_bytes
             ),
             note,
@@ -250,20 +300,8 @@ async fn run(state: &State, req: Request<Incoming>, note: &mut Note) -> Reply {
     if declared.is_some_and(|n| n > limits.max_request_bytes as u64) {
         return too_large(note);
     }
-    let body = match Limited::new(req.into_body(), limits.max_request_bytes)
-        .collect()
-        .await
-    {
-        Ok(b) => b.to_bytes(),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => return too_large(note),
-        Err(e) => return bad(format!("Cannot read the request body: {e}"), note),
-    };
-    let request: RunRequest = match serde_json::from_slice(&body) {
-        Ok(r) => r,
-        Err(e) => return bad(format!("Request is not a valid run request: {e}"), note),
-    };
-    drop(body);
-    let Ok(_permit) = state.runs.clone().try_acquire_owned() else {
+    // the slot is taken before the body is read: bodies in memory are bounded by the slots
+    let Ok(permit) = state.runs.clone().try_acquire_owned() else {
         let mut r = refuse(
             StatusCode::SERVICE_UNAVAILABLE,
             "busy",
@@ -277,6 +315,29 @@ async fn run(state: &State, req: Request<Incoming>, note: &mut Note) -> Reply {
             .insert(RETRY_AFTER, HeaderValue::from_static("1"));
         return r;
     };
+    let read = Limited::new(req.into_body(), limits.max_request_bytes).collect();
+    let wait = Duration::from_millis(limits.request_read_timeout_ms);
+    let body = match tokio::time::timeout(wait, read).await {
+        Ok(Ok(b)) => b.to_bytes(),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => return too_large(note),
+        Ok(Err(e)) => return bad(format!("Cannot read the request body: {e}"), note),
+        Err(_) => {
+            return refuse(
+                StatusCode::REQUEST_TIMEOUT,
+                "timeout",
+                format!(
+                    "The request body did not arrive within {} ms (limits.requestReadTimeoutMs); send it faster or raise the limit",
+                    limits.request_read_timeout_ms
+                ),
+                note,
+            )
+        }
+    };
+    let request: RunRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => return bad(format!("Request is not a valid run request: {e}"), note),
+    };
+    drop(body);
     let mut options = state.options.clone();
     if let Some(f) = request.options.fuel {
         if !(f.is_finite() && f >= 0.0 && f <= limits.max_fuel) {
@@ -302,23 +363,65 @@ async fn run(state: &State, req: Request<Incoming>, note: &mut Note) -> Reply {
         }
         options.timeout_ms = t;
     }
-    let program = match load(state, &request, &options) {
+    let Some(mut task) = state
+        .pool
+        .spawn(execute(state.clone(), request, options, depth, permit))
+    else {
+        return refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "busy",
+            "Server shutting down".into(),
+            note,
+        );
+    };
+    match (&mut task.0).await {
+        Ok((resp, fuel, kind)) => {
+            note.fuel = fuel;
+            note.error_kind = kind;
+            resp
+        }
+        Err(e) => refuse(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            format!("The run ended abnormally: {e}"),
+            note,
+        ),
+    }
+}
+
+/// Everything a request does with guest code, on the run pool: load or compile, admit, run,
+/// render. The slot is released when this ends, not when the client stops waiting.
+async fn execute(
+    state: Arc<State>,
+    request: RunRequest,
+    options: Options,
+    depth: u32,
+    permit: OwnedSemaphorePermit,
+) -> (Reply, Option<f64>, Option<&'static str>) {
+    let _permit = permit;
+    let mut note = Note::default();
+    let program = match load(&state, &request, &options) {
         Ok(p) => p,
         Err((kind, m)) => {
-            return refuse(StatusCode::BAD_REQUEST, kind, m, note);
+            let r = refuse(StatusCode::BAD_REQUEST, kind, m, &mut note);
+            return (r, None, note.error_kind);
         }
     };
     if let Err(m) = state.config.admit_program(&program, &options) {
-        return refuse(StatusCode::BAD_REQUEST, "atomRefused", m, note);
+        let r = refuse(StatusCode::BAD_REQUEST, "atomRefused", m, &mut note);
+        return (r, None, note.error_kind);
     }
     let out = state
         .config
         .runner(depth)
         .run_program(&program, &request.args, &options)
         .await;
-    note.fuel = Some(out.fuel_used);
-    note.error_kind = out.error.as_ref().map(|e| e.kind.name());
-    reply(StatusCode::OK, &outcome_json(&out, request.log))
+    let kind = out.error.as_ref().map(|e| e.kind.name());
+    (
+        reply(StatusCode::OK, &outcome_json(&out, request.log)),
+        Some(out.fuel_used),
+        kind,
+    )
 }
 
 fn load(

@@ -127,3 +127,48 @@ fn tampered_or_foreign_artifacts_are_refused() {
     );
     assert!(o.stdout.is_empty());
 }
+
+/// `ajs-run` under a 1 GiB address-space limit: a reader without a cap dies instead of taking
+/// the machine's memory.
+fn ajs_run_bounded(args: &[&str]) -> Output {
+    Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 1048576; exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_ajs-run"))
+        .args(args)
+        .output()
+        .expect("runs ajs-run")
+}
+
+#[test]
+fn every_file_read_is_capped() {
+    let d = Dir::new("caps");
+    let artifact = d.write(
+        "a.ajsb",
+        &Runner::compile_agent(AGENT, &Options::default())
+            .unwrap()
+            .to_bytes(),
+    );
+    let cases: [(&[&str], i32, &str); 3] = [
+        (&["exec", "/dev/urandom"], 1, "MAX_ARTIFACT_BYTES"),
+        (
+            &["exec", &artifact, "--spans", "/dev/zero"],
+            1,
+            "MAX_ARTIFACT_BYTES",
+        ),
+        (
+            &["exec", &artifact, "--config", "/dev/zero"],
+            2,
+            "MAX_CONFIG_BYTES",
+        ),
+    ];
+    for (args, code, limit) in cases {
+        let o = ajs_run_bounded(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {err}");
+        assert!(
+            err.contains(limit) && err.contains("limit"),
+            "{args:?}: {err}"
+        );
+    }
+}
