@@ -681,7 +681,7 @@ impl Vm {
                         };
                         out.insert(k, check.value(*v, false)?);
                     }
-                    Cell::Set(out)
+                    Cell::Set(Box::new(out))
                 }
                 SCell::Date(t) => Cell::Date(*t),
                 SCell::Regex { .. } => {
