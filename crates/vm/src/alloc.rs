@@ -53,7 +53,10 @@ impl Vm {
         extra_roots: &[Value],
     ) -> OpResult<()> {
         let bytes = arr_bytes(n) + n * str_bytes(0) + 2 * units;
-        let real = memory::arr_real(n) + n * memory::str_real(0) + 2 * units;
+        let real = memory::arr_real(n)
+            + n * memory::str_real(0)
+            + 2 * units
+            + self.heap.cells_growth(n + 1);
         self.reserve_real(bytes, real, extra_roots)
     }
 

@@ -1213,7 +1213,8 @@ impl Vm {
             };
         self.charge_elems(n)?;
         // (at most twice the estimate, and a slot per array and string made)
-        self.reserve_real(bytes, 2 * bytes + 2 * n * memory::SLOT, &[])?;
+        let cells = self.heap.cells_growth(2 * n + 1);
+        self.reserve_real(bytes, 2 * bytes + 2 * n * memory::SLOT + cells, &[])?;
         let mut out = Vec::with_capacity(n);
         let mut keys = keys.into_iter();
         for (i, v) in values.into_iter().enumerate() {

@@ -130,7 +130,10 @@ impl Vm {
                 (None, None) => std::cmp::Ordering::Equal,
             });
         }
-        let sorted: Vec<Value> = keyed.into_iter().map(|(_, v)| v).collect();
+        // (a fresh vector of exactly n: collected in place, the keyed vector's larger
+        // allocation would become the array's, uncounted)
+        let mut sorted: Vec<Value> = Vec::with_capacity(n);
+        sorted.extend(keyed.into_iter().map(|(_, v)| v));
         if in_place {
             self.heap.mutate(g, |c| {
                 if let Cell::Arr(a) = c {

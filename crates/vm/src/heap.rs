@@ -494,15 +494,23 @@ impl Heap {
     }
 
     /// Sets the fast path's real threshold: the collection schedule, less the growth of the
-    /// cell vector when it is full (the next new cell doubles it).
+    /// cell vector when the next new cell needs it.
     #[inline]
     fn schedule_real(&mut self) {
-        let pending = if self.cells.len() == self.cells.capacity() {
+        self.next_real = self
+            .real_gc
+            .min(self.real_limit.saturating_sub(self.pending()));
+    }
+
+    /// Real bytes the next new cell adds to the heap's vectors: their growth when the cell
+    /// vector is full and no cell is free.
+    #[inline]
+    fn pending(&self) -> usize {
+        if self.free.is_empty() && self.cells.len() == self.cells.capacity() {
             self.cells.capacity().max(4) * memory::SLOT
         } else {
             0
-        };
-        self.next_real = self.real_gc.min(self.real_limit.saturating_sub(pending));
+        }
     }
 
     /// The most cells the heap holds without growing its vectors.
@@ -587,13 +595,12 @@ impl Heap {
     /// Whether `more` estimated and `real` real bytes fit under the ceilings at all (after a
     /// collection), with the growth of the cell vector if the next cell needs it.
     pub fn fits(&self, more: usize, real: usize) -> bool {
-        let pending = if self.free.is_empty() && self.cells.len() == self.cells.capacity() {
-            self.cells.capacity().max(4) * memory::SLOT
-        } else {
-            0
-        };
         self.live.saturating_add(more) <= self.limit
-            && self.real.saturating_add(real).saturating_add(pending) <= self.real_limit
+            && self
+                .real
+                .saturating_add(real)
+                .saturating_add(self.pending())
+                <= self.real_limit
     }
 
     /// Accounts `more` bytes for growth of an existing cell (the caller checked [`Heap::fits`]).
@@ -635,6 +642,10 @@ impl Heap {
         self.real += cell.real_bytes();
         if let Some(i) = self.free.pop() {
             self.cells[i as usize] = cell;
+            if self.free.is_empty() {
+                // (the next cell may need the vectors to grow)
+                self.schedule_real();
+            }
             i
         } else {
             let caps = (self.cells.capacity(), self.marks.capacity());
@@ -691,6 +702,18 @@ impl Heap {
         }
     }
 
+    /// Real bytes the heap's vectors grow by when `n` new cells are stored at once (beyond
+    /// the free cells; a single cell's growth is already in [`Heap::fits`]).
+    #[inline]
+    pub fn cells_growth(&self, n: usize) -> usize {
+        let more = n.saturating_sub(self.free.len());
+        let (len, cap) = (self.cells.len(), self.cells.capacity());
+        if len + more <= cap {
+            return 0;
+        }
+        memory::grown_cap(len, cap, more).saturating_sub(cap) * memory::SLOT
+    }
+
     /// Real bytes the cell at `g` grows by when `n` more elements (array slots, string-buffer
     /// units, set members or properties) are added to it: its next capacity, predicted.
     #[inline]
@@ -703,7 +726,17 @@ impl Heap {
         match cell {
             Cell::Arr(a) => grown(a.len(), a.capacity(), std::mem::size_of::<Value>()),
             Cell::StrBuf(b) => grown(b.len(), b.capacity(), 2),
-            Cell::Obj(_) | Cell::Set(_) => n.saturating_mul(memory::PROP_GROWTH_REAL),
+            Cell::Obj(o) => match o.large() {
+                None if o.len() + n <= SMALL_OBJECT => grown(
+                    o.len(),
+                    o.small_capacity(),
+                    std::mem::size_of::<(Key, Value)>(),
+                ),
+                None => memory::map_real::<Key, Value>((o.len() + n).max(2 * SMALL_OBJECT))
+                    .saturating_sub(memory::vec_real::<(Key, Value)>(o.small_capacity())),
+                Some(m) => memory::map_growth::<Key, Value>(m.len(), m.capacity(), n),
+            },
+            Cell::Set(m) => memory::map_growth::<SetKey, Value>(m.len(), m.capacity(), n),
             _ => 0,
         }
     }
@@ -867,6 +900,31 @@ mod tests {
                 }
             });
             assert_eq!(h.real_bytes() - before, want);
+        }
+    }
+
+    #[test]
+    fn growth_bounds_what_adding_members_takes() {
+        let mut h = Heap::new(64 << 20);
+        let o = h.insert(Cell::Obj(PropMap::default()));
+        let st = h.insert(Cell::Set(Box::default()));
+        for i in 0..5000u32 {
+            let key: Key = i.to_string().encode_utf16().collect::<Vec<u16>>().into();
+            for (g, add) in [(o, 0), (st, 1)] {
+                let want = h.growth(g, 1);
+                let before = h.real_bytes();
+                h.mutate(g, |c| match c {
+                    Cell::Obj(m) if add == 0 => {
+                        m.insert(key.clone(), Value::Null);
+                    }
+                    Cell::Set(m) => {
+                        m.insert(SetKey::Num(u64::from(i)), Value::Null);
+                    }
+                    _ => {}
+                });
+                let took = h.real_bytes() - before;
+                assert!(took <= want, "member {i}: took {took}, predicted {want}");
+            }
         }
     }
 

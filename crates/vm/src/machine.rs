@@ -995,6 +995,18 @@ impl Vm {
         self.heap.live_bytes()
     }
 
+    /// Real heap bytes as counted (cells, capacities, keys, the heap's vectors) and their
+    /// ceiling.
+    pub fn heap_real_bytes(&self) -> (usize, usize) {
+        (self.heap.real_bytes(), self.heap.real_limit())
+    }
+
+    /// Both heap counts recomputed from the cells (estimated, real): equal to
+    /// [`Vm::heap_bytes`] and [`Vm::heap_real_bytes`] unless an allocation site miscounts.
+    pub fn heap_recount(&self) -> (usize, usize) {
+        (self.heap.recount(), self.heap.recount_real())
+    }
+
     /// Garbage collections run so far.
     pub fn collections(&self) -> u64 {
         self.heap.collections()

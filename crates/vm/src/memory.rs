@@ -85,10 +85,22 @@ fn index_real(cap: usize) -> usize {
 
 /// Real bytes of an `IndexMap<K, V>` of capacity `cap` (boxed: the map's header too).
 #[inline]
-fn map_real<K, V>(cap: usize) -> usize {
+pub fn map_real<K, V>(cap: usize) -> usize {
     alloc(size_of::<IndexMap<K, V>>() + 16)
         + alloc(cap * (8 + size_of::<K>() + size_of::<V>()))
         + index_real(cap)
+}
+
+/// Real bytes an `IndexMap<K, V>` of `len` entries and capacity `cap` grows by when `n` more
+/// are added (its tables at least double, from 3 entries).
+#[inline]
+pub fn map_growth<K, V>(len: usize, cap: usize, n: usize) -> usize {
+    if len + n <= cap {
+        0
+    } else {
+        let grown = (len + n).max(2 * cap + 1).max(4);
+        map_real::<K, V>(grown).saturating_sub(map_real::<K, V>(cap))
+    }
 }
 
 /// Real bytes of `cap` elements of `T` in a `Vec`.
@@ -130,7 +142,7 @@ pub fn obj_real(n: usize) -> usize {
 
 /// Real bytes of one more property in an object being built member by member (an upper bound
 /// of its share of the map's doubling capacity and hash index), its key not included.
-pub const PROP_GROWTH_REAL: usize = 2 * (8 + 32) + 2 * 9 * 2;
+pub const PROP_GROWTH_REAL: usize = 128;
 
 impl Cell {
     /// Real bytes of the cell's storage from its capacities, without its keys and set
