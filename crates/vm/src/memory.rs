@@ -38,8 +38,8 @@ pub fn alloc(n: usize) -> usize {
     }
 }
 
-/// One slot of the heap's cell vector and its mark.
-pub const SLOT: usize = size_of::<Cell>() + 1;
+/// One slot of the heap's cell vector, its mark and its place in the free list.
+pub const SLOT: usize = size_of::<Cell>() + 1 + 4;
 
 /// Real bytes of a key's allocation (an `Arc<[u16]>`: two counts and the code units).
 #[inline]
