@@ -114,12 +114,23 @@ impl Vm {
 
     /// Appends `items` to the array `g` (fuel is charged; `roots` are kept alive if room must
     /// be made), admitted first; returns the new length.
+    #[inline]
     pub(crate) fn arr_extend(
         &mut self,
         g: Gc,
         items: &[Value],
         roots: &[Value],
     ) -> OpResult<usize> {
+        if let Some(n) = self.heap.push_in_place(g, items) {
+            return Ok(n);
+        }
+        self.arr_extend_slow(g, items, roots)
+    }
+
+    /// [`Vm::arr_extend`] when the array must grow or a collection may be due.
+    #[cold]
+    #[inline(never)]
+    fn arr_extend_slow(&mut self, g: Gc, items: &[Value], roots: &[Value]) -> OpResult<usize> {
         self.reserve_in(g, 8 * items.len(), items.len(), roots)?;
         self.heap.grow(8 * items.len());
         Ok(self

@@ -722,12 +722,28 @@ impl Heap {
         (slots(len + more) - slots(len)) * memory::SLOT
     }
 
+    /// Whether one more property fits in the capacity of the object at `g` (then adding it
+    /// changes no capacity).
+    #[inline]
+    pub fn has_room_for_prop(&self, g: Gc) -> bool {
+        match self.get(g) {
+            Cell::Obj(o) => match o.large() {
+                None => o.len() < o.small_capacity(),
+                Some(m) => m.len() < m.capacity(),
+            },
+            _ => false,
+        }
+    }
+
     /// Real bytes the cell at `g` grows by when `n` more elements (array slots, string-buffer
     /// units, set members or properties) are added to it: its next capacity, predicted.
     #[inline]
     pub fn growth(&self, g: Gc, n: usize) -> usize {
         let cell = self.get(g);
         let grown = |len: usize, cap: usize, size: usize| {
+            if len + n <= cap {
+                return 0;
+            }
             memory::alloc(memory::grown_cap(len, cap, n) * size)
                 .saturating_sub(memory::alloc(cap * size))
         };
@@ -752,12 +768,58 @@ impl Heap {
     /// Appends `units` to the buffer at `buf` and accounts them (the caller has checked
     /// [`Heap::fits`] for [`strbuf_bytes`] of their length and [`Heap::growth`]).
     pub fn append_to_buf(&mut self, buf: Gc, units: &[u16]) {
-        self.mutate(buf, |c| {
-            if let Cell::StrBuf(b) = c {
-                b.extend_from_slice(units);
+        match self.cells.get_mut(buf as usize) {
+            // within its capacity: no real bytes change
+            Some(Cell::StrBuf(b)) if b.len() + units.len() <= b.capacity() => {
+                b.extend_from_slice(units)
             }
-        });
+            _ => {
+                self.mutate(buf, |c| {
+                    if let Cell::StrBuf(b) = c {
+                        b.extend_from_slice(units);
+                    }
+                });
+            }
+        }
         self.live += strbuf_bytes(units.len());
+    }
+
+    /// Appends `units` to the buffer at `buf` when they fit in its capacity and their bytes and
+    /// `then` more (for a cell made next) fit without a collection; whether it did (when not,
+    /// nothing is done and the caller admits the growth first).
+    #[inline]
+    pub fn append_in_place(&mut self, buf: Gc, units: &[u16], then: usize) -> bool {
+        let more = strbuf_bytes(units.len());
+        if self.live + more + then > self.next_gc || self.real + then > self.next_real {
+            return false;
+        }
+        match self.cells.get_mut(buf as usize) {
+            Some(Cell::StrBuf(b)) if b.len() + units.len() <= b.capacity() => {
+                b.extend_from_slice(units);
+                self.live += more;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Appends `items` to the array at `g` when they fit in its capacity and `8 × len` more
+    /// estimated bytes fit without a collection (the common push); returns the new length, or
+    /// `None` (nothing done) when the caller must admit the growth first.
+    #[inline]
+    pub fn push_in_place(&mut self, g: Gc, items: &[Value]) -> Option<usize> {
+        let more = 8 * items.len();
+        if self.live + more > self.next_gc {
+            return None;
+        }
+        match self.cells.get_mut(g as usize) {
+            Some(Cell::Arr(a)) if a.len() + items.len() <= a.capacity() => {
+                a.extend_from_slice(items);
+                self.live += more;
+                Some(a.len())
+            }
+            _ => None,
+        }
     }
 
     /// The cell at `g`, mutably, for a change that leaves its capacity alone (a change of

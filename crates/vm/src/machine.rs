@@ -2454,16 +2454,26 @@ impl Vm {
                     None => self.units(key).into(),
                 };
                 let real = memory::key_real(k.len());
-                let room = self.heap.growth(og, 1) + real;
-                self.reserve_real(prop_bytes(k.len()), room, &[])?;
+                let growth = if self.heap.has_room_for_prop(og) {
+                    0
+                } else {
+                    self.heap.growth(og, 1)
+                };
+                self.reserve_real(prop_bytes(k.len()), growth + real, &[])?;
                 self.heap.grow(prop_bytes(k.len()));
                 self.heap.grow_real(real);
-                self.heap.mutate(og, |c| {
-                    if let Cell::Obj(m) = c {
-                        // (`prop_index` found no such key)
+                // (`prop_index` found no such key)
+                if growth == 0 {
+                    if let Some(Cell::Obj(m)) = self.heap.get_mut(og) {
                         m.insert_new(k, v);
                     }
-                });
+                } else {
+                    self.heap.mutate(og, |c| {
+                        if let Cell::Obj(m) = c {
+                            m.insert_new(k, v);
+                        }
+                    });
+                }
             }
         }
         Ok(())

@@ -165,19 +165,21 @@ impl Cell {
     }
 
     /// Real bytes of the cell's storage (its slot in the heap's vectors is counted there).
+    #[inline]
     pub fn real_bytes(&self) -> usize {
-        self.shape_bytes()
-            + match self {
-                Cell::Obj(o) => o.entries().map(|(k, _)| key_real(k.len())).sum(),
-                Cell::Set(m) => m
-                    .keys()
-                    .map(|k| match k {
-                        SetKey::Str(u) => set_str_real(u.len()),
-                        _ => 0,
-                    })
-                    .sum(),
-                _ => 0,
+        match self {
+            Cell::Obj(o) => self.shape_bytes() + o.keys().map(|k| key_real(k.len())).sum::<usize>(),
+            Cell::Set(m) => {
+                self.shape_bytes()
+                    + m.keys()
+                        .map(|k| match k {
+                            SetKey::Str(u) => set_str_real(u.len()),
+                            _ => 0,
+                        })
+                        .sum::<usize>()
             }
+            _ => self.shape_bytes(),
+        }
     }
 }
 
