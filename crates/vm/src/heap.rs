@@ -937,7 +937,7 @@ mod tests {
             // in-place growth, followed by capacity
             h.mutate(a, |c| {
                 if let Cell::Arr(v) = c {
-                    v.extend(std::iter::repeat(Value::Null).take((i % 40) as usize));
+                    v.extend(std::iter::repeat_n(Value::Null, (i % 40) as usize));
                 }
             });
             h.live += 8 * (i % 40) as usize;
