@@ -922,3 +922,93 @@ fn journal_and_trace_are_bounded() {
     assert_eq!(r.trace.len(), ajs::MAX_TRACE_STEPS);
     assert!(r.trace_dropped > 0);
 }
+
+/// Small values, containers and cells whose memory is mostly what the estimator leaves out
+/// (issue 26): pushed until the heap is full.
+const REAL_SHAPES: &[&str] = &[
+    "let a = []\nwhile (true) { a.push({ a: 1 }) }",
+    "let a = []\nwhile (true) { a.push([1]) }",
+    "let a = []\nwhile (true) { a.push([]) }",
+    "let a = []\nwhile (true) { a.push(Set([1])) }",
+    "let a = []\nwhile (true) { a.push(/a/) }",
+    "let a = []\nwhile (true) { let r = /a+b/\n r.test('aaab')\n a.push(r) }",
+    "let a = []\nwhile (true) { a.push(Date(0)) }",
+    "let a = []\nwhile (true) { a.push(1) }",
+    "let a = []\nlet i = 0\nwhile (true) { a.push('x' + i)\n i++ }",
+    "let a = []\nwhile (true) { a.push({ a: 1, b: 2, c: 3, d: 4, e: 5, f: 6, g: 7, h: 8, i: 9 }) }",
+    "let a = []\nwhile (true) { let b = []\n b.push(1)\n a.push(b) }",
+    "let a = []\nlet o = { a: 1, b: 2, c: 3 }\nwhile (true) { a.push({ ...o }) }",
+    "let s = Set()\nlet i = 0\nwhile (true) { s.add(i)\n i++ }",
+    "let s = Set()\nlet i = 0\nwhile (true) { s.add('k' + i)\n i++ }",
+    "let r = []\nwhile (true) { let e = []\n let i = 0\n while (i < 50000) { e.push(['k' + i, i])\n i++ }\n r.push(Object.fromEntries(e)) }",
+    "let s = 'x'.repeat(1000)\nlet a = []\nwhile (true) { s = s + 'xy'\n a.push(s) }",
+    "let t = '[' + '{\"a\":1},'.repeat(300000) + '{}]'\nlet r = []\nwhile (true) { r.push(JSON.parse(t)) }",
+    "let r = []\nwhile (true) { r.push(JSON.parse('[' + '[],'.repeat(500000) + '[]]')) }",
+    "let a = []\nlet i = 0\nwhile (i < 100000) { a.push(i)\n i++ }\nlet k = []\nwhile (true) { k.push([...a].sort()) }",
+    "let s = 'x'.repeat(100000)\nlet k = []\nwhile (true) { k.push(s.split('')) }",
+];
+
+/// Issue 26 ★: beside the estimator, the heap counts the real bytes of every cell (its slot,
+/// capacities, hash tables, keys, rounding); for each shape the real count never passes its
+/// ceiling, the run ends with the heap-limit error, and the running counts match a recount
+/// from the cells.
+#[test]
+fn the_real_count_never_passes_its_ceiling() {
+    let heap = 64 << 20;
+    for src in REAL_SHAPES {
+        let src = &format!("{src}\nreturn 1");
+        let mut vm = vm_for(src, heap);
+        let mut end = None;
+        for _ in 0..100_000 {
+            let step = vm.run(10_000_000);
+            let (real, ceiling) = vm.heap_real_bytes();
+            assert!(real <= ceiling, "`{src}`: real count {real} over {ceiling}");
+            assert!(
+                vm.heap_bytes() <= heap,
+                "`{src}`: heap counter {}",
+                vm.heap_bytes()
+            );
+            match step {
+                Step::Done(_) => {
+                    end = Some("done".to_string());
+                    break;
+                }
+                Step::Failed(e) => {
+                    end = Some(e.message.clone());
+                    break;
+                }
+                Step::Host(_) | Step::Yield | Step::Blocked => {}
+            }
+        }
+        let end = end.expect("ended");
+        assert!(end.starts_with(HEAP_MSG), "`{src}` ended with {end}");
+        assert_eq!(
+            vm.heap_recount(),
+            (vm.heap_bytes(), vm.heap_real_bytes().0),
+            "`{src}`: the running counts drifted from the cells"
+        );
+    }
+}
+
+/// Issue 26: small objects are refused by the real count long before the estimator's
+/// ceiling (their real cost is several times their estimate).
+#[test]
+fn small_values_are_refused_by_their_real_size() {
+    let heap = 64 << 20;
+    for src in [
+        "let a = []\nwhile (true) { a.push({ a: 1 }) }\nreturn 1",
+        "let a = []\nwhile (true) { a.push(Set([1])) }\nreturn 1",
+        "let a = []\nwhile (true) { a.push(/a/) }\nreturn 1",
+    ] {
+        let mut vm = vm_for(src, heap);
+        let Step::Failed(e) = vm.run(u64::MAX / 4) else {
+            panic!("`{src}` did not fail");
+        };
+        assert!(e.message.starts_with(HEAP_MSG), "`{src}`: {}", e.message);
+        assert!(
+            vm.heap_bytes() < heap / 2,
+            "`{src}`: the estimator reached {} first",
+            vm.heap_bytes()
+        );
+    }
+}

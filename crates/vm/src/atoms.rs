@@ -92,7 +92,7 @@ impl Vm {
             m.insert(k, v);
         }
         let cell = Cell::Obj(m);
-        self.reserve(cell.bytes(), roots)?;
+        self.reserve_cell(&cell, roots)?;
         Ok(Value::Obj(self.heap.insert(cell)))
     }
 
@@ -377,7 +377,7 @@ impl Vm {
     }
 
     fn pure_empty(&mut self) -> OpResult<Value> {
-        self.reserve(crate::heap::arr_bytes(0), &[])?;
+        self.reserve_arr(0, &[])?;
         Ok(self.commit_arr(Vec::new()))
     }
 }

@@ -10,6 +10,7 @@ use ajs_bytecode::NativeId;
 use crate::error::{guest, OpResult};
 use crate::heap::{arr_bytes, str_bytes, Cell, Gc, Key, PropMap};
 use crate::machine::{array_index, ordered_keys, Vm, FORBIDDEN, MILLI_PER_ELEMENT};
+use crate::memory;
 use crate::number::{
     is_ws_unit, number_to_string, parse_float, parse_int, to_fixed, to_int32, to_precision,
     to_radix_string, to_uint32,
@@ -221,7 +222,7 @@ impl Vm {
     /// A fresh array of existing values: pays per element, reserves, stores.
     fn new_arr(&mut self, items: Vec<Value>, roots: &[Value]) -> OpResult<Value> {
         self.charge_elems(items.len())?;
-        self.reserve(arr_bytes(items.len()), roots)?;
+        self.reserve_arr(items.len(), roots)?;
         Ok(self.commit_arr(items))
     }
 
@@ -534,7 +535,7 @@ impl Vm {
                         return self.new_arr(Vec::new(), &[]);
                     }
                     self.charge_elems(1)?;
-                    self.reserve(arr_bytes(1), &[])?;
+                    self.reserve_arr(1, &[])?;
                     return Ok(self.commit_arr(vec![Value::Str(g)]));
                 };
                 let s = self.units(g);
@@ -547,7 +548,7 @@ impl Vm {
                 }
                 self.charge_elems(count)?;
                 self.charge_units(units)?;
-                self.reserve(arr_bytes(count) + 16 * count + 2 * units, &[])?;
+                self.reserve_strs(count, units, &[])?;
                 let mut ranges = Vec::with_capacity(count);
                 if !(len == 0 && sep.is_empty()) {
                     split_pieces(self.units(g), &sep, lim, |p, q| ranges.push((p, q)));
@@ -929,7 +930,7 @@ impl Vm {
                     });
                 }
                 self.charge_elems(total)?;
-                self.reserve(arr_bytes(total), &[])?;
+                self.reserve_arr(total, &[])?;
                 let mut items = Vec::with_capacity(total);
                 items.extend_from_slice(self.arr_items(g));
                 for &x in &args[1..] {
@@ -1023,26 +1024,30 @@ impl Vm {
                 if id == Shift {
                     self.charge_elems(len)?;
                 }
-                let v = match self.heap.get_mut(g) {
-                    Some(Cell::Arr(v)) if id == Pop => v.pop(),
-                    Some(Cell::Arr(v)) => Some(v.remove(0)),
+                let v = self.heap.mutate(g, |c| match c {
+                    Cell::Arr(v) if id == Pop => v.pop(),
+                    Cell::Arr(v) => Some(v.remove(0)),
                     _ => None,
-                };
+                });
+                let v = v.flatten();
                 self.heap.shrink(8);
                 Ok(v.unwrap_or(Value::Undefined))
             }
             Unshift => {
                 let k = args.len() - 1;
                 self.charge_elems(len + k)?;
-                self.reserve(8 * k, args)?;
+                self.reserve_in(g, 8 * k, k, args)?;
                 self.heap.grow(8 * k);
-                let n = match self.heap.get_mut(g) {
-                    Some(Cell::Arr(v)) => {
-                        v.splice(0..0, args[1..].iter().copied());
-                        v.len()
-                    }
-                    _ => 0,
-                };
+                let n = self
+                    .heap
+                    .mutate(g, |c| match c {
+                        Cell::Arr(v) => {
+                            v.splice(0..0, args[1..].iter().copied());
+                            v.len()
+                        }
+                        _ => 0,
+                    })
+                    .unwrap_or(0);
                 Ok(Value::Num(n as f64))
             }
             Splice => {
@@ -1059,11 +1064,15 @@ impl Vm {
                 let items: Vec<Value> = args.get(3..).unwrap_or(&[]).to_vec();
                 let k = items.len();
                 self.charge_elems(len + k)?;
-                self.reserve(arr_bytes(dc) + 8 * k.saturating_sub(dc), args)?;
-                let removed: Vec<Value> = match self.heap.get_mut(g) {
-                    Some(Cell::Arr(v)) => v.splice(start..start + dc, items).collect(),
-                    _ => Vec::new(),
-                };
+                let room = self.heap.growth(g, k.saturating_sub(dc)) + memory::arr_real(dc);
+                self.reserve_real(arr_bytes(dc) + 8 * k.saturating_sub(dc), room, args)?;
+                let removed: Vec<Value> = self
+                    .heap
+                    .mutate(g, |c| match c {
+                        Cell::Arr(v) => v.splice(start..start + dc, items).collect(),
+                        _ => Vec::new(),
+                    })
+                    .unwrap_or_default();
                 if k > dc {
                     self.heap.grow(8 * (k - dc));
                 } else {
@@ -1092,7 +1101,7 @@ impl Vm {
                     v => self.int_arg(v, name)?,
                 };
                 let count = self.flat_count(g, depth, 0)?;
-                self.reserve(arr_bytes(count), &[])?;
+                self.reserve_arr(count, &[])?;
                 let mut out = Vec::with_capacity(count);
                 self.flat_into(g, depth, &mut out);
                 Ok(self.commit_arr(out))
@@ -1203,7 +1212,9 @@ impl Vm {
                 _ => key_bytes + char_bytes + n * arr_bytes(2),
             };
         self.charge_elems(n)?;
-        self.reserve(bytes, &[])?;
+        // (at most twice the estimate, and a slot per array and string made)
+        let cells = self.heap.cells_growth(2 * n + 1);
+        self.reserve_real(bytes, 2 * bytes + 2 * n * memory::SLOT + cells, &[])?;
         let mut out = Vec::with_capacity(n);
         let mut keys = keys.into_iter();
         for (i, v) in values.into_iter().enumerate() {
@@ -1277,7 +1288,7 @@ impl Vm {
             m.insert(k.into(), self.arr_at(eg, 1));
         }
         let cell = Cell::Obj(m);
-        self.reserve(cell.bytes(), &[])?;
+        self.reserve_cell(&cell, &[])?;
         Ok(Value::Obj(self.heap.insert(cell)))
     }
 
@@ -1325,7 +1336,7 @@ impl Vm {
             }
         }
         let cell = Cell::Obj(m);
-        self.reserve(cell.bytes(), &[])?;
+        self.reserve_cell(&cell, &[])?;
         Ok(Value::Obj(self.heap.insert(cell)))
     }
 }

@@ -583,10 +583,11 @@ fn cut_with(text: &mut String, cap: usize, marker: &str) {
 }
 
 impl Vm {
-    /// What one copy out of the VM may take: the heap ceiling's room (`maxHeapBytes` minus the
-    /// live heap) in bytes, and as many values as that room holds host values.
+    /// What one copy out of the VM may take: the room under the heap's real-bytes ceiling (the
+    /// copy and the heap it is made from live in one process, under one bound) in bytes, and as
+    /// many values as that room holds host values.
     pub(crate) fn export_budget(&self) -> Budget {
-        let bytes = self.heap.limit().saturating_sub(self.heap.live_bytes());
+        let bytes = self.heap.real_limit().saturating_sub(self.heap.real_bytes());
         Budget {
             bytes,
             nodes: bytes / size_of::<JsValue>(),

@@ -4,8 +4,9 @@
 use ajs_bytecode::NativeId;
 
 use crate::error::{guest, OpResult};
-use crate::heap::{arr_bytes, set_bytes, Cell, Gc, SetCell, SetKey};
+use crate::heap::{set_bytes, Cell, Gc, SetCell, SetKey};
 use crate::machine::{Vm, MILLI_PER_ELEMENT};
+use crate::memory::set_str_real;
 use crate::number::number_to_string;
 use crate::value::Value;
 
@@ -129,15 +130,20 @@ impl Vm {
                 (None, None) => std::cmp::Ordering::Equal,
             });
         }
-        let sorted: Vec<Value> = keyed.into_iter().map(|(_, v)| v).collect();
+        // (a fresh vector of exactly n: collected in place, the keyed vector's larger
+        // allocation would become the array's, uncounted)
+        let mut sorted: Vec<Value> = Vec::with_capacity(n);
+        sorted.extend(keyed.into_iter().map(|(_, v)| v));
         if in_place {
-            if let Some(Cell::Arr(a)) = self.heap.get_mut(g) {
-                *a = sorted;
-            }
+            self.heap.mutate(g, |c| {
+                if let Cell::Arr(a) = c {
+                    *a = sorted;
+                }
+            });
             Ok(Value::Arr(g))
         } else {
             self.charge_elems(n)?;
-            self.reserve(arr_bytes(n), &[Value::Arr(g)])?;
+            self.reserve_arr(n, &[Value::Arr(g)])?;
             Ok(self.commit_arr(sorted))
         }
     }
@@ -265,18 +271,13 @@ impl Vm {
         }
         self.charge(cost)?;
         let mut m = SetCell::default();
-        let mut units = 0usize;
         for &v in items {
             let k = self.set_key(v)?;
-            if let SetKey::Str(u) = &k {
-                if !m.contains_key(&k) {
-                    units += u.len();
-                }
-            }
             m.entry(k).or_insert(v);
         }
-        self.reserve(set_bytes(m.len(), units), roots)?;
-        Ok(Value::Obj(self.heap.insert(Cell::Set(m))))
+        let cell = Cell::Set(Box::new(m));
+        self.reserve_real(cell.bytes(), cell.real_bytes(), roots)?;
+        Ok(Value::Obj(self.heap.insert(cell)))
     }
 
     /// `Set(items?)`.
@@ -312,15 +313,19 @@ impl Vm {
                 if matches!(self.heap.get(g), Cell::Set(m) if m.contains_key(&k)) {
                     return Ok(Value::Obj(g));
                 }
-                let more = 8 + match &k {
-                    SetKey::Str(u) => 2 * u.len(),
-                    _ => 0,
+                let (more, real) = match &k {
+                    SetKey::Str(u) => (8 + 2 * u.len(), set_str_real(u.len())),
+                    _ => (8, 0),
                 };
-                self.reserve(more, &[Value::Obj(g), x])?;
+                let room = self.heap.growth(g, 1) + real;
+                self.reserve_real(more, room, &[Value::Obj(g), x])?;
                 self.heap.grow(more);
-                if let Some(Cell::Set(m)) = self.heap.get_mut(g) {
-                    m.insert(k, x);
-                }
+                self.heap.grow_real(real);
+                self.heap.mutate(g, |c| {
+                    if let Cell::Set(m) = c {
+                        m.insert(k, x);
+                    }
+                });
                 Ok(Value::Obj(g))
             }
             Remove => {
@@ -330,32 +335,37 @@ impl Vm {
                         .saturating_add(len as u64 * MILLI_PER_ELEMENT),
                 )?;
                 let k = self.set_key(x)?;
-                let less = 8 + match &k {
-                    SetKey::Str(u) => 2 * u.len(),
-                    _ => 0,
+                let (less, real) = match &k {
+                    SetKey::Str(u) => (8 + 2 * u.len(), set_str_real(u.len())),
+                    _ => (8, 0),
                 };
-                let removed = match self.heap.get_mut(g) {
-                    Some(Cell::Set(m)) => m.shift_remove(&k).is_some(),
+                let removed = self.heap.mutate(g, |c| match c {
+                    Cell::Set(m) => m.shift_remove(&k).is_some(),
                     _ => false,
-                };
-                if removed {
+                });
+                if removed == Some(true) {
                     self.heap.shrink(less);
+                    self.heap.shrink_real(real);
                 }
                 Ok(Value::Obj(g))
             }
             Clear => {
                 self.charge_elems(len)?;
                 let before = self.heap.get(g).bytes();
-                if let Some(Cell::Set(m)) = self.heap.get_mut(g) {
-                    m.clear();
-                }
+                let real = self.heap.get(g).real_bytes() - self.heap.get(g).shape_bytes();
+                self.heap.mutate(g, |c| {
+                    if let Cell::Set(m) = c {
+                        m.clear();
+                    }
+                });
                 self.heap.shrink(before - set_bytes(0, 0));
+                self.heap.shrink_real(real);
                 Ok(Value::Obj(g))
             }
             ToArray => {
                 let items = self.members(Value::Obj(g), "toArray")?;
                 self.charge_elems(items.len())?;
-                self.reserve(arr_bytes(items.len()), &[])?;
+                self.reserve_arr(items.len(), &[])?;
                 Ok(self.commit_arr(items))
             }
             Union | Intersection | Diff => {

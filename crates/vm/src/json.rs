@@ -1,14 +1,13 @@
 //! `JSON.parse` and `JSON.stringify` with JavaScript's output, paid for before anything is
 //! allocated: `stringify` measures its output (charging every node and character it reads) before
-//! building it; `parse` builds a host-side tree from text already paid for, then charges and
-//! reserves the whole guest value before storing it.
-
-use std::collections::hash_map::RandomState;
-use std::collections::HashMap;
+//! building it; `parse` reads text already paid for straight into the heap, admitting every
+//! node (against both of the heap's counts) before it makes it, so a refusal comes before the
+//! memory exists.
 
 use crate::error::{guest, Fault, OpResult};
 use crate::heap::{arr_bytes, prop_bytes, str_bytes, Cell, Gc, Key, PropMap};
 use crate::machine::{array_index, ordered_keys, Vm, MILLI_PER_ELEMENT, UNITS_PER_MILLI};
+use crate::memory;
 use crate::number::number_to_string;
 use crate::value::{Value, MAX_BOUNDARY_DEPTH};
 use crate::RunError;
@@ -131,65 +130,17 @@ impl Out {
     }
 }
 
-/// A parsed JSON value, before it enters the guest heap.
-enum J {
-    Null,
-    Bool(bool),
-    Num(f64),
-    Str(Vec<u16>),
-    Arr(Vec<J>),
-    Obj(Vec<(Key, J)>),
-}
-
-/// Objects with more members than this get a hash index while they are parsed (a repeated key
-/// is found by comparing keys below it: bounded work, no hashing).
-const SMALL_MEMBERS: usize = 8;
-
-/// The members of an object being parsed, in order: a repeated key keeps its place and takes
-/// the new value (as `JSON.parse` does).
-#[derive(Default)]
-struct Members {
-    entries: Vec<(Key, J)>,
-    /// key → position, once there are more than `SMALL_MEMBERS` entries
-    index: Option<HashMap<Key, usize, RandomState>>,
-}
-
-impl Members {
-    /// Adds a member; whether its key is new.
-    fn insert(&mut self, k: Key, v: J) -> bool {
-        let found = match &self.index {
-            Some(ix) => ix.get(&k).copied(),
-            None => self.entries.iter().position(|(e, _)| *e == k),
-        };
-        if let Some(i) = found {
-            self.entries[i].1 = v;
-            return false;
-        }
-        match &mut self.index {
-            Some(ix) => {
-                ix.insert(k.clone(), self.entries.len());
-            }
-            None if self.entries.len() == SMALL_MEMBERS => {
-                let mut ix: HashMap<Key, usize, RandomState> =
-                    HashMap::with_capacity_and_hasher(2 * SMALL_MEMBERS, RandomState::new());
-                for (i, (e, _)) in self.entries.iter().enumerate() {
-                    ix.insert(e.clone(), i);
-                }
-                ix.insert(k.clone(), self.entries.len());
-                self.index = Some(ix);
-            }
-            None => {}
-        }
-        self.entries.push((k, v));
-        true
-    }
-}
-
 struct Parser<'a> {
     s: &'a [u16],
     i: usize,
     nodes: usize,
-    bytes: usize,
+    /// estimated and real bytes admitted for the open containers' own storage (their cells
+    /// are stored when they close)
+    pending: (usize, usize),
+    /// the text, a root while the parse runs
+    text: Value,
+    /// why the parse stopped when it was not the text (the heap limit, fuel)
+    fault: Option<Fault>,
     /// the last key parsed at each member position (up to `SHARED_POSITIONS`): the objects of
     /// an array usually have the same keys in the same order, and then share them
     recent: Vec<Key>,
@@ -232,7 +183,7 @@ impl Parser<'_> {
     fn at(&self, msg: &str) -> String {
         format!("{msg} in JSON at position {}", self.i)
     }
-    fn lit(&mut self, word: &str, v: J) -> PResult<J> {
+    fn lit(&mut self, word: &str, v: Value) -> PResult<Value> {
         for b in word.bytes() {
             if self.peek() != Some(b as u16) {
                 return Err(self.unexpected());
@@ -295,12 +246,47 @@ impl Parser<'_> {
         Ok(k)
     }
 
-    /// Parses one value with an explicit stack of open containers (no host recursion).
-    fn value(&mut self) -> PResult<J> {
-        enum Open {
-            Arr(Vec<J>),
-            Obj(Members, Key),
+    /// Makes room for `bytes` estimated and `real` real bytes more than the open containers
+    /// hold (collecting, with everything parsed so far and `v` as roots, if needed); when they
+    /// do not fit, records the fault (fuel for the nodes parsed so far first, then the heap
+    /// limit) and stops the parse.
+    fn admit(
+        &mut self,
+        vm: &mut Vm,
+        stack: &[Open],
+        v: Value,
+        bytes: usize,
+        real: usize,
+    ) -> PResult<()> {
+        let (e, r) = (self.pending.0 + bytes, self.pending.1 + real);
+        if vm.heap.fits_without_gc(e, r) {
+            return Ok(());
         }
+        let mut roots: Vec<Value> = vec![self.text, v];
+        for o in stack {
+            match o {
+                Open::Arr(items, _) => roots.extend_from_slice(items),
+                Open::Obj(m, _, _) => roots.extend(m.values().copied()),
+            }
+        }
+        vm.collect_garbage(&roots);
+        if vm.heap.fits(e, r) {
+            return Ok(());
+        }
+        let nodes = std::mem::take(&mut self.nodes);
+        self.fault = Some(match vm.charge_elems(nodes) {
+            Err(f) => f,
+            Ok(()) => match vm.heap_limit_error::<()>(e, r) {
+                Err(f) => f,
+                Ok(()) => unreachable!("an error"),
+            },
+        });
+        Err(String::new())
+    }
+
+    /// Parses one value into the heap with an explicit stack of open containers (no host
+    /// recursion), admitting every node before it is made.
+    fn value(&mut self, vm: &mut Vm) -> PResult<Value> {
         let mut stack: Vec<Open> = Vec::new();
         'value: loop {
             self.ws();
@@ -317,41 +303,59 @@ impl Parser<'_> {
                     }
                     self.i += 1;
                     self.ws();
-                    if u == 0x7B {
-                        if self.peek() == Some(0x7D) {
-                            self.i += 1;
-                            self.bytes += 16;
-                            J::Obj(Vec::new())
-                        } else {
-                            let k = self.key(true, 0)?;
-                            stack.push(Open::Obj(Members::default(), k));
-                            continue 'value;
-                        }
-                    } else if self.peek() == Some(0x5D) {
+                    if u == 0x7B && self.peek() == Some(0x7D) {
                         self.i += 1;
-                        self.bytes += arr_bytes(0);
-                        J::Arr(Vec::new())
+                        self.admit(vm, &stack, Value::Null, 16, memory::obj_real(0))?;
+                        Value::Obj(vm.heap.insert(Cell::Obj(PropMap::default())))
+                    } else if u == 0x5B && self.peek() == Some(0x5D) {
+                        self.i += 1;
+                        self.admit(vm, &stack, Value::Null, arr_bytes(0), memory::arr_real(0))?;
+                        Value::Arr(vm.heap.insert(Cell::Arr(Vec::new())))
                     } else {
-                        stack.push(Open::Arr(Vec::new()));
+                        let room = (16, OPEN_REAL);
+                        self.admit(vm, &stack, Value::Null, room.0, room.1)?;
+                        self.pending.0 += room.0;
+                        self.pending.1 += room.1;
+                        if u == 0x7B {
+                            let k = self.key(true, 0)?;
+                            stack.push(Open::Obj(PropMap::default(), k, room));
+                        } else {
+                            stack.push(Open::Arr(Vec::new(), room));
+                        }
                         continue 'value;
                     }
                 }
                 0x22 => {
                     let s = self.string()?;
-                    self.bytes += str_bytes(s.len());
-                    J::Str(s)
+                    let n = s.len();
+                    self.admit(vm, &stack, Value::Null, str_bytes(n), memory::str_real(n))?;
+                    vm.commit_str(s)
                 }
-                0x74 => self.lit("true", J::Bool(true))?,
-                0x66 => self.lit("false", J::Bool(false))?,
-                0x6E => self.lit("null", J::Null)?,
+                0x74 => self.lit("true", Value::Bool(true))?,
+                0x66 => self.lit("false", Value::Bool(false))?,
+                0x6E => self.lit("null", Value::Null)?,
                 0x2D | 0x30..=0x39 => self.number()?,
                 _ => return Err(self.unexpected()),
             };
             // a complete value: hand it to the open containers, closing those that end here
             loop {
+                // the room the value takes in its container, admitted first (the value a root)
+                let room = match stack.last() {
+                    None => return Ok(v),
+                    Some(Open::Arr(..)) => (8, 2 * std::mem::size_of::<Value>()),
+                    Some(Open::Obj(_, k, _)) => (
+                        prop_bytes(k.len()),
+                        memory::key_real(k.len()) + memory::PROP_GROWTH_REAL,
+                    ),
+                };
+                self.admit(vm, &stack, v, room.0, room.1)?;
+                self.pending.0 += room.0;
+                self.pending.1 += room.1;
                 match stack.last_mut() {
                     None => return Ok(v),
-                    Some(Open::Arr(items)) => {
+                    Some(Open::Arr(items, held)) => {
+                        held.0 += room.0;
+                        held.1 += room.1;
                         items.push(v);
                         self.ws();
                         match self.peek() {
@@ -361,43 +365,41 @@ impl Parser<'_> {
                             }
                             Some(0x5D) => {
                                 self.i += 1;
-                                let Some(Open::Arr(items)) = stack.pop() else {
+                                let Some(Open::Arr(items, held)) = stack.pop() else {
                                     unreachable!("the top is an array")
                                 };
-                                self.bytes += arr_bytes(items.len());
-                                v = J::Arr(items);
+                                self.release(held);
+                                v = Value::Arr(vm.heap.insert(Cell::Arr(items)));
                             }
                             _ => return Err(self.at("Expected ',' or ']' after array element")),
                         }
                     }
-                    Some(Open::Obj(m, key)) => {
-                        let k = std::mem::take(key);
-                        let len = k.len();
-                        // one lookup: a repeated key keeps its place and takes the new value
-                        if m.insert(k, v) {
-                            self.bytes += prop_bytes(len);
-                        }
+                    Some(Open::Obj(m, key, held)) => {
+                        held.0 += room.0;
+                        held.1 += room.1;
+                        // a repeated key keeps its place and takes the new value
+                        m.insert(std::mem::take(key), v);
                         self.ws();
                         match self.peek() {
                             Some(0x2C) => {
                                 self.i += 1;
                                 let pos = match stack.last() {
-                                    Some(Open::Obj(m, _)) => m.entries.len(),
+                                    Some(Open::Obj(m, _, _)) => m.len(),
                                     _ => 0,
                                 };
                                 let k = self.key(false, pos)?;
-                                if let Some(Open::Obj(_, key)) = stack.last_mut() {
+                                if let Some(Open::Obj(_, key, _)) = stack.last_mut() {
                                     *key = k;
                                 }
                                 continue 'value;
                             }
                             Some(0x7D) => {
                                 self.i += 1;
-                                let Some(Open::Obj(m, _)) = stack.pop() else {
+                                let Some(Open::Obj(m, _, held)) = stack.pop() else {
                                     unreachable!("the top is an object")
                                 };
-                                self.bytes += 16;
-                                v = J::Obj(m.entries);
+                                self.release(held);
+                                v = Value::Obj(vm.heap.insert(Cell::Obj(m)));
                             }
                             _ => return Err(self.at("Expected ',' or '}' after property value")),
                         }
@@ -406,6 +408,12 @@ impl Parser<'_> {
             }
         }
     }
+
+    /// A container closed: what was admitted for it is stored (its cell now counts).
+    fn release(&mut self, held: (usize, usize)) {
+        self.pending.0 -= held.0;
+        self.pending.1 -= held.1;
+    }
     fn digits(&mut self) -> usize {
         let start = self.i;
         while self.peek().is_some_and(|u| (0x30..=0x39).contains(&u)) {
@@ -413,7 +421,7 @@ impl Parser<'_> {
         }
         self.i - start
     }
-    fn number(&mut self) -> PResult<J> {
+    fn number(&mut self) -> PResult<Value> {
         let start = self.i;
         if self.peek() == Some(0x2D) {
             self.i += 1;
@@ -445,7 +453,7 @@ impl Parser<'_> {
             }
         }
         let text = String::from_utf16_lossy(&self.s[start..self.i]);
-        Ok(J::Num(text.parse::<f64>().unwrap_or(f64::NAN)))
+        Ok(Value::Num(text.parse::<f64>().unwrap_or(f64::NAN)))
     }
     fn string(&mut self) -> PResult<Vec<u16>> {
         self.i += 1; // opening quote
@@ -744,16 +752,48 @@ impl Vm {
         if let Value::Str(g) = text {
             self.charge_units(self.units(g).len())?;
         }
-        let s = self.to_units(text, "JSON.parse")?;
+        // a flat string is read in place: its units are taken out of the cell (still counted,
+        // the cell still rooted) while the parse stores new cells, and put back after
+        let taken = match text {
+            Value::Str(g) => match self.heap.get_mut(g) {
+                Some(Cell::Str(b)) => Some((g, std::mem::take(b))),
+                _ => None,
+            },
+            _ => None,
+        };
+        let r = match &taken {
+            Some((_, units)) => self.parse_units(units, text, (0, 0)),
+            None => {
+                let s = self.to_units(text, "JSON.parse")?;
+                // the copy is held while the parse runs
+                let held = (0, memory::alloc(2 * s.len()));
+                self.parse_units(&s, text, held)
+            }
+        };
+        if let Some((g, units)) = taken {
+            if let Some(Cell::Str(b)) = self.heap.get_mut(g) {
+                *b = units;
+            }
+        }
+        r
+    }
+
+    fn parse_units(&mut self, s: &[u16], text: Value, held: (usize, usize)) -> OpResult<Value> {
         let mut p = Parser {
-            s: &s,
+            s,
             i: 0,
             nodes: 0,
-            bytes: 0,
+            pending: held,
+            text,
+            fault: None,
             recent: Vec::new(),
         };
-        let j = match p.value() {
-            Ok(j) => {
+        let r = p.value(self);
+        if let Some(f) = p.fault.take() {
+            return Err(f);
+        }
+        let v = match r {
+            Ok(v) => {
                 p.ws();
                 if p.i < s.len() {
                     return guest(format!(
@@ -761,38 +801,20 @@ impl Vm {
                         p.i
                     ));
                 }
-                j
+                v
             }
             Err(m) => return guest(m),
         };
-        let (nodes, bytes) = (p.nodes, p.bytes);
-        self.charge_elems(nodes)?;
-        self.reserve(bytes, &[])?;
-        Ok(self.build(j))
-    }
-
-    fn build(&mut self, j: J) -> Value {
-        match j {
-            J::Null => Value::Null,
-            J::Bool(b) => Value::Bool(b),
-            J::Num(n) => Value::Num(n),
-            J::Str(s) => self.commit_str(s),
-            J::Arr(items) => {
-                let mut vals = Vec::with_capacity(items.len());
-                for x in items {
-                    vals.push(self.build(x));
-                }
-                self.commit_arr(vals)
-            }
-            J::Obj(m) => {
-                let mut pm = PropMap::with_capacity(m.len());
-                // (the parser kept one member per key)
-                for (k, x) in m {
-                    let v = self.build(x);
-                    pm.insert_new(k, v);
-                }
-                Value::Obj(self.heap.insert(Cell::Obj(pm)))
-            }
-        }
+        self.charge_elems(p.nodes)?;
+        Ok(v)
     }
 }
+
+/// A container being parsed and the bytes admitted for its own storage so far.
+enum Open {
+    Arr(Vec<Value>, (usize, usize)),
+    Obj(PropMap, Key, (usize, usize)),
+}
+
+/// Real bytes admitted for a container when it opens (its slot and first allocation).
+const OPEN_REAL: usize = memory::SLOT + 128;

@@ -21,6 +21,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod alloc;
 mod atoms;
 mod builtins;
 mod dates;
@@ -29,6 +30,7 @@ mod extras;
 mod heap;
 mod json;
 mod machine;
+mod memory;
 mod natives;
 mod number;
 mod ops;

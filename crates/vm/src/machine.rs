@@ -7,7 +7,8 @@ use ajs_bytecode::isa::{Cmp, Count, Op, Right, MILLI};
 use ajs_bytecode::{Constant, Entry, NativeId, SourcePos, VerifiedProgram};
 
 use crate::error::{guest, ErrorKind, Fault, OpResult, RunError};
-use crate::heap::{arr_bytes, prop_bytes, str_bytes, Cell, Gc, Heap, Key, PropMap};
+use crate::heap::{prop_bytes, Cell, Gc, Heap, Key, PropMap};
+use crate::memory;
 use crate::ops::{type_index, TYPE_NAMES};
 use crate::value::{JsValue, Value, MAX_BOUNDARY_DEPTH};
 
@@ -1012,6 +1013,18 @@ impl Vm {
         self.heap.live_bytes()
     }
 
+    /// Real heap bytes as counted (cells, capacities, keys, the heap's vectors) and their
+    /// ceiling.
+    pub fn heap_real_bytes(&self) -> (usize, usize) {
+        (self.heap.real_bytes(), self.heap.real_limit())
+    }
+
+    /// Both heap counts recomputed from the cells (estimated, real): equal to
+    /// [`Vm::heap_bytes`] and [`Vm::heap_real_bytes`] unless an allocation site miscounts.
+    pub fn heap_recount(&self) -> (usize, usize) {
+        (self.heap.recount(), self.heap.recount_real())
+    }
+
     /// Garbage collections run so far.
     pub fn collections(&self) -> u64 {
         self.heap.collections()
@@ -1282,7 +1295,7 @@ fn atoms_of(
 }
 
 /// Refuses a value nested deeper than [`MAX_BOUNDARY_DEPTH`] at the boundary.
-fn boundary_depth(depth: usize) -> OpResult<()> {
+pub(crate) fn boundary_depth(depth: usize) -> OpResult<()> {
     if depth > MAX_BOUNDARY_DEPTH {
         return Err(Fault::Fatal(RunError::new(
             ErrorKind::Boundary,
@@ -1847,13 +1860,9 @@ impl Vm {
                         Value::Arr(g) => {
                             let x = ri!(b.0 as usize + 1);
                             tryop!(self.charge(MILLI_PER_ELEMENT));
-                            tryop!(self.reserve(8, &[x]));
+                            let n = tryop!(self.arr_extend(g, &[x], &[x]));
                             w = window!();
-                            self.heap.grow(8);
-                            if let Some(Cell::Arr(items)) = self.heap.get_mut(g) {
-                                items.push(x);
-                                r!(dst) = Value::Num(items.len() as f64);
-                            }
+                            r!(dst) = Value::Num(n as f64);
                         }
                         _ => other!(),
                     }
@@ -2130,7 +2139,7 @@ impl Vm {
             } => {
                 let n = count.0 as usize;
                 self.charge(n as u64 * MILLI_PER_ELEMENT)?;
-                self.reserve(arr_bytes(n), &[])?;
+                self.reserve_arr(n, &[])?;
                 let items = self.regs[run!(b, n)].to_vec();
                 let g = self.heap.insert(Cell::Arr(items));
                 r!(dst) = Value::Arr(g);
@@ -2145,13 +2154,9 @@ impl Vm {
                 let Value::Arr(g) = r!(arr) else {
                     return guest("ArrayAppend on a non-array");
                 };
-                self.reserve(8 * n, &[])?;
-                self.heap.grow(8 * n);
                 let items: smallvec::SmallVec<[Value; 16]> =
                     self.regs[run!(b, n)].iter().copied().collect();
-                if let Some(Cell::Arr(a)) = self.heap.get_mut(g) {
-                    a.extend_from_slice(&items);
-                }
+                self.arr_extend(g, &items, &[])?;
             }
             Op::NewObject { dst } => {
                 self.reserve(16, &[])?;
@@ -2424,47 +2429,6 @@ impl Vm {
         top.min(self.regs.len())
     }
 
-    /// Makes room for `bytes` more live bytes (collecting first if needed) or raises the heap
-    /// limit error. Nothing is committed when it fails.
-    #[inline]
-    pub(crate) fn reserve(&mut self, bytes: usize, extra_roots: &[Value]) -> OpResult<()> {
-        if self.heap.fits_without_gc(bytes) {
-            return Ok(());
-        }
-        self.reserve_slow(bytes, extra_roots)
-    }
-
-    /// [`Vm::reserve`] when a collection is due.
-    #[cold]
-    #[inline(never)]
-    fn reserve_slow(&mut self, bytes: usize, extra_roots: &[Value]) -> OpResult<()> {
-        self.collect_garbage(extra_roots);
-        if self.heap.fits(bytes) {
-            return Ok(());
-        }
-        let mib = |b: usize| ((b as f64) / 1_048_576.0).round() as u64;
-        guest(format!(
-            "Heap limit exceeded: guest state holds ~{}MB, limit {}MB. Fuel bounds total work; this bounds peak memory. Raise it with the maxHeapBytes run option if the workload genuinely needs it.",
-            mib(self.heap.live_bytes().saturating_add(bytes)),
-            mib(self.heap.limit())
-        ))
-    }
-
-    fn alloc_str_raw(&mut self, units: Box<[u16]>) -> OpResult<Gc> {
-        self.reserve(str_bytes(units.len()), &[])?;
-        Ok(self.heap.insert(Cell::Str(units)))
-    }
-
-    /// Allocates a string (the caller has charged fuel for producing it).
-    pub(crate) fn alloc_str(&mut self, units: Vec<u16>) -> OpResult<Value> {
-        Ok(Value::Str(self.alloc_str_raw(units.into_boxed_slice())?))
-    }
-
-    /// Allocates a string from Rust text.
-    pub(crate) fn str_value(&mut self, s: &str) -> OpResult<Value> {
-        self.alloc_str(crate::ops::text_units(s))
-    }
-
     /// The code units of a string value.
     pub(crate) fn units(&self, g: Gc) -> &[u16] {
         self.heap.str_units(g)
@@ -2498,11 +2462,26 @@ impl Vm {
                     Some(i) => self.const_key(i, key),
                     None => self.units(key).into(),
                 };
-                self.reserve(prop_bytes(k.len()), &[])?;
+                let real = memory::key_real(k.len());
+                let growth = if self.heap.has_room_for_prop(og) {
+                    0
+                } else {
+                    self.heap.growth(og, 1)
+                };
+                self.reserve_real(prop_bytes(k.len()), growth + real, &[])?;
                 self.heap.grow(prop_bytes(k.len()));
-                if let Some(Cell::Obj(m)) = self.heap.get_mut(og) {
-                    // (`prop_index` found no such key)
-                    m.insert_new(k, v);
+                self.heap.grow_real(real);
+                // (`prop_index` found no such key)
+                if growth == 0 {
+                    if let Some(Cell::Obj(m)) = self.heap.get_mut(og) {
+                        m.insert_new(k, v);
+                    }
+                } else {
+                    self.heap.mutate(og, |c| {
+                        if let Cell::Obj(m) = c {
+                            m.insert_new(k, v);
+                        }
+                    });
                 }
             }
         }
@@ -2615,95 +2594,6 @@ impl Vm {
             },
             _ => Ok(Value::Undefined),
         }
-    }
-
-    /// Copies a host value into the guest heap.
-    pub(crate) fn import(&mut self, v: &JsValue, depth: usize) -> OpResult<Value> {
-        boundary_depth(depth)?;
-        Ok(match v {
-            JsValue::Undefined => Value::Undefined,
-            JsValue::Null => Value::Null,
-            JsValue::Bool(b) => Value::Bool(*b),
-            JsValue::Number(n) => Value::Num(*n),
-            JsValue::String(s) => self.str_value(s)?,
-            JsValue::Array(items) => {
-                let mut vals = Vec::with_capacity(items.len().min(1 << 16));
-                for it in items {
-                    self.make_room(&vals);
-                    vals.push(self.import(it, depth + 1)?);
-                }
-                self.import_array(vals)?
-            }
-            JsValue::Object(map) => {
-                let mut vals: Vec<Value> = Vec::with_capacity(map.len().min(1 << 16));
-                for it in map.values() {
-                    self.make_room(&vals);
-                    vals.push(self.import(it, depth + 1)?);
-                }
-                self.import_object(map.keys().map(String::as_str), vals)?
-            }
-        })
-    }
-
-    /// Copies JSON data into the guest heap: the same value, heap and errors as
-    /// `import(&JsValue::from_json(v), depth)`, without building the `JsValue`.
-    pub(crate) fn import_json(&mut self, v: &serde_json::Value, depth: usize) -> OpResult<Value> {
-        boundary_depth(depth)?;
-        Ok(match v {
-            serde_json::Value::Null => Value::Null,
-            serde_json::Value::Bool(b) => Value::Bool(*b),
-            serde_json::Value::Number(n) => Value::Num(n.as_f64().unwrap_or(f64::NAN)),
-            serde_json::Value::String(s) => self.str_value(s)?,
-            serde_json::Value::Array(items) => {
-                let mut vals = Vec::with_capacity(items.len().min(1 << 16));
-                for it in items {
-                    self.make_room(&vals);
-                    vals.push(self.import_json(it, depth + 1)?);
-                }
-                self.import_array(vals)?
-            }
-            serde_json::Value::Object(map) => {
-                let mut vals: Vec<Value> = Vec::with_capacity(map.len().min(1 << 16));
-                for it in map.values() {
-                    self.make_room(&vals);
-                    vals.push(self.import_json(it, depth + 1)?);
-                }
-                self.import_object(map.keys().map(String::as_str), vals)?
-            }
-        })
-    }
-
-    /// Before an imported child is allocated: children already built are only held in
-    /// `siblings`, so a collection keeps them alive as roots.
-    fn make_room(&mut self, siblings: &[Value]) {
-        if !self.heap.fits_without_gc(64) {
-            self.collect_garbage(siblings);
-        }
-    }
-
-    /// The array of imported `vals`, its bytes reserved first.
-    fn import_array(&mut self, vals: Vec<Value>) -> OpResult<Value> {
-        self.reserve(arr_bytes(vals.len()), &vals)?;
-        Ok(Value::Arr(self.heap.insert(Cell::Arr(vals))))
-    }
-
-    /// The object of `keys` (in order) and imported `vals`, its bytes reserved first.
-    fn import_object<'k>(
-        &mut self,
-        keys: impl Iterator<Item = &'k str> + Clone,
-        vals: Vec<Value>,
-    ) -> OpResult<Value> {
-        let bytes = 16
-            + keys
-                .clone()
-                .map(|k| prop_bytes(k.encode_utf16().count()))
-                .sum::<usize>();
-        self.reserve(bytes, &vals)?;
-        let mut m = PropMap::with_capacity(vals.len());
-        for (k, v) in keys.zip(vals) {
-            m.insert(k.encode_utf16().collect(), v);
-        }
-        Ok(Value::Obj(self.heap.insert(Cell::Obj(m))))
     }
 }
 

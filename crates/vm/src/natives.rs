@@ -3,7 +3,6 @@
 use ajs_bytecode::NativeId;
 
 use crate::error::{guest, OpResult};
-use crate::heap::Cell;
 use crate::machine::{LogLevel, Vm, MILLI_PER_ELEMENT};
 use crate::number::{to_int32, to_uint32};
 use crate::value::Value;
@@ -136,15 +135,7 @@ impl Vm {
                 match recv {
                     Value::Arr(g) => {
                         self.charge(n as u64 * MILLI_PER_ELEMENT)?;
-                        self.reserve(8 * n, args)?;
-                        self.heap.grow(8 * n);
-                        let len = match self.heap.get_mut(g) {
-                            Some(Cell::Arr(a)) => {
-                                a.extend_from_slice(&args[1..]);
-                                a.len()
-                            }
-                            _ => 0,
-                        };
+                        let len = self.arr_extend(g, &args[1..], args)?;
                         Ok(Value::Num(len as f64))
                     }
                     Value::Null | Value::Undefined => guest(format!(

@@ -148,8 +148,11 @@ impl Vm {
             return guest("Invalid string length");
         };
         if let Some(buf) = self.heap.appendable(ga) {
-            self.reserve(strbuf_bytes(tail.len()) + SLICE_BYTES, roots)?;
-            self.heap.append_to_buf(buf, tail);
+            if !self.heap.append_in_place(buf, tail, SLICE_BYTES) {
+                let room = self.heap.growth(buf, tail.len()) + SLICE_BYTES;
+                self.reserve_real(strbuf_bytes(tail.len()) + SLICE_BYTES, room, roots)?;
+                self.heap.append_to_buf(buf, tail);
+            }
             return Ok(Value::Str(self.heap.insert(Cell::Slice { buf, len })));
         }
         let total = len as usize;

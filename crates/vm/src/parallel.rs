@@ -15,7 +15,7 @@
 //! [`Step::Blocked`]: super::Step::Blocked
 
 use crate::error::{guest, ErrorKind, Fault, OpResult, RunError};
-use crate::heap::{arr_bytes, prop_bytes, Cell, PropMap};
+use crate::heap::{prop_bytes, Cell, PropMap};
 use crate::value::Value;
 
 use super::{Vm, MILLI_PER_ELEMENT};
@@ -167,7 +167,7 @@ impl Vm {
                 }
             }
         }
-        self.reserve(arr_bytes(n), &[])?;
+        self.reserve_arr(n, &[])?;
         let Some(b) = self.batches.pop() else {
             return Err(malformed("parallel() closed without being opened"));
         };

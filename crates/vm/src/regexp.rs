@@ -7,7 +7,7 @@ use ajs_bytecode::natives::jsregex::{translate, JsRegex};
 use ajs_bytecode::NativeId;
 
 use crate::error::{guest, OpResult};
-use crate::heap::{arr_bytes, regex_bytes, str_bytes, Cell, Gc, RegexCell};
+use crate::heap::{regex_bytes, str_bytes, Cell, Gc, RegexCell};
 use crate::machine::{Vm, MILLI_PER_ELEMENT, UNITS_PER_MILLI};
 use crate::value::Value;
 
@@ -189,7 +189,8 @@ impl Vm {
             Err(m) => return guest(m),
         };
         let re = self.engine(&t)?;
-        self.reserve(regex_bytes(source.len()), &[])?;
+        let real = crate::memory::SLOT + crate::memory::regex_real(source.len());
+        self.reserve_real(regex_bytes(source.len()), real, &[])?;
         let cell = RegexCell {
             source: source.into(),
             flags: flags.into(),
@@ -271,7 +272,7 @@ impl Vm {
         let n = m.groups.len() + 1;
         self.charge_elems(n)?;
         self.charge_units(units)?;
-        self.reserve(arr_bytes(n) + n * str_bytes(0) + 2 * units, &[])?;
+        self.reserve_strs(n, units, &[])?;
         let mut items = Vec::with_capacity(n);
         items.push(self.commit_str(s[m.start..m.end].to_vec()));
         for r in &m.groups {
@@ -407,7 +408,7 @@ impl Vm {
                     return Ok(Some(Value::Null));
                 }
                 self.charge_units(units)?;
-                self.reserve(arr_bytes(count) + count * str_bytes(0) + 2 * units, &[])?;
+                self.reserve_strs(count, units, &[])?;
                 let mut items = Vec::with_capacity(count);
                 for m in re.find_iter(&hay.text) {
                     let (a, b) = (hay.u16(m.start()), hay.u16(m.end()));
@@ -423,7 +424,7 @@ impl Vm {
                     out.push(arr);
                 }
                 self.charge_elems(out.len())?;
-                self.reserve(arr_bytes(out.len()), &out)?;
+                self.reserve_arr(out.len(), &out)?;
                 self.commit_arr(out)
             }
             Replace | ReplaceAll => {
@@ -523,7 +524,7 @@ impl Vm {
         let n = m.groups.len() + 1;
         self.charge_elems(n)?;
         self.charge_units(units)?;
-        self.reserve(arr_bytes(n) + n * str_bytes(0) + 2 * units, roots)?;
+        self.reserve_strs(n, units, roots)?;
         let mut items = Vec::with_capacity(n);
         items.push(self.commit_str(s[m.start..m.end].to_vec()));
         for r in &m.groups {
@@ -589,7 +590,7 @@ impl Vm {
         let n = pieces.len();
         self.charge_elems(n)?;
         self.charge_units(units)?;
-        self.reserve(arr_bytes(n) + n * str_bytes(0) + 2 * units, &[])?;
+        self.reserve_strs(n, units, &[])?;
         let mut items = Vec::with_capacity(n);
         for r in pieces {
             let v = self.substr_val(s, r);
@@ -599,7 +600,7 @@ impl Vm {
     }
 
     fn empty_arr(&mut self) -> OpResult<Value> {
-        self.reserve(arr_bytes(0), &[])?;
+        self.reserve_arr(0, &[])?;
         Ok(self.commit_arr(Vec::new()))
     }
 

@@ -687,7 +687,7 @@ impl Vm {
                         };
                         out.insert(k, check.value(*v, false)?);
                     }
-                    Cell::Set(out)
+                    Cell::Set(Box::new(out))
                 }
                 SCell::Date(t) => Cell::Date(*t),
                 SCell::Regex { .. } => {

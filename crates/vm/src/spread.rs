@@ -5,6 +5,7 @@ use ajs_bytecode::NativeId;
 use crate::error::{guest, OpResult};
 use crate::heap::{prop_bytes, Cell, Key, PropMap};
 use crate::machine::{Vm, FORBIDDEN, MILLI_PER_ELEMENT};
+use crate::memory;
 use crate::number::number_to_string;
 use crate::value::Value;
 
@@ -47,11 +48,7 @@ impl Vm {
         let Value::Arr(target) = arr else {
             return guest("spread target is not an array");
         };
-        self.reserve(8 * items.len(), &items)?;
-        self.heap.grow(8 * items.len());
-        if let Some(Cell::Arr(a)) = self.heap.get_mut(target) {
-            a.extend_from_slice(&items);
-        }
+        self.arr_extend(target, &items, &items)?;
         Ok(())
     }
 
@@ -89,21 +86,27 @@ impl Vm {
             return guest("spread target is not an object");
         };
         let roots: Vec<Value> = pairs.iter().map(|p| p.1).collect();
-        let mut more = 0;
+        let (mut more, mut real, mut new) = (0, 0, 0);
         if let Cell::Obj(m) = self.heap.get(target) {
             for (k, _) in &pairs {
                 if !m.contains_key(k) {
                     more += prop_bytes(k.len());
+                    real += memory::key_real(k.len());
+                    new += 1;
                 }
             }
         }
-        self.reserve(more, &roots)?;
+        let room = self.heap.growth(target, new) + real;
+        self.reserve_real(more, room, &roots)?;
         self.heap.grow(more);
-        if let Some(Cell::Obj(m)) = self.heap.get_mut(target) {
-            for (k, v) in pairs {
-                m.insert(k, v);
+        self.heap.grow_real(real);
+        self.heap.mutate(target, |c| {
+            if let Cell::Obj(m) = c {
+                for (k, v) in pairs {
+                    m.insert(k, v);
+                }
             }
-        }
+        });
         Ok(())
     }
 
@@ -139,7 +142,7 @@ impl Vm {
             (Value::Null, _) => guest("Cannot destructure null"),
             (Value::Undefined, _) => guest("Cannot destructure undefined"),
             (Value::Str(_), true) => {
-                self.reserve(crate::heap::arr_bytes(0), &[v])?;
+                self.reserve_arr(0, &[v])?;
                 let arr = Value::Arr(self.heap.insert(Cell::Arr(Vec::new())));
                 self.spread_into_array(arr, v)?;
                 Ok(arr)
@@ -173,13 +176,13 @@ impl Vm {
             _ => Vec::new(),
         };
         self.charge((pairs.len() + skip.len()) as u64 * MILLI_PER_ELEMENT)?;
-        let bytes = 16
-            + pairs
-                .iter()
-                .map(|(k, _)| prop_bytes(k.len()))
-                .sum::<usize>();
+        let (bytes, real) = pairs
+            .iter()
+            .fold((16, memory::obj_real(pairs.len())), |(b, r), (k, _)| {
+                (b + prop_bytes(k.len()), r + memory::key_real(k.len()))
+            });
         let roots: Vec<Value> = pairs.iter().map(|p| p.1).chain([src]).collect();
-        self.reserve(bytes, &roots)?;
+        self.reserve_real(bytes, real, &roots)?;
         let mut m = PropMap::with_capacity(pairs.len());
         for (k, v) in pairs {
             m.insert(k, v);
@@ -191,7 +194,7 @@ impl Vm {
     pub(crate) fn array_from(&mut self, src: Value) -> OpResult<Value> {
         let items: Vec<Value> = match src {
             Value::Arr(_) | Value::Str(_) => {
-                self.reserve(crate::heap::arr_bytes(0), &[src])?;
+                self.reserve_arr(0, &[src])?;
                 let arr = Value::Arr(self.heap.insert(Cell::Arr(Vec::new())));
                 self.spread_into_array(arr, src)?;
                 return Ok(arr);
@@ -205,7 +208,7 @@ impl Vm {
                         _ => 0,
                     };
                     self.charge(n as u64 * MILLI_PER_ELEMENT)?;
-                    self.reserve(crate::heap::arr_bytes(n), &[src])?;
+                    self.reserve_arr(n, &[src])?;
                     return Ok(Value::Arr(
                         self.heap.insert(Cell::Arr(vec![Value::Undefined; n])),
                     ));
@@ -218,7 +221,7 @@ impl Vm {
             _ => Vec::new(),
         };
         self.charge(items.len() as u64 * MILLI_PER_ELEMENT)?;
-        self.reserve(crate::heap::arr_bytes(items.len()), &items)?;
+        self.reserve_arr(items.len(), &items)?;
         Ok(Value::Arr(self.heap.insert(Cell::Arr(items))))
     }
 
