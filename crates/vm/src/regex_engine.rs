@@ -557,6 +557,13 @@ impl RegexCache {
         self.bytes = 0;
     }
 
+    /// Bytes the cache holds (compiled programs and the lazy-DFA caches kept with them), for a
+    /// count of the run's real memory; at most [`MAX_REGEX_CACHE_BYTES`].
+    #[allow(dead_code)]
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
+    }
+
     /// The compiled form of `key`, if kept.
     pub(crate) fn get(&self, key: &str) -> Option<Arc<Compiled>> {
         self.map.get(key).map(|s| s.compiled.clone())
