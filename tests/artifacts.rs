@@ -319,3 +319,30 @@ fn an_artifact_over_the_largest_allowed_is_refused_unread() {
         Err(LoadError::TooLarge(_))
     ));
 }
+
+/// A function declaring far more registers than its code names (65,535: every call would fill
+/// them, uncharged) is refused at load; one naming its high register must also declare it, so
+/// the check cannot refuse what the compiler makes (the round trip above loads).
+#[test]
+fn a_frame_larger_than_its_code_is_refused() {
+    let mut p = compiled();
+    let f = p
+        .functions
+        .iter_mut()
+        .find(|f| f.name == "fact")
+        .expect("fact");
+    let named = f.registers_named();
+    f.nregs = u16::MAX;
+    let e = load_artifact(&p.to_bytes(), None).expect_err("refused");
+    let m = e.to_string();
+    assert!(
+        m.contains("declares 65535 registers") && m.contains(&format!("names only {named}")),
+        "{m}"
+    );
+    // within the free margin it still loads
+    let mut p = compiled();
+    for f in &mut p.functions {
+        f.nregs = f.nregs.max(ajs_bytecode::program::FREE_REGISTERS);
+    }
+    assert!(load_artifact(&p.to_bytes(), None).is_ok());
+}

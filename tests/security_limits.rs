@@ -4,6 +4,8 @@
 
 #[path = "adversarial_common.rs"]
 mod adv;
+#[path = "security_limits/regex.rs"]
+mod regex;
 
 use std::time::{Duration, Instant};
 

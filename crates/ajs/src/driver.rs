@@ -29,8 +29,7 @@ use crate::{Options, Outcome};
 /// token, and lets other tasks run.
 pub const SLICE_MILLI: u64 = 200_000;
 
-/// The message of a run the host cancelled.
-pub const CANCELLED_MESSAGE: &str = "Execution cancelled by the host";
+pub use ajs_vm::CANCELLED_MESSAGE;
 
 /// What a run needs besides the program and the options.
 pub(crate) struct RunEnv<'a> {
@@ -51,16 +50,7 @@ enum HostErr {
 
 type CallFuture = Pin<Box<dyn Future<Output = Result<JsValue, HostErr>> + Send + 'static>>;
 
-fn timeout_error(ms: u64) -> RunError {
-    RunError::new(
-        ErrorKind::Timeout,
-        format!("Execution timeout after {ms}ms. Pass a higher timeoutMs if the work genuinely needs more time."),
-    )
-}
-
-fn cancelled_error() -> RunError {
-    RunError::new(ErrorKind::Cancelled, CANCELLED_MESSAGE)
-}
+use ajs_vm::interrupt::{cancelled_error, timeout_error};
 
 fn quota_error(atom: &str, limit: u32) -> RunError {
     let calls = if limit == 1 { "call" } else { "calls" };
@@ -421,7 +411,11 @@ pub(crate) fn run_program_sync<'a>(
             Step::Failed(e) => e,
             Step::Yield => {
                 let now = Instant::now();
-                let until = *deadline.get_or_insert_with(|| deadline_at(now, options.timeout_ms));
+                let until = *deadline.get_or_insert_with(|| {
+                    let until = deadline_at(now, options.timeout_ms);
+                    vm.set_deadline(until);
+                    until
+                });
                 if now >= until {
                     timeout_error(options.timeout_ms)
                 } else if cancelled() {
@@ -623,6 +617,7 @@ async fn drive_from(
     let before = vm.elapsed_ms();
     let remaining = options.timeout_ms.saturating_sub(before);
     let deadline = after(start, Duration::from_millis(remaining));
+    vm.set_interrupt(options.interrupt(Some(deadline)));
     let cancel = options.cancel.clone();
     let is_cancelled = || cancel.as_ref().is_some_and(|t| t.is_cancelled());
     macro_rules! end {

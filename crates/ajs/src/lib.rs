@@ -240,7 +240,19 @@ impl Options {
             random_seed: self.random_seed.unwrap_or_else(random_seed),
             clock: self.clock,
             max_parallel_items: self.max_parallel_items,
+            interrupt: self.interrupt(None),
         }
+    }
+
+    /// The run's interrupt for the VM's natives: `timeout_ms` from `deadline` (`None`: from
+    /// when a native first checks, until the driver starts the run's clock) and `cancel`.
+    pub(crate) fn interrupt(&self, deadline: Option<std::time::Instant>) -> ajs_vm::Interrupt {
+        let cancel = self.cancel.clone().map(|t| {
+            std::sync::Arc::new(move || t.is_cancelled()) as ajs_vm::interrupt::CancelCheck
+        });
+        let mut i = ajs_vm::Interrupt::new(self.timeout_ms, cancel);
+        i.deadline = deadline;
+        i
     }
 }
 

@@ -33,6 +33,10 @@ pub const MAX_REGISTERS: u16 = u16::MAX;
 /// makes of the largest source it takes, so a reader can refuse a larger file unread.
 pub const MAX_ARTIFACT_BYTES: usize = 64 * 1024 * 1024;
 
+/// Registers a function may declare beyond those its code names (setting up a frame this
+/// small costs no more than the call's own fuel covers); a larger frame must be named.
+pub const FREE_REGISTERS: u16 = 32;
+
 /// A constant of the pool.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Constant {
@@ -83,6 +87,24 @@ pub struct Function {
 }
 
 impl Function {
+    /// One past the highest register its code names (a run `base..base + count` included).
+    pub fn registers_named(&self) -> u32 {
+        let mut hi = 0u32;
+        let mut base = 0u32;
+        for op in &self.code {
+            op.operands(|o| match o {
+                Operand::Read(r) | Operand::Write(r) => hi = hi.max(u32::from(r) + 1),
+                Operand::Base(b) => {
+                    base = u32::from(b);
+                    hi = hi.max(base);
+                }
+                Operand::Count(c) => hi = hi.max(base + u32::from(c)),
+                _ => {}
+            });
+        }
+        hi
+    }
+
     /// The first `Call` that breaks the calling convention (see [`Op::Call`]): after it, a
     /// register at or above its `base`, other than its `dst`, is read before it is written (on
     /// some path, a `try` handler counted as reachable from everything between its `TryEnter`
@@ -715,6 +737,17 @@ impl Program {
             }
             if f.code.len() > MAX_CODE_LEN {
                 return Err(LoadError::Program(format!("function {fi} is too long")));
+            }
+            // every call fills the callee's frame, uncharged: a frame must be no larger than
+            // its code (or its parameters) need
+            if f.nregs > FREE_REGISTERS {
+                let named = f.registers_named().max(f.params.len() as u32);
+                if u32::from(f.nregs) > named {
+                    return Err(LoadError::Program(format!(
+                        "function {fi} declares {} registers but its code names only {named}; a frame larger than its code needs is refused (recompile the program)",
+                        f.nregs
+                    )));
+                }
             }
             self.verify_function(f)
                 .map_err(|(pc, fault)| LoadError::Code {

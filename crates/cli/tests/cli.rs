@@ -369,3 +369,22 @@ fn file_and_stdin_reads_are_capped() {
     let o = bounded(&["cases", "/dev/zero"]);
     assert!(stdout(&o).contains("MAX_CASE_FILE_BYTES"), "{}", stdout(&o));
 }
+
+/// `ajs eval --timeout-ms 1000 --fuel 1e9` ends a regex search that would run for minutes
+/// (every match re-reads the rest of a 4M-unit string) at its timeout, inside the call.
+#[test]
+fn eval_timeout_stops_a_long_regex_search() {
+    let t = std::time::Instant::now();
+    let o = ajs(&[
+        "eval",
+        r"return 'ab'.repeat(2000000).match(/\w+x|\w/g).length",
+        "--timeout-ms",
+        "1000",
+        "--fuel",
+        "1e9",
+    ]);
+    let took = t.elapsed();
+    let out = stdout(&o);
+    assert!(out.contains("Execution timeout after 1000ms"), "{out}");
+    assert!(took < std::time::Duration::from_secs(2), "{took:?}");
+}

@@ -28,12 +28,14 @@ mod dates;
 mod error;
 mod extras;
 mod heap;
+pub mod interrupt;
 mod json;
 mod machine;
 mod memory;
 mod natives;
 mod number;
 mod ops;
+mod regex_engine;
 mod regexp;
 mod schema;
 mod spread;
@@ -41,6 +43,7 @@ mod value;
 
 pub use ajs_bytecode::isa::MILLI;
 pub use error::{ErrorKind, RunError};
+pub use interrupt::{Interrupt, CANCELLED_MESSAGE};
 pub use machine::snapshot::{
     hex, program_fingerprint, snapshot_id, value_hash, SnapshotError, MAX_TRACE_STEPS,
     SNAPSHOT_MAGIC, SNAPSHOT_VERSION,

@@ -67,6 +67,8 @@ pub struct VmOptions {
     pub clock: fn() -> f64,
     /// Most items one `parallel(...)` call may hold (default [`DEFAULT_MAX_PARALLEL_ITEMS`]).
     pub max_parallel_items: usize,
+    /// The deadline and cancellation a long native checks as it goes (see [`crate::interrupt`]).
+    pub interrupt: crate::interrupt::Interrupt,
 }
 
 /// The system clock: epoch milliseconds.
@@ -88,6 +90,7 @@ impl Default for VmOptions {
             random_seed: 0x9E37_79B9_7F4A_7C15,
             clock: system_clock,
             max_parallel_items: DEFAULT_MAX_PARALLEL_ITEMS,
+            interrupt: crate::interrupt::Interrupt::default(),
         }
     }
 }
@@ -528,7 +531,9 @@ pub struct Vm {
     pub(crate) rng: u64,
     pub(crate) clock: fn() -> f64,
     /// compiled regexes by (translated pattern), so a literal in a loop compiles once
-    pub(crate) regex_cache: HashMap<String, regex::Regex>,
+    pub(crate) regex_cache: crate::regex_engine::RegexCache,
+    /// the run's deadline and cancellation, for natives that check them as they go
+    pub(crate) interrupt: crate::interrupt::Interrupt,
     /// host calls deferred by [`Vm::defer`], not settled yet
     deferred: Vec<Deferred>,
     /// host calls issued so far (the next call's id)
@@ -703,7 +708,8 @@ impl Vm {
             atom_quota: Vec::new(),
             rng: 0,
             clock: opts.clock,
-            regex_cache: HashMap::new(),
+            regex_cache: Default::default(),
+            interrupt: crate::interrupt::Interrupt::default(),
             deferred: Vec::new(),
             next_call_id: 0,
             elapsed_ms: 0,
@@ -812,6 +818,8 @@ impl Vm {
             // set by every start, from its options
             clock: _,
             regex_cache,
+            // set by every start, from its options
+            interrupt: _,
             deferred,
             next_call_id,
             elapsed_ms,
@@ -850,9 +858,7 @@ impl Vm {
         atom_quota.clear();
         atom_used.clear();
         *rng = 0;
-        if !regex_cache.is_empty() {
-            *regex_cache = HashMap::new();
-        }
+        regex_cache.clear();
         deferred.clear();
         *next_call_id = 0;
         *elapsed_ms = 0;
@@ -896,6 +902,7 @@ impl Vm {
             clock,
             random_seed,
             max_parallel_items,
+            interrupt,
             // as a new VM has them, after `clear`
             consts: _,
             typeof_consts: _,
@@ -949,6 +956,7 @@ impl Vm {
         *clock = opts.clock;
         *random_seed = opts.random_seed;
         *max_parallel_items = opts.max_parallel_items;
+        interrupt.clone_from(&opts.interrupt);
         let r = self.load(args);
         if r.is_err() {
             self.status = Status::Finished;

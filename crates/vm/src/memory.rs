@@ -53,15 +53,10 @@ pub fn set_str_real(len: usize) -> usize {
     alloc(2 * len)
 }
 
-/// Real bytes of a regex cell with a source of `len` code units, all told.
-pub fn regex_real(len: usize) -> usize {
-    alloc(size_of::<RegexCell>()) + alloc(2 * len) + 16 + regex_compiled_real(len)
-}
-
-/// A regular expression's compiled form and matching caches, bounded by its source length:
-/// `regex::Regex` reports no size, so this is a conservative bound per value.
-pub fn regex_compiled_real(len: usize) -> usize {
-    4096 + 256 * len
+/// Real bytes of a regex cell with a source of `len` code units and a compiled form of
+/// `compiled` bytes (counted in full by every cell that shares it), all told.
+pub fn regex_real(len: usize, compiled: usize) -> usize {
+    alloc(size_of::<RegexCell>()) + alloc(2 * len) + 16 + compiled
 }
 
 /// Real bytes of a hash index over `cap` entries (hashbrown: a power-of-two number of buckets
@@ -160,7 +155,7 @@ impl Cell {
             },
             Cell::Set(m) => map_real::<SetKey, Value>(m.capacity()),
             // (the flags are at most a few bytes: one allocation's minimum)
-            Cell::Regex(r) => regex_real(r.source.len()),
+            Cell::Regex(r) => regex_real(r.source.len(), r.re.bytes),
         }
     }
 

@@ -1,22 +1,27 @@
 //! Regular expressions (decision 23): literals, `test`/`exec`, and the string methods `match
-//! matchAll replace replaceAll split search`, on Rust's linear-time `regex` engine. Every call
-//! pays for the length of its input (times a factor for the pattern's size) before matching, and
-//! for its output before allocating it.
+//! matchAll replace replaceAll split search`, on linear-time automata (`regex_engine.rs`).
+//! Every search pays as it reads, and stops at the run's deadline or cancellation; every call
+//! pays for its output before allocating it.
+
+use std::sync::Arc;
 
 use ajs_bytecode::natives::jsregex::{translate, JsRegex};
 use ajs_bytecode::NativeId;
 
 use crate::error::{guest, OpResult};
 use crate::heap::{regex_bytes, str_bytes, Cell, Gc, RegexCell};
-use crate::machine::{Vm, MILLI_PER_ELEMENT, UNITS_PER_MILLI};
+use crate::machine::{Vm, MILLI_PER_ELEMENT};
+use crate::regex_engine::{
+    compile, compile_micro, stop_error, Caches, Compiled, Meter, Stop, MICRO_PER_HAY_UNIT,
+    MICRO_PER_HAY_UNIT_MAPPED,
+};
 use crate::value::Value;
 
-/// Compiled-size cap of one regex (bytes of the engine's program).
-const SIZE_LIMIT: usize = 1 << 20;
-/// Lazy-DFA cache cap per regex.
-const DFA_LIMIT: usize = 2 << 20;
+/// Micro-fuel per match found (the element it adds).
+const MICRO_PER_MATCH: u64 = MILLI_PER_ELEMENT * 1000;
 
-/// A haystack: the guest string as UTF-8 plus a map from byte offsets to UTF-16 offsets.
+/// A haystack: the guest string as UTF-8 plus a map from byte offsets to UTF-16 offsets
+/// (empty when every character is one byte and one unit, so offsets are equal).
 struct Hay {
     text: String,
     map: Vec<u32>,
@@ -24,7 +29,13 @@ struct Hay {
 
 impl Hay {
     fn new(units: &[u16]) -> Hay {
-        let text = String::from_utf16_lossy(units);
+        let text = utf8(units);
+        if text.len() == units.len() {
+            return Hay {
+                text,
+                map: Vec::new(),
+            };
+        }
         let mut map = Vec::with_capacity(text.len() + 1);
         let mut u = 0u32;
         for c in text.chars() {
@@ -37,12 +48,42 @@ impl Hay {
         Hay { text, map }
     }
     fn u16(&self, byte: usize) -> usize {
+        if self.map.is_empty() {
+            return byte.min(self.text.len());
+        }
         self.map.get(byte).copied().unwrap_or(0) as usize
     }
     /// The byte offset of UTF-16 offset `u` (the first byte at or after it).
     fn byte(&self, u: usize) -> usize {
+        if self.map.is_empty() {
+            return u.min(self.text.len() + 1);
+        }
         self.map.partition_point(|&x| (x as usize) < u)
     }
+    fn bytes(&self) -> &[u8] {
+        self.text.as_bytes()
+    }
+    /// A match found in byte offsets, in UTF-16 units.
+    fn m(&self, whole: (usize, usize), groups: &[Option<(usize, usize)>]) -> M {
+        M {
+            start: self.u16(whole.0),
+            end: self.u16(whole.1),
+            groups: groups
+                .iter()
+                .map(|g| g.map(|(a, b)| (self.u16(a), self.u16(b))))
+                .collect(),
+        }
+    }
+}
+
+/// `units` as UTF-8 (a lone surrogate becomes U+FFFD), with a fast path for ASCII.
+pub(crate) fn utf8(units: &[u16]) -> String {
+    if units.iter().all(|&u| u < 0x80) {
+        let bytes: Vec<u8> = units.iter().map(|&u| u as u8).collect();
+        // ASCII is UTF-8
+        return String::from_utf8(bytes).unwrap_or_default();
+    }
+    String::from_utf16_lossy(units)
 }
 
 /// One match: whole-match and group ranges in UTF-16 units.
@@ -52,15 +93,68 @@ struct M {
     groups: Vec<Option<(usize, usize)>>,
 }
 
-fn to_m(c: &regex::Captures, hay: &Hay) -> M {
-    let whole = c.get(0).map_or((0, 0), |m| (m.start(), m.end()));
-    M {
-        start: hay.u16(whole.0),
-        end: hay.u16(whole.1),
-        groups: (1..c.len())
-            .map(|i| c.get(i).map(|m| (hay.u16(m.start()), hay.u16(m.end()))))
-            .collect(),
+/// A range of byte offsets (`None`: a group that did not take part).
+type Span = (usize, usize);
+
+/// Matches found by one search pass: whole matches and, when asked for, their groups
+/// (`groups` per match, flattened), in byte offsets.
+struct Found {
+    whole: Vec<(usize, usize)>,
+    groups: Vec<Option<(usize, usize)>>,
+    per: usize,
+}
+
+impl Found {
+    fn get(&self, i: usize) -> (Span, &[Option<Span>]) {
+        (
+            self.whole[i],
+            &self.groups[i * self.per..(i + 1) * self.per],
+        )
     }
+}
+
+/// The matches from byte `start` on, as the `regex` crate's iterators give them (after an
+/// empty match, the next match may not be empty at the same place), up to `limit`, each
+/// paid for as found; with their groups when `groups`.
+fn scan(
+    re: &Compiled,
+    c: &mut Caches,
+    hay: &[u8],
+    start: usize,
+    limit: usize,
+    groups: bool,
+    m: &mut Meter,
+) -> Result<Found, Stop> {
+    let per = if groups { re.groups() } else { 0 };
+    let mut f = Found {
+        whole: Vec::new(),
+        groups: Vec::new(),
+        per,
+    };
+    let mut at = start;
+    let mut last_end = None;
+    while f.whole.len() < limit && at <= hay.len() {
+        let Some(mut found) = re.find(c, hay, at, m)? else {
+            break;
+        };
+        if found.0 == found.1 && Some(found.1) == last_end {
+            if at + 1 > hay.len() {
+                break;
+            }
+            match re.find(c, hay, at + 1, m)? {
+                Some(x) => found = x,
+                None => break,
+            }
+        }
+        m.pay(MICRO_PER_MATCH, 0)?;
+        f.whole.push(found);
+        if per > 0 {
+            f.groups.extend(re.captures(c, hay, found.0, found.1, m)?);
+        }
+        at = found.1;
+        last_end = Some(found.1);
+    }
+    Ok(f)
 }
 
 /// One part of a replacement template.
@@ -137,31 +231,23 @@ fn parse_replacement(r: &[u16], ngroups: usize, names: &[Option<String>]) -> Vec
 }
 
 impl Vm {
-    /// Builds the engine's regex for a translated pattern (cached per run).
-    fn engine(&mut self, t: &JsRegex) -> OpResult<regex::Regex> {
-        if let Some(r) = self.regex_cache.get(&t.rust) {
-            return Ok(r.clone());
-        }
-        let re = regex::RegexBuilder::new(&t.rust)
-            .size_limit(SIZE_LIMIT)
-            .dfa_size_limit(DFA_LIMIT)
-            .nest_limit(200)
-            .build()
-            .map_err(|e| match e {
-                regex::Error::CompiledTooBig(_) => {
-                    format!("Regex pattern is too large once compiled (over {SIZE_LIMIT} bytes)")
+    /// The compiled form of a translated pattern (cached per run). Every call pays for the
+    /// program, cached or not, so that fuel does not depend on what the cache holds (a
+    /// restored run starts with it empty); a compile is paid for once it has run.
+    fn engine(&mut self, t: &JsRegex) -> OpResult<Arc<Compiled>> {
+        let re = match self.regex_cache.get(&t.rust) {
+            Some(r) => r,
+            None => match compile(&t.rust) {
+                Ok(re) => {
+                    let re = Arc::new(re);
+                    self.regex_cache.insert(re.clone());
+                    re
                 }
-                other => format!("Invalid regular expression: {other}"),
-            });
-        match re {
-            Ok(re) => {
-                if self.regex_cache.len() < 256 {
-                    self.regex_cache.insert(t.rust.clone(), re.clone());
-                }
-                Ok(re)
-            }
-            Err(m) => guest(m),
-        }
+                Err(m) => return guest(m),
+            },
+        };
+        self.charge(compile_micro(re.bytes) / 1000)?;
+        Ok(re)
     }
 
     /// Rebuilds a regex cell's matcher from its source and flags (restoring a snapshot).
@@ -169,28 +255,27 @@ impl Vm {
         &mut self,
         source: &[u16],
         flags: &str,
-    ) -> Result<(regex::Regex, bool), String> {
+    ) -> Result<(Arc<Compiled>, bool), String> {
         let src = String::from_utf16_lossy(source);
         let t = translate(&src, flags)?;
-        match self.engine(&t) {
-            Ok(re) => Ok((re, t.global)),
-            Err(crate::error::Fault::Guest(m)) => Err(m),
-            Err(crate::error::Fault::Fatal(e)) => Err(e.message),
+        match compile(&t.rust) {
+            Ok(re) => Ok((Arc::new(re), t.global)),
+            Err(m) => Err(m),
         }
     }
 
     /// A new regex value from a JavaScript pattern and flags.
     pub(crate) fn make_regex(&mut self, source: &[u16], flags: &str) -> OpResult<Value> {
         let src = String::from_utf16_lossy(source);
-        // compiling costs like reading the pattern a few times
+        // compiling costs like reading the pattern a few times, plus its program (`engine`)
         self.charge_units(source.len() * 16)?;
         let t = match translate(&src, flags) {
             Ok(t) => t,
             Err(m) => return guest(m),
         };
         let re = self.engine(&t)?;
-        let real = crate::memory::SLOT + crate::memory::regex_real(source.len());
-        self.reserve_real(regex_bytes(source.len()), real, &[])?;
+        let real = crate::memory::SLOT + crate::memory::regex_real(source.len(), re.bytes);
+        self.reserve_real(regex_bytes(source.len(), re.bytes), real, &[])?;
         let cell = RegexCell {
             source: source.into(),
             flags: flags.into(),
@@ -219,15 +304,11 @@ impl Vm {
         }
     }
 
-    fn regex_parts(&self, g: Gc) -> (regex::Regex, bool, usize, usize) {
+    /// The compiled form, `g` flag and `lastIndex` of regex cell `g` (`None`: not a regex).
+    fn regex_parts(&self, g: Gc) -> Option<(Arc<Compiled>, bool, usize)> {
         match self.heap.get(g) {
-            Cell::Regex(r) => (r.re.clone(), r.global, r.last_index, r.source.len()),
-            _ => (
-                regex::Regex::new("$^").unwrap_or_else(|_| unreachable_regex()),
-                false,
-                0,
-                0,
-            ),
+            Cell::Regex(r) => Some((r.re.clone(), r.global, r.last_index)),
+            _ => None,
         }
     }
 
@@ -237,10 +318,32 @@ impl Vm {
         }
     }
 
-    /// Pays for scanning `len` code units with a pattern of `plen` units, before matching.
-    fn charge_scan(&mut self, len: usize, plen: usize) -> OpResult<()> {
-        let factor = 1 + plen / 32;
-        self.charge(((len as u64).saturating_mul(factor as u64) / UNITS_PER_MILLI).max(1))
+    /// Turns `s` into the haystack the automata read, paying for it first (text beyond ASCII
+    /// also needs its offset map).
+    fn haystack(&mut self, s: &[u16]) -> OpResult<Hay> {
+        let rate = if s.iter().all(|&u| u < 0x80) {
+            MICRO_PER_HAY_UNIT
+        } else {
+            MICRO_PER_HAY_UNIT_MAPPED
+        };
+        self.charge((s.len() as u64).saturating_mul(rate) / 1000)?;
+        Ok(Hay::new(s))
+    }
+
+    /// Runs `f` with `re`'s search state and a meter of the run's fuel, deadline and
+    /// cancellation; the fuel it spends is the run's.
+    fn search<T>(
+        &mut self,
+        re: &Arc<Compiled>,
+        f: impl FnOnce(&Compiled, &mut Caches, &mut Meter) -> Result<T, Stop>,
+    ) -> OpResult<T> {
+        let mut caches = self.regex_cache.take(re);
+        let mut meter = Meter::new(self.fuel.left(), &self.interrupt);
+        let r = f(re, &mut caches, &mut meter);
+        let left = meter.milli_left();
+        self.fuel.set(left);
+        self.regex_cache.put(re, caches);
+        r.map_err(stop_error)
     }
 
     /// The string argument as a regex (a string pattern compiles as `new RegExp(s)` would).
@@ -265,14 +368,15 @@ impl Vm {
         }
     }
 
-    /// Builds `[whole, ...groups]` for a match, paying first.
-    fn match_array(&mut self, s: &[u16], m: &M) -> OpResult<Value> {
+    /// Builds `[whole, ...groups]` for a match, paying first (`roots`: values only the caller
+    /// holds).
+    fn match_array(&mut self, s: &[u16], m: &M, roots: &[Value]) -> OpResult<Value> {
         let units =
             (m.end - m.start) + m.groups.iter().flatten().map(|(a, b)| b - a).sum::<usize>();
         let n = m.groups.len() + 1;
         self.charge_elems(n)?;
         self.charge_units(units)?;
-        self.reserve_strs(n, units, &[])?;
+        self.reserve_strs(n, units, roots)?;
         let mut items = Vec::with_capacity(n);
         items.push(self.commit_str(s[m.start..m.end].to_vec()));
         for r in &m.groups {
@@ -289,40 +393,55 @@ impl Vm {
         match id {
             Test | Exec => {
                 let s = self.to_units(arg, id.js_name())?;
-                let (re, global, last, plen) = self.regex_parts(g);
+                let Some((re, global, last)) = self.regex_parts(g) else {
+                    return guest("not a regular expression");
+                };
                 let start = if global { last } else { 0 };
+                let nothing = if id == Test {
+                    Value::Bool(false)
+                } else {
+                    Value::Null
+                };
                 if start > s.len() {
                     self.set_last_index(g, 0);
-                    return Ok(if id == Test {
-                        Value::Bool(false)
-                    } else {
-                        Value::Null
-                    });
+                    return Ok(nothing);
                 }
-                self.charge_scan(s.len() - start, plen)?;
-                let hay = Hay::new(&s);
-                let found = re
-                    .captures_at(&hay.text, hay.byte(start))
-                    .map(|c| to_m(&c, &hay));
+                let hay = self.haystack(&s)?;
+                let from = hay.byte(start);
+                if id == Test && !global {
+                    let yes = self.search(&re, |re, c, m| re.is_match(c, hay.bytes(), from, m))?;
+                    return Ok(Value::Bool(yes));
+                }
+                let found = self.search(&re, |re, c, m| {
+                    let Some((a, b)) = re.find(c, hay.bytes(), from, m)? else {
+                        return Ok(None);
+                    };
+                    let groups = if id == Exec && re.groups() > 0 {
+                        re.captures(c, hay.bytes(), a, b, m)?
+                    } else {
+                        Vec::new()
+                    };
+                    Ok(Some(((a, b), groups)))
+                })?;
                 match found {
                     None => {
                         if global {
                             self.set_last_index(g, 0);
                         }
-                        Ok(if id == Test {
-                            Value::Bool(false)
-                        } else {
-                            Value::Null
-                        })
+                        Ok(nothing)
                     }
-                    Some(m) => {
+                    Some((whole, groups)) => {
+                        let mut m = hay.m(whole, &groups);
+                        if id == Exec {
+                            m.groups.resize(re.groups(), None);
+                        }
                         if global {
                             self.set_last_index(g, m.end);
                         }
                         if id == Test {
                             Ok(Value::Bool(true))
                         } else {
-                            self.match_array(&s, &m)
+                            self.match_array(&s, &m, &[])
                         }
                     }
                 }
@@ -366,7 +485,7 @@ impl Vm {
             Match | Search => self.coerce_regex(a1, "", id.js_name())?,
             MatchAll => {
                 let g = self.coerce_regex(a1, "g", id.js_name())?;
-                if !self.regex_parts(g).1 {
+                if !self.regex_parts(g).is_some_and(|p| p.1) {
                     return guest(
                         "String.prototype.matchAll called with a non-global RegExp argument",
                     );
@@ -377,50 +496,60 @@ impl Vm {
             _ => return Ok(None),
         };
         let s = self.units(sg).to_vec();
-        let (re, global, _, plen) = self.regex_parts(rg);
+        let Some((re, global, _)) = self.regex_parts(rg) else {
+            return guest("not a regular expression");
+        };
         if id == ReplaceAll && !global {
             return guest("replaceAll must be called with a global RegExp");
         }
-        self.charge_scan(s.len(), plen)?;
-        let hay = Hay::new(&s);
+        let hay = self.haystack(&s)?;
         let v = match id {
-            Search => Value::Num(
-                re.find(&hay.text)
-                    .map_or(-1.0, |m| hay.u16(m.start()) as f64),
-            ),
-            Match if !global => match re.captures(&hay.text) {
-                None => Value::Null,
-                Some(c) => {
-                    let m = to_m(&c, &hay);
-                    self.match_array(&s, &m)?
+            Search => {
+                let found = self.search(&re, |re, c, m| re.find(c, hay.bytes(), 0, m))?;
+                Value::Num(found.map_or(-1.0, |(a, _)| hay.u16(a) as f64))
+            }
+            Match if !global => {
+                let f = self.search(&re, |re, c, m| scan(re, c, hay.bytes(), 0, 1, true, m))?;
+                if f.whole.is_empty() {
+                    Value::Null
+                } else {
+                    let (w, g) = f.get(0);
+                    let m = hay.m(w, g);
+                    self.match_array(&s, &m, &[])?
                 }
-            },
+            }
             Match => {
                 self.set_last_index(rg, 0);
-                let mut count = 0usize;
-                let mut units = 0usize;
-                for m in re.find_iter(&hay.text) {
-                    self.charge(MILLI_PER_ELEMENT)?;
-                    count += 1;
-                    units += hay.u16(m.end()) - hay.u16(m.start());
-                }
-                if count == 0 {
+                let f = self.search(&re, |re, c, m| {
+                    scan(re, c, hay.bytes(), 0, usize::MAX, false, m)
+                })?;
+                if f.whole.is_empty() {
                     return Ok(Some(Value::Null));
                 }
+                let ranges: Vec<(usize, usize)> = f
+                    .whole
+                    .iter()
+                    .map(|&(a, b)| (hay.u16(a), hay.u16(b)))
+                    .collect();
+                let count = ranges.len();
+                let units: usize = ranges.iter().map(|(a, b)| b - a).sum();
                 self.charge_units(units)?;
                 self.reserve_strs(count, units, &[])?;
                 let mut items = Vec::with_capacity(count);
-                for m in re.find_iter(&hay.text) {
-                    let (a, b) = (hay.u16(m.start()), hay.u16(m.end()));
+                for (a, b) in ranges {
                     items.push(self.commit_str(s[a..b].to_vec()));
                 }
                 self.commit_arr(items)
             }
             MatchAll => {
+                let f = self.search(&re, |re, c, m| {
+                    scan(re, c, hay.bytes(), 0, usize::MAX, true, m)
+                })?;
                 let mut out = Vec::new();
-                for c in re.captures_iter(&hay.text) {
-                    let m = to_m(&c, &hay);
-                    let arr = self.match_array_rooted(&s, &m, &out)?;
+                for i in 0..f.whole.len() {
+                    let (w, g) = f.get(i);
+                    let m = hay.m(w, g);
+                    let arr = self.match_array(&s, &m, &out)?;
                     out.push(arr);
                 }
                 self.charge_elems(out.len())?;
@@ -433,13 +562,22 @@ impl Vm {
                     v => self.to_units(v, id.js_name())?,
                 };
                 self.charge_units(rep.len())?;
-                let names: Vec<Option<String>> = re
-                    .capture_names()
-                    .skip(1)
-                    .map(|n| n.map(str::to_string))
-                    .collect();
-                let parts = parse_replacement(&rep, names.len(), &names);
+                let parts = parse_replacement(&rep, re.groups(), &re.names);
+                let wants_groups = parts.iter().any(|p| matches!(p, Part::Group(_)));
+                let limit = if global { usize::MAX } else { 1 };
+                let f = self.search(&re, |re, c, m| {
+                    scan(re, c, hay.bytes(), 0, limit, wants_groups, m)
+                })?;
+                if f.whole.is_empty() {
+                    return Ok(Some(Value::Str(sg)));
+                }
                 let len = s.len();
+                let matches: Vec<M> = (0..f.whole.len())
+                    .map(|i| {
+                        let (w, g) = f.get(i);
+                        hay.m(w, g)
+                    })
+                    .collect();
                 let piece_len = |m: &M| -> usize {
                     parts
                         .iter()
@@ -455,35 +593,23 @@ impl Vm {
                                 .flatten()
                                 .map_or(0, |(a, b)| b - a),
                         })
-                        .sum()
+                        .fold(0usize, usize::saturating_add)
                 };
-                // pass 1: the output's length
+                // the output's length, paid for before it is built
                 let mut total = 0usize;
                 let mut last = 0usize;
-                let mut count = 0usize;
-                for c in re.captures_iter(&hay.text) {
-                    let m = to_m(&c, &hay);
-                    self.charge(MILLI_PER_ELEMENT)?;
-                    count += 1;
+                for m in &matches {
                     total = total
                         .saturating_add(m.start - last)
-                        .saturating_add(piece_len(&m));
+                        .saturating_add(piece_len(m));
                     last = m.end;
-                    if !global {
-                        break;
-                    }
-                }
-                if count == 0 {
-                    return Ok(Some(Value::Str(sg)));
                 }
                 total = total.saturating_add(len - last);
                 self.charge_units(total)?;
                 self.reserve(str_bytes(total), &[])?;
-                // pass 2: build
                 let mut out = Vec::with_capacity(total);
                 let mut last = 0usize;
-                for c in re.captures_iter(&hay.text) {
-                    let m = to_m(&c, &hay);
+                for m in &matches {
                     out.extend_from_slice(&s[last..m.start]);
                     for p in &parts {
                         match p {
@@ -499,9 +625,6 @@ impl Vm {
                         }
                     }
                     last = m.end;
-                    if !global {
-                        break;
-                    }
                 }
                 out.extend_from_slice(&s[last..]);
                 self.commit_str(out)
@@ -518,27 +641,11 @@ impl Vm {
         Ok(Some(v))
     }
 
-    fn match_array_rooted(&mut self, s: &[u16], m: &M, roots: &[Value]) -> OpResult<Value> {
-        let units =
-            (m.end - m.start) + m.groups.iter().flatten().map(|(a, b)| b - a).sum::<usize>();
-        let n = m.groups.len() + 1;
-        self.charge_elems(n)?;
-        self.charge_units(units)?;
-        self.reserve_strs(n, units, roots)?;
-        let mut items = Vec::with_capacity(n);
-        items.push(self.commit_str(s[m.start..m.end].to_vec()));
-        for r in &m.groups {
-            let v = self.substr_val(s, *r);
-            items.push(v);
-        }
-        Ok(self.commit_arr(items))
-    }
-
     /// JavaScript's `split` by a regex (captures are spliced into the output).
     fn regex_split(
         &mut self,
         s: &[u16],
-        re: &regex::Regex,
+        re: &Arc<Compiled>,
         hay: &Hay,
         lim: usize,
     ) -> OpResult<Value> {
@@ -547,20 +654,27 @@ impl Vm {
         }
         let size = s.len();
         // pieces as ranges (None: an unmatched capture → undefined)
-        let mut pieces: Vec<Option<(usize, usize)>> = Vec::new();
-        if size == 0 {
-            if re.is_match(&hay.text) {
-                return self.empty_arr();
+        let pieces = self.search(re, |re, c, meter| {
+            let mut pieces: Vec<Option<(usize, usize)>> = Vec::new();
+            if size == 0 {
+                if re.is_match(c, hay.bytes(), 0, meter)? {
+                    return Ok(pieces);
+                }
+                pieces.push(Some((0, 0)));
+                return Ok(pieces);
             }
-            pieces.push(Some((0, 0)));
-        } else {
             let mut p = 0usize;
             let mut q = 0usize;
             'outer: while q < size {
-                let Some(c) = re.captures_at(&hay.text, hay.byte(q)) else {
+                let Some((a, b)) = re.find(c, hay.bytes(), hay.byte(q), meter)? else {
                     break;
                 };
-                let m = to_m(&c, hay);
+                let groups = if re.groups() > 0 {
+                    re.captures(c, hay.bytes(), a, b, meter)?
+                } else {
+                    Vec::new()
+                };
+                let m = hay.m((a, b), &groups);
                 if m.start >= size {
                     break;
                 }
@@ -568,7 +682,7 @@ impl Vm {
                     q = m.start + 1;
                     continue;
                 }
-                self.charge(MILLI_PER_ELEMENT)?;
+                meter.pay(MICRO_PER_MATCH, 0)?;
                 pieces.push(Some((p, m.start)));
                 if pieces.len() == lim {
                     break 'outer;
@@ -585,6 +699,10 @@ impl Vm {
             if pieces.len() < lim {
                 pieces.push(Some((p, size)));
             }
+            Ok(pieces)
+        })?;
+        if pieces.is_empty() {
+            return self.empty_arr();
         }
         let units: usize = pieces.iter().flatten().map(|(a, b)| b - a).sum();
         let n = pieces.len();
@@ -619,13 +737,8 @@ impl Vm {
             Err(m) => return guest(m),
         };
         let re = self.engine(&t)?;
-        self.charge_scan(value.len(), pattern.len())?;
-        let hay = Hay::new(value);
-        Ok(Value::Bool(re.is_match(&hay.text)))
+        let hay = self.haystack(value)?;
+        let yes = self.search(&re, |re, c, m| re.is_match(c, hay.bytes(), 0, m))?;
+        Ok(Value::Bool(yes))
     }
-}
-
-fn unreachable_regex() -> regex::Regex {
-    // `$^` always compiles; this is never reached
-    regex::Regex::new("a^").expect("a constant pattern compiles")
 }

@@ -835,6 +835,7 @@ impl Vm {
             rng: b.rng | 1,
             clock: super::system_clock,
             regex_cache: Default::default(),
+            interrupt: Default::default(),
             deferred,
             next_call_id: b.next_call_id,
             elapsed_ms: b.elapsed_ms,
