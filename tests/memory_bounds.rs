@@ -26,6 +26,9 @@ const BOUND: u64 = HEAP * 3 / 2 + 32 * MIB;
 const CHILD_DEADLINE: Duration = Duration::from_secs(20);
 /// Fuel for the shapes that fill the heap: far more than reaching the ceiling takes.
 const FUEL: &str = "100000000";
+/// Each run's own timeout: a shape that neither fills the heap nor spends its fuel first must
+/// still end, with a clean timeout, well before [`CHILD_DEADLINE`].
+const RUN_TIMEOUT_MS: &str = "5000";
 
 /// One child at a time.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -172,6 +175,8 @@ fn eval(case: &str, code: &str, fuel: &str) -> Ended {
             fuel,
             "--max-source-bytes",
             "1000000",
+            "--timeout-ms",
+            RUN_TIMEOUT_MS,
         ],
     )
 }

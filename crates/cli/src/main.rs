@@ -12,7 +12,7 @@ use ajs::{Eval, Options};
 use serde_json::{Map, Value};
 
 /// jemalloc, configured at build time (.cargo/config.toml) to return freed pages to the OS
-/// within seconds: `ajs serve`'s RSS falls back after a burst of runs.
+/// at once: a run peaks at what it holds, and `ajs serve`'s RSS falls back after a burst.
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use ajs_runner::cli;
 
 /// jemalloc, configured at build time (.cargo/config.toml) to return freed pages to the OS
-/// within seconds: a server's RSS falls back after a burst of runs.
+/// at once: a run peaks at what it holds, and a server's RSS falls back after a burst.
 #[cfg(feature = "jemalloc")]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;

@@ -18,6 +18,8 @@ pub const MAX_JSON_DEPTH: usize = MAX_BOUNDARY_DEPTH;
 enum Halt {
     Guest(String),
     Fuel,
+    /// The output measured so far cannot fit under the heap's ceiling.
+    TooLong,
 }
 
 /// Where `stringify` writes: a counter (first pass) or the output (second pass).
@@ -28,6 +30,9 @@ struct Out {
     spent: u64,
     units_read: u64,
     cap: u64,
+    /// longest output worth measuring: one longer cannot fit under the heap's ceiling at all,
+    /// so the first pass stops there (a value shared many times measures no further)
+    max_len: usize,
 }
 
 impl Out {
@@ -82,6 +87,9 @@ impl Out {
         self.spent += elems * MILLI_PER_ELEMENT;
         if self.spent + self.units_read / UNITS_PER_MILLI > self.cap {
             return Err(Halt::Fuel);
+        }
+        if self.len > self.max_len {
+            return Err(Halt::TooLong);
         }
         Ok(())
     }
@@ -573,12 +581,19 @@ impl Vm {
             spent: 0,
             units_read: 0,
             cap: self.fuel.left(),
+            max_len: self.heap.limit() / 2,
         };
         let mut path = Vec::new();
         let r = self.ser(v, &gap, &allow, &mut Vec::new(), &mut path, &mut out);
         let cost = out.spent + out.units_read / UNITS_PER_MILLI;
         match r {
             Err(Halt::Fuel) => return Err(self.spend_all()),
+            Err(Halt::TooLong) => {
+                // (refused by the reservation: no collection makes room for it)
+                self.charge(cost)?;
+                self.reserve(str_bytes(out.len), &[])?;
+                return guest("JSON.stringify: the output cannot fit under the heap's ceiling");
+            }
             Err(Halt::Guest(m)) => {
                 self.charge(cost)?;
                 return guest(m);
@@ -598,6 +613,7 @@ impl Vm {
             spent: 0,
             units_read: 0,
             cap: u64::MAX,
+            max_len: usize::MAX,
         };
         let _ = self.ser(v, &gap, &allow, &mut Vec::new(), &mut Vec::new(), &mut out);
         let units = out.buf.unwrap_or_default();

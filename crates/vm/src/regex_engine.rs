@@ -65,7 +65,7 @@ pub(crate) fn compile_micro(bytes: usize) -> u64 {
 /// past either bound the cache is emptied (searches still run, rebuilding their states).
 pub(crate) const MAX_CACHED_REGEXES: usize = 256;
 /// See [`MAX_CACHED_REGEXES`].
-pub(crate) const MAX_REGEX_CACHE_BYTES: usize = 32 << 20;
+pub(crate) const MAX_REGEX_CACHE_BYTES: usize = 8 << 20;
 
 /// Why a search stopped early.
 #[derive(Debug)]

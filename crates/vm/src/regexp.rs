@@ -275,7 +275,7 @@ impl Vm {
         };
         let re = self.engine(&t)?;
         let real = crate::memory::SLOT + crate::memory::regex_real(source.len(), re.bytes);
-        self.reserve_real(regex_bytes(source.len(), re.bytes), real, &[])?;
+        self.reserve_real(regex_bytes(source.len()), real, &[])?;
         let cell = RegexCell {
             source: source.into(),
             flags: flags.into(),
