@@ -587,7 +587,10 @@ impl Vm {
     /// copy and the heap it is made from live in one process, under one bound) in bytes, and as
     /// many values as that room holds host values.
     pub(crate) fn export_budget(&self) -> Budget {
-        let bytes = self.heap.real_limit().saturating_sub(self.heap.real_bytes());
+        let bytes = self
+            .heap
+            .real_limit()
+            .saturating_sub(self.heap.real_bytes());
         Budget {
             bytes,
             nodes: bytes / size_of::<JsValue>(),
