@@ -74,6 +74,60 @@ impl Vm {
         self.reserve_real(bytes, real, extra_roots)
     }
 
+    /// Makes room for `n` new strings of `units` code units in all, appended to the array `g`
+    /// (its growth included): a chunk of a native's output, admitted before it is made.
+    pub(crate) fn reserve_pieces(
+        &mut self,
+        g: Gc,
+        n: usize,
+        units: usize,
+        roots: &[Value],
+    ) -> OpResult<()> {
+        let bytes = 8 * n + n * str_bytes(0) + 2 * units;
+        let real = self.heap.growth(g, n)
+            + n * memory::str_real(0)
+            + 2 * units
+            + self.heap.cells_growth(n + 1);
+        self.reserve_real(bytes, real, roots)
+    }
+
+    /// Appends `items`, whose room (with the array's growth) was reserved, to the array `g`.
+    pub(crate) fn commit_extend(&mut self, g: Gc, items: &[Value]) {
+        self.heap.mutate(g, |c| {
+            if let Cell::Arr(a) = c {
+                a.extend_from_slice(items);
+            }
+        });
+        self.heap.grow(8 * items.len());
+    }
+
+    /// Holds `real` bytes of a native's scratch memory in the real count while `f` runs (the
+    /// scratch is admitted first, and every allocation `f` admits is admitted beside it).
+    pub(crate) fn with_scratch<T>(
+        &mut self,
+        real: usize,
+        roots: &[Value],
+        f: impl FnOnce(&mut Vm) -> OpResult<T>,
+    ) -> OpResult<T> {
+        self.reserve_real(0, real, roots)?;
+        self.heap.grow_real(real);
+        let r = f(self);
+        self.heap.shrink_real(real);
+        r
+    }
+
+    /// How many more items of `bytes` estimated and `real` real bytes each fit under the
+    /// heap's ceilings as it now stands (a collection may make room for more).
+    pub(crate) fn room_for(&self, bytes: usize, real: usize) -> usize {
+        let by_est = self.heap.limit().saturating_sub(self.heap.live_bytes()) / bytes.max(1);
+        let by_real = self
+            .heap
+            .real_limit()
+            .saturating_sub(self.heap.real_bytes())
+            / real.max(1);
+        by_est.min(by_real)
+    }
+
     /// [`Vm::reserve_real`] when a collection is due.
     #[cold]
     #[inline(never)]

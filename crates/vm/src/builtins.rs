@@ -25,6 +25,18 @@ fn ascii(s: &str) -> impl Iterator<Item = u16> + '_ {
     s.bytes().map(u16::from)
 }
 
+/// Code units of the decimal indices `0..n` in all.
+fn index_digits(n: usize) -> usize {
+    let (mut total, mut from, mut width) = (0usize, 0usize, 1usize);
+    while from < n {
+        let to = from.saturating_mul(10).max(10).min(n);
+        total = total.saturating_add((to - from).saturating_mul(width));
+        from = to;
+        width += 1;
+    }
+    total
+}
+
 /// A relative index (`slice`, `at`, `fill`) resolved against `len`.
 fn rel(k: f64, len: usize) -> usize {
     if k < 0.0 {
@@ -192,6 +204,20 @@ fn case_map(s: &[u16], upper: bool) -> Vec<u16> {
     out
 }
 
+/// The bounds of one `flat` walk: the elements that fit, the arrays visited and elements
+/// counted so far, the receiver (kept alive if a collection must make room) and the
+/// run's deadline.
+struct FlatWalk {
+    cap: usize,
+    visits: u64,
+    total: usize,
+    root: Value,
+    interrupt: crate::interrupt::Interrupt,
+}
+
+/// Arrays a `flat` walk visits between two checks of the run's deadline.
+const FLAT_CHECK_EVERY: u64 = 1 << 14;
+
 impl Vm {
     pub(crate) fn charge_elems(&mut self, n: usize) -> OpResult<()> {
         self.charge((n as u64).saturating_mul(MILLI_PER_ELEMENT))
@@ -217,6 +243,13 @@ impl Vm {
     fn new_str(&mut self, units: Vec<u16>) -> OpResult<Value> {
         self.prepare_str(units.len())?;
         Ok(self.commit_str(units))
+    }
+
+    /// The part `start..end` of the string `g`: paid for and admitted before it is copied.
+    fn sub_str(&mut self, g: Gc, start: usize, end: usize) -> OpResult<Value> {
+        self.prepare_str(end - start)?;
+        let out = self.units(g)[start..end].to_vec();
+        Ok(self.commit_str(out))
     }
 
     /// A fresh array of existing values: pays per element, reserves, stores.
@@ -432,8 +465,7 @@ impl Vm {
                 if start == 0 && end == len {
                     return Ok(Value::Str(g));
                 }
-                let out = self.units(g)[start..end].to_vec();
-                self.new_str(out)
+                self.sub_str(g, start, end)
             }
             CharAt | CharCodeAt | CodePointAt | At => {
                 let k = self.int_arg(a(1), name)?;
@@ -517,8 +549,7 @@ impl Vm {
                     return Ok(Value::Str(g));
                 }
                 self.charge_units(end - start)?;
-                let out = self.units(g)[start..end].to_vec();
-                self.new_str(out)
+                self.sub_str(g, start, end)
             }
             Split => {
                 let lim = match a(2) {
@@ -588,14 +619,14 @@ impl Vm {
                 }
                 let total = max.min(usize::MAX as f64 / 4.0) as usize;
                 self.prepare_str(total)?;
-                let pad: Vec<u16> = fill.iter().copied().cycle().take(total - len).collect();
+                let pad = fill.iter().copied().cycle().take(total - len);
                 let mut out = Vec::with_capacity(total);
                 if id == PadStart {
-                    out.extend_from_slice(&pad);
+                    out.extend(pad);
                     out.extend_from_slice(self.units(g));
                 } else {
                     out.extend_from_slice(self.units(g));
-                    out.extend_from_slice(&pad);
+                    out.extend(pad);
                 }
                 Ok(self.commit_str(out))
             }
@@ -712,34 +743,27 @@ impl Vm {
 
     fn uri_encode(&mut self, s: &[u16], full: bool) -> OpResult<Value> {
         self.charge_units(s.len())?;
+        // measured in a first pass, built in a second once admitted
         let mut out_len = 0usize;
-        let mut chars: Vec<Result<u16, char>> = Vec::with_capacity(s.len());
         for r in char::decode_utf16(s.iter().copied()) {
             match r {
-                Ok(c) if (c as u32) < 128 && uri_keep(c as u16, full) => {
-                    out_len += 1;
-                    chars.push(Ok(c as u16));
-                }
-                Ok(c) => {
-                    out_len += 3 * c.len_utf8();
-                    chars.push(Err(c));
-                }
+                Ok(c) if (c as u32) < 128 && uri_keep(c as u16, full) => out_len += 1,
+                Ok(c) => out_len += 3 * c.len_utf8(),
                 Err(_) => return guest("URI malformed"),
             }
         }
         self.prepare_str(out_len)?;
         let mut out = Vec::with_capacity(out_len);
         const HEX: &[u8] = b"0123456789ABCDEF";
-        for c in chars {
-            match c {
-                Ok(u) => out.push(u),
-                Err(c) => {
-                    let mut buf = [0u8; 4];
-                    for &b in c.encode_utf8(&mut buf).as_bytes() {
-                        out.push(b'%' as u16);
-                        out.push(HEX[(b >> 4) as usize] as u16);
-                        out.push(HEX[(b & 15) as usize] as u16);
-                    }
+        for c in char::decode_utf16(s.iter().copied()).flatten() {
+            if (c as u32) < 128 && uri_keep(c as u16, full) {
+                out.push(c as u16);
+            } else {
+                let mut buf = [0u8; 4];
+                for &b in c.encode_utf8(&mut buf).as_bytes() {
+                    out.push(b'%' as u16);
+                    out.push(HEX[(b >> 4) as usize] as u16);
+                    out.push(HEX[(b & 15) as usize] as u16);
                 }
             }
         }
@@ -918,8 +942,11 @@ impl Vm {
                     Value::Undefined => len,
                     v => rel(self.int_arg(v, name)?, len),
                 };
-                let items = self.arr_items(g)[s..e.max(s)].to_vec();
-                self.new_arr(items, &[])
+                let n = e.max(s) - s;
+                self.charge_elems(n)?;
+                self.reserve_arr(n, &[])?;
+                let items = self.arr_items(g)[s..s + n].to_vec();
+                Ok(self.commit_arr(items))
             }
             Concat => {
                 let mut total = len;
@@ -1100,7 +1127,15 @@ impl Vm {
                     Value::Undefined => 1.0,
                     v => self.int_arg(v, name)?,
                 };
-                let count = self.flat_count(g, depth, 0)?;
+                let mut walk = FlatWalk {
+                    cap: self.flat_room(),
+                    visits: 0,
+                    total: 0,
+                    root: Value::Arr(g),
+                    interrupt: self.interrupt.pinned(),
+                };
+                self.flat_count(g, depth, 0, &mut walk)?;
+                let count = walk.total;
                 self.reserve_arr(count, &[])?;
                 let mut out = Vec::with_capacity(count);
                 self.flat_into(g, depth, &mut out);
@@ -1110,11 +1145,20 @@ impl Vm {
         }
     }
 
-    /// Elements `flat(depth)` produces, paid per element visited.
-    fn flat_count(&mut self, g: Gc, depth: f64, level: usize) -> OpResult<usize> {
+    /// How many elements an array made now could hold under the heap's ceilings.
+    fn flat_room(&self) -> usize {
+        self.room_for(8, std::mem::size_of::<Value>())
+    }
+
+    /// Elements `flat(depth)` produces, paid per element visited; a shared sub-array counts
+    /// once per reference, so the walk stops at the heap's ceiling and at the run's deadline.
+    fn flat_count(&mut self, g: Gc, depth: f64, level: usize, walk: &mut FlatWalk) -> OpResult<()> {
         let n = self.arr_items(g).len();
         self.charge_elems(n)?;
-        let mut count = 0usize;
+        walk.visits += 1;
+        if walk.visits % FLAT_CHECK_EVERY == 0 {
+            walk.interrupt.clock().check()?;
+        }
         for i in 0..n {
             match self.arr_at(g, i) {
                 Value::Arr(h) if depth >= 1.0 => {
@@ -1123,12 +1167,17 @@ impl Vm {
                             "Cannot flatten arrays nested deeper than {MAX_BOUNDARY_DEPTH} levels (is the array inside itself?)"
                         ));
                     }
-                    count = count.saturating_add(self.flat_count(h, depth - 1.0, level + 1)?);
+                    self.flat_count(h, depth - 1.0, level + 1, walk)?;
                 }
-                _ => count += 1,
+                _ => walk.total += 1,
+            }
+            if walk.total > walk.cap {
+                // past what fits as the heap stands: refused unless a collection makes room
+                self.reserve_arr(walk.total, &[walk.root])?;
+                walk.cap = self.flat_room().max(walk.total);
             }
         }
-        Ok(count)
+        Ok(())
     }
 
     fn flat_into(&self, g: Gc, depth: f64, out: &mut Vec<Value>) {
@@ -1144,8 +1193,9 @@ impl Vm {
 
     fn object_listing(&mut self, id: NativeId, o: Value) -> OpResult<Value> {
         use NativeId::*;
-        // (key, value) pairs; a value of None is the key's character of a string receiver
-        let (keys, values): (Vec<Vec<u16>>, Vec<Option<Value>>) = match o {
+        // the keys of an object are copied (as many as it holds); an array's and a string's
+        // are their indices, made as they are stored, and so are their values
+        let (keys, vals, n, key_units): (Vec<Vec<u16>>, Vec<Value>, usize, usize) = match o {
             Value::Null | Value::Undefined => {
                 return guest("Cannot convert undefined or null to object")
             }
@@ -1162,7 +1212,7 @@ impl Vm {
                 let units: usize = ks.iter().map(|k| k.len()).sum();
                 let vals = ks
                     .iter()
-                    .map(|k| Some(m.get(k).copied().unwrap_or(Value::Undefined)))
+                    .map(|k| m.get(k).copied().unwrap_or(Value::Undefined))
                     .collect();
                 let keys = if id == ObjectValues {
                     Vec::new()
@@ -1170,41 +1220,23 @@ impl Vm {
                     ks.iter().map(|k| k.to_vec()).collect()
                 };
                 self.charge_units(units)?;
-                (keys, vals)
+                (keys, vals, n, units)
             }
             Value::Arr(g) => {
                 let n = self.arr_items(g).len();
                 self.charge_elems(n)?;
-                let keys = if id == ObjectValues {
-                    Vec::new()
-                } else {
-                    (0..n).map(|i| ascii(&i.to_string()).collect()).collect()
-                };
-                (keys, self.arr_items(g).iter().map(|&v| Some(v)).collect())
+                (Vec::new(), Vec::new(), n, index_digits(n))
             }
             Value::Str(g) => {
                 let n = self.units(g).len();
                 self.charge_elems(n)?;
-                let keys = if id == ObjectValues {
-                    Vec::new()
-                } else {
-                    (0..n).map(|i| ascii(&i.to_string()).collect()).collect()
-                };
-                (keys, vec![None; n])
+                (Vec::new(), Vec::new(), n, index_digits(n))
             }
-            _ => (Vec::new(), Vec::new()),
+            _ => (Vec::new(), Vec::new(), 0, 0),
         };
-        let n = values.len();
-        let chars = match o {
-            Value::Str(g) => self.units(g).to_vec(),
-            _ => Vec::new(),
-        };
-        let key_bytes: usize = keys.iter().map(|k| str_bytes(k.len())).sum();
-        let char_bytes = if chars.is_empty() {
-            0
-        } else {
-            n * str_bytes(1)
-        };
+        let is_str = matches!(o, Value::Str(_));
+        let key_bytes = n * str_bytes(0) + 2 * key_units;
+        let char_bytes = if is_str { n * str_bytes(1) } else { 0 };
         let bytes = arr_bytes(n)
             + match id {
                 ObjectKeys => key_bytes,
@@ -1214,31 +1246,33 @@ impl Vm {
         self.charge_elems(n)?;
         // (at most twice the estimate, and a slot per array and string made)
         let cells = self.heap.cells_growth(2 * n + 1);
-        self.reserve_real(bytes, 2 * bytes + 2 * n * memory::SLOT + cells, &[])?;
+        self.reserve_real(bytes, 2 * bytes + 2 * n * memory::SLOT + cells, &[o])?;
         let mut out = Vec::with_capacity(n);
         let mut keys = keys.into_iter();
-        for (i, v) in values.into_iter().enumerate() {
-            let v = || match v {
-                Some(v) => v,
-                None => Value::Undefined,
+        for i in 0..n {
+            let key = |keys: &mut std::vec::IntoIter<Vec<u16>>| {
+                keys.next()
+                    .unwrap_or_else(|| ascii(&i.to_string()).collect())
+            };
+            let value = match o {
+                Value::Obj(_) => vals.get(i).copied().unwrap_or(Value::Undefined),
+                Value::Arr(g) => self.arr_at(g, i),
+                Value::Str(g) if id != ObjectKeys => {
+                    let c = self.units(g).get(i).copied().unwrap_or(0);
+                    self.commit_str(vec![c])
+                }
+                _ => Value::Undefined,
             };
             let item = match id {
                 ObjectKeys => {
-                    let k = keys.next().unwrap_or_default();
+                    let k = key(&mut keys);
                     self.commit_str(k)
                 }
-                ObjectValues => match v() {
-                    Value::Undefined if !chars.is_empty() => self.commit_str(vec![chars[i]]),
-                    x => x,
-                },
+                ObjectValues => value,
                 _ => {
-                    let k = keys.next().unwrap_or_default();
+                    let k = key(&mut keys);
                     let k = self.commit_str(k);
-                    let x = match v() {
-                        Value::Undefined if !chars.is_empty() => self.commit_str(vec![chars[i]]),
-                        x => x,
-                    };
-                    self.commit_arr(vec![k, x])
+                    self.commit_arr(vec![k, value])
                 }
             };
             out.push(item);

@@ -17,6 +17,9 @@ enum SortKey {
     Undef,
 }
 
+/// The longest text of a number (`-1.7976931348623157e+308`), `true`, `false` or `null`.
+const SORT_TEXT_MAX: usize = 24;
+
 impl Vm {
     /// Members of the special objects (`set.size`, `date.year`, `re.source`, …).
     pub(crate) fn special_member(&mut self, g: Gc, key: &str) -> OpResult<Value> {
@@ -74,6 +77,26 @@ impl Vm {
     /// `sort()` / `toSorted()` without a comparator: JavaScript's order (elements as strings,
     /// code-unit order, undefined last), stable. Pays n·log n before sorting.
     pub(crate) fn sort_array(&mut self, g: Gc, in_place: bool) -> OpResult<Value> {
+        // the copy of the elements, their keys and the text of those that are not strings are
+        // held in the real count while sorting
+        let scratch = match self.heap.get(g) {
+            Cell::Arr(a) => a
+                .iter()
+                .map(|e| {
+                    let text = match e {
+                        Value::Str(_) | Value::Undefined => 0,
+                        _ => crate::memory::alloc(2 * SORT_TEXT_MAX),
+                    };
+                    std::mem::size_of::<Value>() + std::mem::size_of::<(SortKey, Value)>() + text
+                })
+                .sum(),
+            _ => 0,
+        };
+        self.with_scratch(scratch, &[Value::Arr(g)], |vm| vm.sort_in(g, in_place))
+    }
+
+    /// [`Vm::sort_array`] once its scratch is admitted.
+    fn sort_in(&mut self, g: Gc, in_place: bool) -> OpResult<Value> {
         let items: Vec<Value> = match self.heap.get(g) {
             Cell::Arr(a) => a.clone(),
             _ => Vec::new(),

@@ -66,6 +66,17 @@ impl Interrupt {
         }
     }
 
+    /// This interrupt with its deadline fixed from now when the driver has not started the
+    /// run's clock (for a native's long walk that checks through many short clocks).
+    pub fn pinned(&self) -> Interrupt {
+        let mut i = self.clone();
+        if let (None, Some(ms)) = (i.deadline, i.timeout_ms) {
+            let now = Instant::now();
+            i.deadline = Some(now.checked_add(Duration::from_millis(ms)).unwrap_or(now));
+        }
+        i
+    }
+
     /// A clock for one native's work, which reads the time only when asked to check.
     pub fn clock(&self) -> Clock<'_> {
         Clock {

@@ -11,11 +11,13 @@ use ajs_bytecode::NativeId;
 use crate::error::{guest, OpResult};
 use crate::heap::{regex_bytes, str_bytes, Cell, Gc, RegexCell};
 use crate::machine::{Vm, MILLI_PER_ELEMENT};
+use crate::memory;
 use crate::regex_engine::{
     compile, compile_micro, stop_error, Caches, Compiled, Meter, Stop, MICRO_PER_HAY_UNIT,
     MICRO_PER_HAY_UNIT_MAPPED,
 };
 use crate::value::Value;
+use std::mem::size_of;
 
 /// Micro-fuel per match found (the element it adds).
 const MICRO_PER_MATCH: u64 = MILLI_PER_ELEMENT * 1000;
@@ -76,6 +78,25 @@ impl Hay {
     }
 }
 
+/// Real bytes a search of `units` holds besides the string: a copy of its units and the
+/// haystack (its UTF-8 text and, beyond ASCII, the offset map), at most.
+fn scratch_bytes(units: &[u16]) -> usize {
+    let text: usize = units
+        .iter()
+        .map(|&u| match u {
+            0..=0x7F => 1,
+            0x80..=0x7FF => 2,
+            _ => 3,
+        })
+        .sum();
+    let map = if text == units.len() {
+        0
+    } else {
+        4 * (text + 1)
+    };
+    crate::memory::alloc(2 * units.len()) + crate::memory::alloc(text) + crate::memory::alloc(map)
+}
+
 /// `units` as UTF-8 (a lone surrogate becomes U+FFFD), with a fast path for ASCII.
 pub(crate) fn utf8(units: &[u16]) -> String {
     if units.iter().all(|&u| u < 0x80) {
@@ -113,37 +134,59 @@ impl Found {
     }
 }
 
-/// The matches from byte `start` on, as the `regex` crate's iterators give them (after an
-/// empty match, the next match may not be empty at the same place), up to `limit`, each
-/// paid for as found; with their groups when `groups`.
+/// Where a scan goes on from: the byte to search at and the end of the last match found.
+#[derive(Clone, Copy)]
+struct Resume {
+    at: usize,
+    last_end: Option<usize>,
+}
+
+impl Resume {
+    fn at(start: usize) -> Resume {
+        Resume {
+            at: start,
+            last_end: None,
+        }
+    }
+}
+
+/// The matches from `from` on, as the `regex` crate's iterators give them (after an empty
+/// match, the next match may not be empty at the same place), up to `limit`, each paid for as
+/// found; with their groups when `groups`. Also where a next scan goes on from, or `None`
+/// when the haystack is done.
 fn scan(
     re: &Compiled,
     c: &mut Caches,
     hay: &[u8],
-    start: usize,
+    from: Resume,
     limit: usize,
     groups: bool,
     m: &mut Meter,
-) -> Result<Found, Stop> {
+) -> Result<(Found, Option<Resume>), Stop> {
     let per = if groups { re.groups() } else { 0 };
     let mut f = Found {
         whole: Vec::new(),
         groups: Vec::new(),
         per,
     };
-    let mut at = start;
-    let mut last_end = None;
-    while f.whole.len() < limit && at <= hay.len() {
+    let Resume {
+        mut at,
+        mut last_end,
+    } = from;
+    while f.whole.len() < limit {
+        if at > hay.len() {
+            return Ok((f, None));
+        }
         let Some(mut found) = re.find(c, hay, at, m)? else {
-            break;
+            return Ok((f, None));
         };
         if found.0 == found.1 && Some(found.1) == last_end {
             if at + 1 > hay.len() {
-                break;
+                return Ok((f, None));
             }
             match re.find(c, hay, at + 1, m)? {
                 Some(x) => found = x,
-                None => break,
+                None => return Ok((f, None)),
             }
         }
         m.pay(MICRO_PER_MATCH, 0)?;
@@ -154,7 +197,17 @@ fn scan(
         at = found.1;
         last_end = Some(found.1);
     }
-    Ok(f)
+    Ok((f, Some(Resume { at, last_end })))
+}
+
+/// Matches one scan collects at most (with groups: fewer, in proportion), so that the list
+/// of a chunk stays small beside the output it becomes.
+const SCAN_CHUNK: usize = 4096;
+
+/// The most matches of `re` one scan collects.
+fn scan_chunk(re: &Compiled, groups: bool) -> usize {
+    let per = if groups { re.groups() } else { 0 };
+    (SCAN_CHUNK / (1 + per)).max(1)
 }
 
 /// One part of a replacement template.
@@ -392,59 +445,13 @@ impl Vm {
         let arg = args.get(1).copied().unwrap_or(Value::Undefined);
         match id {
             Test | Exec => {
-                let s = self.to_units(arg, id.js_name())?;
-                let Some((re, global, last)) = self.regex_parts(g) else {
-                    return guest("not a regular expression");
+                let scratch = match arg {
+                    Value::Str(a) => scratch_bytes(self.units(a)),
+                    _ => 0,
                 };
-                let start = if global { last } else { 0 };
-                let nothing = if id == Test {
-                    Value::Bool(false)
-                } else {
-                    Value::Null
-                };
-                if start > s.len() {
-                    self.set_last_index(g, 0);
-                    return Ok(nothing);
-                }
-                let hay = self.haystack(&s)?;
-                let from = hay.byte(start);
-                if id == Test && !global {
-                    let yes = self.search(&re, |re, c, m| re.is_match(c, hay.bytes(), from, m))?;
-                    return Ok(Value::Bool(yes));
-                }
-                let found = self.search(&re, |re, c, m| {
-                    let Some((a, b)) = re.find(c, hay.bytes(), from, m)? else {
-                        return Ok(None);
-                    };
-                    let groups = if id == Exec && re.groups() > 0 {
-                        re.captures(c, hay.bytes(), a, b, m)?
-                    } else {
-                        Vec::new()
-                    };
-                    Ok(Some(((a, b), groups)))
-                })?;
-                match found {
-                    None => {
-                        if global {
-                            self.set_last_index(g, 0);
-                        }
-                        Ok(nothing)
-                    }
-                    Some((whole, groups)) => {
-                        let mut m = hay.m(whole, &groups);
-                        if id == Exec {
-                            m.groups.resize(re.groups(), None);
-                        }
-                        if global {
-                            self.set_last_index(g, m.end);
-                        }
-                        if id == Test {
-                            Ok(Value::Bool(true))
-                        } else {
-                            self.match_array(&s, &m, &[])
-                        }
-                    }
-                }
+                self.with_scratch(scratch, &[arg, Value::Obj(g)], |vm| {
+                    vm.test_exec(id, g, arg)
+                })
             }
             ToString => {
                 let (src, flags) = match self.heap.get(g) {
@@ -465,6 +472,64 @@ impl Vm {
             _ => {
                 let m = &id.js_name()[1..];
                 guest(format!("'{m}' is not a function on a regular expression"))
+            }
+        }
+    }
+
+    /// `re.test(s)` and `re.exec(s)`.
+    fn test_exec(&mut self, id: NativeId, g: Gc, arg: Value) -> OpResult<Value> {
+        use NativeId::*;
+        let s = self.to_units(arg, id.js_name())?;
+        let Some((re, global, last)) = self.regex_parts(g) else {
+            return guest("not a regular expression");
+        };
+        let start = if global { last } else { 0 };
+        let nothing = if id == Test {
+            Value::Bool(false)
+        } else {
+            Value::Null
+        };
+        if start > s.len() {
+            self.set_last_index(g, 0);
+            return Ok(nothing);
+        }
+        let hay = self.haystack(&s)?;
+        let from = hay.byte(start);
+        if id == Test && !global {
+            let yes = self.search(&re, |re, c, m| re.is_match(c, hay.bytes(), from, m))?;
+            return Ok(Value::Bool(yes));
+        }
+        let found = self.search(&re, |re, c, m| {
+            let Some((a, b)) = re.find(c, hay.bytes(), from, m)? else {
+                return Ok(None);
+            };
+            let groups = if id == Exec && re.groups() > 0 {
+                re.captures(c, hay.bytes(), a, b, m)?
+            } else {
+                Vec::new()
+            };
+            Ok(Some(((a, b), groups)))
+        })?;
+        match found {
+            None => {
+                if global {
+                    self.set_last_index(g, 0);
+                }
+                Ok(nothing)
+            }
+            Some((whole, groups)) => {
+                let mut m = hay.m(whole, &groups);
+                if id == Exec {
+                    m.groups.resize(re.groups(), None);
+                }
+                if global {
+                    self.set_last_index(g, m.end);
+                }
+                if id == Test {
+                    Ok(Value::Bool(true))
+                } else {
+                    self.match_array(&s, &m, &[])
+                }
             }
         }
     }
@@ -495,6 +560,21 @@ impl Vm {
             Replace | ReplaceAll | Split if is_re => self.regex_of(a1).unwrap_or(0),
             _ => return Ok(None),
         };
+        // the copy of the string and its haystack are held in the real count while in use
+        let scratch = scratch_bytes(self.units(sg));
+        let roots = [Value::Str(sg), Value::Obj(rg)];
+        self.with_scratch(scratch, &roots, |vm| vm.string_regex_in(id, sg, rg, args))
+    }
+
+    /// [`Vm::string_regex`] once the regex `rg` is known.
+    fn string_regex_in(
+        &mut self,
+        id: NativeId,
+        sg: Gc,
+        rg: Gc,
+        args: &[Value],
+    ) -> OpResult<Option<Value>> {
+        use NativeId::*;
         let s = self.units(sg).to_vec();
         let Some((re, global, _)) = self.regex_parts(rg) else {
             return guest("not a regular expression");
@@ -509,7 +589,11 @@ impl Vm {
                 Value::Num(found.map_or(-1.0, |(a, _)| hay.u16(a) as f64))
             }
             Match if !global => {
-                let f = self.search(&re, |re, c, m| scan(re, c, hay.bytes(), 0, 1, true, m))?;
+                let f = self
+                    .search(&re, |re, c, m| {
+                        scan(re, c, hay.bytes(), Resume::at(0), 1, true, m)
+                    })?
+                    .0;
                 if f.whole.is_empty() {
                     Value::Null
                 } else {
@@ -520,37 +604,57 @@ impl Vm {
             }
             Match => {
                 self.set_last_index(rg, 0);
-                let f = self.search(&re, |re, c, m| {
-                    scan(re, c, hay.bytes(), 0, usize::MAX, false, m)
-                })?;
-                if f.whole.is_empty() {
-                    return Ok(Some(Value::Null));
+                let chunk = scan_chunk(&re, false);
+                let mut out: Option<Gc> = None;
+                let mut from = Some(Resume::at(0));
+                while let Some(at) = from {
+                    let (f, next) = self.search(&re, |re, c, m| {
+                        scan(re, c, hay.bytes(), at, chunk, false, m)
+                    })?;
+                    from = next;
+                    if f.whole.is_empty() {
+                        break;
+                    }
+                    let ranges: Vec<(usize, usize)> = f
+                        .whole
+                        .iter()
+                        .map(|&(a, b)| (hay.u16(a), hay.u16(b)))
+                        .collect();
+                    let units: usize = ranges.iter().map(|(a, b)| b - a).sum();
+                    self.charge_units(units)?;
+                    let g = match out {
+                        Some(g) => g,
+                        None => {
+                            self.reserve_arr(0, &[])?;
+                            *out.insert(self.heap.insert(Cell::Arr(Vec::new())))
+                        }
+                    };
+                    self.reserve_pieces(g, ranges.len(), units, &[Value::Arr(g)])?;
+                    let items: Vec<Value> = ranges
+                        .into_iter()
+                        .map(|(a, b)| self.commit_str(s[a..b].to_vec()))
+                        .collect();
+                    self.commit_extend(g, &items);
                 }
-                let ranges: Vec<(usize, usize)> = f
-                    .whole
-                    .iter()
-                    .map(|&(a, b)| (hay.u16(a), hay.u16(b)))
-                    .collect();
-                let count = ranges.len();
-                let units: usize = ranges.iter().map(|(a, b)| b - a).sum();
-                self.charge_units(units)?;
-                self.reserve_strs(count, units, &[])?;
-                let mut items = Vec::with_capacity(count);
-                for (a, b) in ranges {
-                    items.push(self.commit_str(s[a..b].to_vec()));
+                match out {
+                    Some(g) => Value::Arr(g),
+                    None => return Ok(Some(Value::Null)),
                 }
-                self.commit_arr(items)
             }
             MatchAll => {
-                let f = self.search(&re, |re, c, m| {
-                    scan(re, c, hay.bytes(), 0, usize::MAX, true, m)
-                })?;
+                let chunk = scan_chunk(&re, true);
                 let mut out = Vec::new();
-                for i in 0..f.whole.len() {
-                    let (w, g) = f.get(i);
-                    let m = hay.m(w, g);
-                    let arr = self.match_array(&s, &m, &out)?;
-                    out.push(arr);
+                let mut from = Some(Resume::at(0));
+                while let Some(at) = from {
+                    let (f, next) =
+                        self.search(&re, |re, c, m| scan(re, c, hay.bytes(), at, chunk, true, m))?;
+                    from = next;
+                    for i in 0..f.whole.len() {
+                        let (w, g) = f.get(i);
+                        let m = hay.m(w, g);
+                        let arr = self.match_array(&s, &m, &out)?;
+                        out.push(arr);
+                    }
                 }
                 self.charge_elems(out.len())?;
                 self.reserve_arr(out.len(), &out)?;
@@ -563,71 +667,20 @@ impl Vm {
                 };
                 self.charge_units(rep.len())?;
                 let parts = parse_replacement(&rep, re.groups(), &re.names);
-                let wants_groups = parts.iter().any(|p| matches!(p, Part::Group(_)));
-                let limit = if global { usize::MAX } else { 1 };
-                let f = self.search(&re, |re, c, m| {
-                    scan(re, c, hay.bytes(), 0, limit, wants_groups, m)
-                })?;
-                if f.whole.is_empty() {
-                    return Ok(Some(Value::Str(sg)));
-                }
-                let len = s.len();
-                let matches: Vec<M> = (0..f.whole.len())
-                    .map(|i| {
-                        let (w, g) = f.get(i);
-                        hay.m(w, g)
-                    })
-                    .collect();
-                let piece_len = |m: &M| -> usize {
-                    parts
-                        .iter()
-                        .map(|p| match p {
-                            Part::Lit(l) => l.len(),
-                            Part::Matched => m.end - m.start,
-                            Part::Before => m.start,
-                            Part::After => len - m.end,
-                            Part::Group(i) => m
-                                .groups
-                                .get(*i)
-                                .copied()
-                                .flatten()
-                                .map_or(0, |(a, b)| b - a),
-                        })
-                        .fold(0usize, usize::saturating_add)
+                let mut held = 0;
+                let text = self.replace_text(&s, &hay, &re, &parts, global, &mut held);
+                let r = match text {
+                    Ok(Some(out)) => self
+                        .reserve(str_bytes(out.len()), &[])
+                        .map(|()| Some(self.commit_str(out))),
+                    Ok(None) => Ok(None),
+                    Err(e) => Err(e),
                 };
-                // the output's length, paid for before it is built
-                let mut total = 0usize;
-                let mut last = 0usize;
-                for m in &matches {
-                    total = total
-                        .saturating_add(m.start - last)
-                        .saturating_add(piece_len(m));
-                    last = m.end;
+                self.heap.shrink_real(held);
+                match r? {
+                    Some(v) => v,
+                    None => return Ok(Some(Value::Str(sg))),
                 }
-                total = total.saturating_add(len - last);
-                self.charge_units(total)?;
-                self.reserve(str_bytes(total), &[])?;
-                let mut out = Vec::with_capacity(total);
-                let mut last = 0usize;
-                for m in &matches {
-                    out.extend_from_slice(&s[last..m.start]);
-                    for p in &parts {
-                        match p {
-                            Part::Lit(l) => out.extend_from_slice(l),
-                            Part::Matched => out.extend_from_slice(&s[m.start..m.end]),
-                            Part::Before => out.extend_from_slice(&s[..m.start]),
-                            Part::After => out.extend_from_slice(&s[m.end..]),
-                            Part::Group(i) => {
-                                if let Some((a, b)) = m.groups.get(*i).copied().flatten() {
-                                    out.extend_from_slice(&s[a..b]);
-                                }
-                            }
-                        }
-                    }
-                    last = m.end;
-                }
-                out.extend_from_slice(&s[last..]);
-                self.commit_str(out)
             }
             Split => {
                 let lim = match args.get(2).copied().unwrap_or(Value::Undefined) {
@@ -641,6 +694,107 @@ impl Vm {
         Ok(Some(v))
     }
 
+    /// `s` with the matches of `re` (all of them when `global`) replaced by `parts`, built
+    /// chunk by chunk: each chunk of matches is paid for and the text's growth admitted before
+    /// it is written (`held`: the real bytes of the text's buffer now in the heap's real
+    /// count, the caller's to release). `None` when nothing matched.
+    fn replace_text(
+        &mut self,
+        s: &[u16],
+        hay: &Hay,
+        re: &Arc<Compiled>,
+        parts: &[Part],
+        global: bool,
+        held: &mut usize,
+    ) -> OpResult<Option<Vec<u16>>> {
+        let wants_groups = parts.iter().any(|p| matches!(p, Part::Group(_)));
+        let limit = if global {
+            scan_chunk(re, wants_groups)
+        } else {
+            1
+        };
+        let len = s.len();
+        let piece_len = |m: &M| -> usize {
+            parts
+                .iter()
+                .map(|p| match p {
+                    Part::Lit(l) => l.len(),
+                    Part::Matched => m.end - m.start,
+                    Part::Before => m.start,
+                    Part::After => len - m.end,
+                    Part::Group(i) => m
+                        .groups
+                        .get(*i)
+                        .copied()
+                        .flatten()
+                        .map_or(0, |(a, b)| b - a),
+                })
+                .fold(0usize, usize::saturating_add)
+        };
+        let mut out: Vec<u16> = Vec::new();
+        let mut last = 0usize;
+        let mut from = Some(Resume::at(0));
+        let mut first = true;
+        while let Some(at) = from {
+            let (f, next) = self.search(re, |re, c, m| {
+                scan(re, c, hay.bytes(), at, limit, wants_groups, m)
+            })?;
+            from = if global { next } else { None };
+            if first && f.whole.is_empty() {
+                return Ok(None);
+            }
+            first = false;
+            let matches: Vec<M> = (0..f.whole.len())
+                .map(|i| {
+                    let (w, g) = f.get(i);
+                    hay.m(w, g)
+                })
+                .collect();
+            // this chunk's length, paid for and admitted before it is written
+            let mut add = 0usize;
+            let mut l = last;
+            for m in &matches {
+                add = add.saturating_add(m.start - l).saturating_add(piece_len(m));
+                l = m.end;
+            }
+            if from.is_none() {
+                add = add.saturating_add(len - l);
+            }
+            self.charge_units(add)?;
+            let need = out.len().saturating_add(add);
+            if need > out.capacity() {
+                let cap = need.max(2 * out.capacity());
+                // (while it moves, the old buffer and the new are both held)
+                let bytes = crate::memory::alloc(cap.saturating_mul(2));
+                self.reserve_real(0, bytes, &[])?;
+                self.heap.grow_real(bytes.saturating_sub(*held));
+                *held = bytes.max(*held);
+                out.reserve_exact(cap - out.len());
+            }
+            for m in &matches {
+                out.extend_from_slice(&s[last..m.start]);
+                for p in parts {
+                    match p {
+                        Part::Lit(l) => out.extend_from_slice(l),
+                        Part::Matched => out.extend_from_slice(&s[m.start..m.end]),
+                        Part::Before => out.extend_from_slice(&s[..m.start]),
+                        Part::After => out.extend_from_slice(&s[m.end..]),
+                        Part::Group(i) => {
+                            if let Some((a, b)) = m.groups.get(*i).copied().flatten() {
+                                out.extend_from_slice(&s[a..b]);
+                            }
+                        }
+                    }
+                }
+                last = m.end;
+            }
+            if from.is_none() {
+                out.extend_from_slice(&s[last..]);
+            }
+        }
+        Ok(Some(out))
+    }
+
     /// JavaScript's `split` by a regex (captures are spliced into the output).
     fn regex_split(
         &mut self,
@@ -652,9 +806,38 @@ impl Vm {
         if lim == 0 {
             return self.empty_arr();
         }
+        // the pieces are collected only as far as their strings could fit in the heap (their
+        // list counted with them), and refused there unless a collection makes room
+        let per_real = memory::str_real(0) + 8 + 2 * size_of::<Option<(usize, usize)>>();
+        let per_est = str_bytes(0) + 8;
+        let mut collected = false;
+        loop {
+            let room = self.room_for(per_est, per_real);
+            let take = lim.min(room.saturating_add(1));
+            let pieces = self.split_pieces(s, re, hay, take)?;
+            if take < lim && pieces.len() == take {
+                if collected {
+                    return self.heap_limit_error(take * per_est, take * per_real);
+                }
+                self.collect_garbage(&[]);
+                collected = true;
+                continue;
+            }
+            return self.split_array(s, pieces);
+        }
+    }
+
+    /// The pieces of a regex `split`, at most `lim`, as ranges (`None`: an unmatched capture,
+    /// `undefined`).
+    fn split_pieces(
+        &mut self,
+        s: &[u16],
+        re: &Arc<Compiled>,
+        hay: &Hay,
+        lim: usize,
+    ) -> OpResult<Vec<Option<(usize, usize)>>> {
         let size = s.len();
-        // pieces as ranges (None: an unmatched capture → undefined)
-        let pieces = self.search(re, |re, c, meter| {
+        self.search(re, |re, c, meter| {
             let mut pieces: Vec<Option<(usize, usize)>> = Vec::new();
             if size == 0 {
                 if re.is_match(c, hay.bytes(), 0, meter)? {
@@ -700,7 +883,11 @@ impl Vm {
                 pieces.push(Some((p, size)));
             }
             Ok(pieces)
-        })?;
+        })
+    }
+
+    /// The array of a regex `split`'s `pieces` of `s`, paid for and admitted first.
+    fn split_array(&mut self, s: &[u16], pieces: Vec<Option<(usize, usize)>>) -> OpResult<Value> {
         if pieces.is_empty() {
             return self.empty_arr();
         }

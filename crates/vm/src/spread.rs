@@ -3,52 +3,93 @@
 use ajs_bytecode::NativeId;
 
 use crate::error::{guest, OpResult};
-use crate::heap::{prop_bytes, Cell, Key, PropMap};
+use crate::heap::{prop_bytes, Cell, Gc, Key, PropMap};
 use crate::machine::{Vm, FORBIDDEN, MILLI_PER_ELEMENT};
 use crate::memory;
 use crate::number::number_to_string;
 use crate::value::Value;
 
+/// Strings a spread of a string makes between two appends to its array.
+const SPREAD_CHUNK: usize = 4096;
+
 impl Vm {
     /// `[...src]` appended to `arr`.
     pub(crate) fn spread_into_array(&mut self, arr: Value, src: Value) -> OpResult<()> {
-        let items: Vec<Value> = match src {
-            Value::Arr(g) => match self.heap.get(g) {
-                Cell::Arr(a) => {
-                    let n = a.len();
-                    self.charge(n as u64 * MILLI_PER_ELEMENT)?;
-                    match self.heap.get(g) {
-                        Cell::Arr(a) => a.clone(),
-                        _ => Vec::new(),
-                    }
-                }
-                _ => Vec::new(),
-            },
-            Value::Str(g) => {
-                // strings spread into their characters (code points), as in JavaScript
-                let units = self.units(g).to_vec();
-                self.charge(units.len() as u64 * MILLI_PER_ELEMENT)?;
-                let mut out = Vec::new();
-                for ch in char::decode_utf16(units.iter().copied()) {
-                    let piece: Vec<u16> = match ch {
-                        Ok(c) => c.encode_utf16(&mut [0; 2]).to_vec(),
-                        Err(e) => vec![e.unpaired_surrogate()],
-                    };
-                    out.push(self.alloc_str(piece)?);
-                }
-                out
-            }
-            other => {
-                return guest(format!(
+        match src {
+            Value::Arr(g) => self.spread_array(arr, g),
+            Value::Str(g) => self.spread_string(arr, g),
+            other => guest(format!(
                 "Cannot spread {} into an array; only arrays and strings can be spread with [...x]",
                 self.describe(other)
-            ))
-            }
-        };
+            )),
+        }
+    }
+
+    /// `[...src]` appended to `arr`: the target's growth admitted first, the elements copied
+    /// in chunks (no copy of the whole source is made).
+    fn spread_array(&mut self, arr: Value, g: Gc) -> OpResult<()> {
         let Value::Arr(target) = arr else {
             return guest("spread target is not an array");
         };
-        self.arr_extend(target, &items, &items)?;
+        let n = match self.heap.get(g) {
+            Cell::Arr(a) => a.len(),
+            _ => 0,
+        };
+        self.charge(n as u64 * MILLI_PER_ELEMENT)?;
+        self.reserve_in(target, 8 * n, n, &[arr, Value::Arr(g)])?;
+        self.heap.mutate(target, |c| {
+            if let Cell::Arr(a) = c {
+                a.reserve(n);
+            }
+        });
+        let mut at = 0;
+        while at < n {
+            let end = (at + SPREAD_CHUNK).min(n);
+            let chunk: Vec<Value> = match self.heap.get(g) {
+                Cell::Arr(a) => a.get(at..end).unwrap_or(&[]).to_vec(),
+                _ => Vec::new(),
+            };
+            at = end;
+            self.commit_extend(target, &chunk);
+        }
+        Ok(())
+    }
+
+    /// `[...s]` appended to `arr`: the characters (code points) of `s`, each a new string,
+    /// all admitted with the array's growth before the first is made.
+    fn spread_string(&mut self, arr: Value, g: Gc) -> OpResult<()> {
+        let Value::Arr(target) = arr else {
+            return guest("spread target is not an array");
+        };
+        let units = self.units(g);
+        let len = units.len();
+        let n = char::decode_utf16(units.iter().copied()).count();
+        self.charge(len as u64 * MILLI_PER_ELEMENT)?;
+        self.reserve_pieces(target, n, len, &[arr, Value::Str(g)])?;
+        self.heap.mutate(target, |c| {
+            if let Cell::Arr(a) = c {
+                a.reserve(n);
+            }
+        });
+        let mut at = 0;
+        let mut chunk = Vec::with_capacity(n.min(SPREAD_CHUNK));
+        while at < len {
+            chunk.clear();
+            while at < len && chunk.len() < SPREAD_CHUNK {
+                let u = self.heap.str_units(g);
+                let w = if (0xD800..0xDC00).contains(&u[at])
+                    && u.get(at + 1).is_some_and(|v| (0xDC00..0xE000).contains(v))
+                {
+                    2
+                } else {
+                    1
+                };
+                let piece: Box<[u16]> = u[at..at + w].into();
+                at += w;
+                chunk.push(Value::Str(self.heap.insert(Cell::Str(piece))));
+            }
+            self.commit_extend(target, &chunk);
+        }
         Ok(())
     }
 
@@ -227,24 +268,29 @@ impl Vm {
 
     /// `native(...array)`.
     pub(crate) fn call_native_array(&mut self, id: NativeId, args: Value) -> OpResult<Value> {
-        let items: Vec<Value> = match args {
-            Value::Arr(g) => match self.heap.get(g) {
-                Cell::Arr(a) => a.clone(),
-                _ => Vec::new(),
-            },
-            _ => return guest("spread arguments must be an array"),
+        let Value::Arr(g) = args else {
+            return guest("spread arguments must be an array");
         };
-        self.charge(items.len() as u64 * MILLI_PER_ELEMENT)?;
+        let n = match self.heap.get(g) {
+            Cell::Arr(a) => a.len(),
+            _ => 0,
+        };
+        self.charge(n as u64 * MILLI_PER_ELEMENT)?;
         let (min, max) = id.arity();
-        if items.len() < min as usize || items.len() > max as usize {
+        if n < min as usize || n > max as usize {
             return guest(format!(
                 "{} called with {} arguments (allowed {}..={})",
                 id.js_name().trim_start_matches('.'),
-                items.len(),
+                n,
                 min,
                 max
             ));
         }
+        // (at most `max` arguments: a small copy)
+        let items: Vec<Value> = match self.heap.get(g) {
+            Cell::Arr(a) => a.clone(),
+            _ => Vec::new(),
+        };
         self.call_native(id, &items)
     }
 
