@@ -544,3 +544,102 @@ fn an_empty_run_is_far_below_the_bound() {
     assert_eq!(e.outcome["result"], 1);
     assert!(e.peak < 32 * MIB, "{} MiB", e.peak / MIB);
 }
+
+// Natives whose output can be far larger than what was paid for: admitted before it is built.
+
+#[test]
+fn native_spread_of_a_long_string() {
+    eval_fails(
+        "spread-string",
+        "let s = 'x'.repeat(20000000); return [...s].length",
+        FUEL,
+    );
+}
+
+#[test]
+fn native_global_match_of_many_matches() {
+    eval_fails(
+        "match-global",
+        "let s = 'ab'.repeat(5000000); return s.match(/a/g).length",
+        FUEL,
+    );
+}
+
+#[test]
+fn native_match_all_of_many_matches() {
+    eval_fails(
+        "match-all",
+        "let s = 'ab'.repeat(5000000); return [...s.matchAll(/(a)/g)].length",
+        FUEL,
+    );
+}
+
+#[test]
+fn native_regex_replace_of_many_matches() {
+    eval(
+        "replace-global",
+        "let s = 'ab'.repeat(5000000); return s.replace(/a/g, 'xyzxyz').length",
+        FUEL,
+    );
+    eval(
+        "replace-empty",
+        "let s = 'ab'.repeat(5000000); return s.replace(/(?:)/g, '').length",
+        FUEL,
+    );
+}
+
+#[test]
+fn native_regex_split_into_many_pieces() {
+    eval_fails(
+        "split-regex",
+        "let s = 'ab'.repeat(5000000); return s.split(/(?:)/).length",
+        FUEL,
+    );
+}
+
+#[test]
+fn native_object_entries_of_a_long_string() {
+    eval_fails(
+        "entries-string",
+        "let s = 'x'.repeat(20000000); return Object.entries(s).length",
+        FUEL,
+    );
+}
+
+#[test]
+fn native_flat_of_a_shared_array() {
+    eval_fails(
+        "flat-shared",
+        &format!("{DOUBLING} return x.flat(Infinity).length"),
+        FUEL,
+    );
+}
+
+#[test]
+fn native_flat_of_shared_empty_arrays_ends_by_its_timeout() {
+    let e = eval_fails(
+        "flat-shared-empty",
+        "let x = [[]]; let i = 0; while (i < 40) { x = [x, x]; i++ } return x.flat(Infinity).length",
+        "1000000000",
+    );
+    let msg = e.outcome["error"]["message"].as_str().unwrap_or("");
+    assert!(msg.contains("timeout"), "{msg}");
+}
+
+#[test]
+fn native_sort_of_many_numbers() {
+    eval(
+        "sort-numbers",
+        "let a = []; let i = 0; while (i < 3000000) { a.push(i * 1.1); i++ } a.sort(); return a.length",
+        FUEL,
+    );
+}
+
+#[test]
+fn native_normalize_that_grows_eighteen_times() {
+    eval_fails(
+        "normalize-nfkd",
+        "let s = '\\u{FDFA}'.repeat(5000000); return s.normalize('NFKD').length",
+        FUEL,
+    );
+}

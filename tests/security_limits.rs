@@ -1014,3 +1014,80 @@ fn small_values_are_refused_by_their_real_size() {
         );
     }
 }
+
+/// Issue 26: natives whose output can be far larger than their input (a spread of a string, a
+/// global match, a replace, a split, `Object.entries` of a string, `flat` of a shared array)
+/// admit it before building it: both counts stay under their ceilings at every step, the run
+/// ends with the heap error, and the running counts equal a recount of the cells (scratch held
+/// while a native ran is released).
+#[test]
+fn natives_admit_their_output_before_building_it() {
+    let heap = 1 << 20;
+    for src in [
+        "return [...big]",
+        "return [...big, ...big]",
+        "return big.match(/z/g)",
+        "return [...big.matchAll(/(z)/g)]",
+        "return big.replace(/z/g, 'zzzzzzzzzz')",
+        "return big.replace(/(?:)/g, 'zz')",
+        "return big.split(/(?:)/)",
+        "return Object.entries(big)",
+        "return Object.keys(big)",
+        "return '\u{FDFA}'.repeat(100000).normalize('NFKD')",
+        "let x = [1]\nlet i = 0\nwhile (i < 40) { x = [x, x]; i++ }\nreturn x.flat(Infinity)",
+    ] {
+        let start = Instant::now();
+        let mut vm = vm_for(src, heap);
+        let mut end = None;
+        for _ in 0..100_000 {
+            let step = vm.run(1_000_000);
+            let (real, ceiling) = vm.heap_real_bytes();
+            assert!(real <= ceiling, "`{src}`: real count {real} over {ceiling}");
+            assert!(vm.heap_bytes() <= heap, "`{src}`: heap counter");
+            match step {
+                Step::Done(_) => {
+                    end = Some("done".to_string());
+                    break;
+                }
+                Step::Failed(e) => {
+                    end = Some(e.message.clone());
+                    break;
+                }
+                Step::Host(_) | Step::Yield | Step::Blocked => {}
+            }
+        }
+        let end = end.expect("ended");
+        assert!(end.starts_with(HEAP_MSG), "`{src}` ended with {end}");
+        assert_eq!(
+            vm.heap_recount(),
+            (vm.heap_bytes(), vm.heap_real_bytes().0),
+            "`{src}`: the running counts drifted from the cells"
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "`{src}` took {:?}",
+            start.elapsed()
+        );
+    }
+}
+
+/// The same natives at ordinary sizes give JavaScript's answers, and leave the counts equal
+/// to a recount (their scratch released).
+#[test]
+fn natives_that_admit_first_still_answer() {
+    let src = "let s = 'ab'.repeat(3000) + '😀'\n\
+        return [[...s].length, s.match(/a/g).length, [...s.matchAll(/(a)(b)/g)].length,\n\
+        s.replace(/a/g, 'xy').length, s.replace(/b/, '[$&]').slice(0, 6), s.split(/b/).length,\n\
+        Object.entries('abc')[2], Object.keys([7, 8, 9]).join(), '\u{FDFA}'.normalize('NFKD').length, [3, 1, [2, [0]]].flat(Infinity),\n\
+        [10, 9, 1].sort(), 'abc'.slice(1), ' a '.trim(), 'a'.padStart(3, 'xy'), encodeURI('é ')]";
+    let mut vm = vm_for(src, 64 << 20);
+    let out = match vm.run(1_000_000_000) {
+        Step::Done(v) => serde_json::to_string(&v).unwrap(),
+        other => panic!("{:?}", matches!(other, Step::Failed(_))),
+    };
+    assert_eq!(
+        out,
+        r#"[6001,3000,3000,9002,"a[b]ab",3001,["2","c"],"0,1,2",18,[3,1,2,0],[1,10,9],"bc","a","xya","%C3%A9%20"]"#
+    );
+    assert_eq!(vm.heap_recount(), (vm.heap_bytes(), vm.heap_real_bytes().0));
+}

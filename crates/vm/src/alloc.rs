@@ -116,6 +116,28 @@ impl Vm {
         r
     }
 
+    /// Appends `more` to `out`, a native's text being built, admitting its buffer's growth
+    /// first (`held`: the real bytes of the buffer in the real count, the caller's to
+    /// release; while it moves, the old buffer and the new are both counted).
+    pub(crate) fn grow_text(
+        &mut self,
+        out: &mut Vec<u16>,
+        more: &[u16],
+        held: &mut usize,
+    ) -> OpResult<()> {
+        let need = out.len().saturating_add(more.len());
+        if need > out.capacity() {
+            let cap = need.max(2 * out.capacity());
+            let bytes = memory::alloc(cap.saturating_mul(2));
+            self.reserve_real(0, bytes, &[])?;
+            self.heap.grow_real(bytes.saturating_sub(*held));
+            *held = bytes.max(*held);
+            out.reserve_exact(cap - out.len());
+        }
+        out.extend_from_slice(more);
+        Ok(())
+    }
+
     /// How many more items of `bytes` estimated and `real` real bytes each fit under the
     /// heap's ceilings as it now stands (a collection may make room for more).
     pub(crate) fn room_for(&self, bytes: usize, real: usize) -> usize {

@@ -17,6 +17,9 @@ enum SortKey {
     Undef,
 }
 
+/// Code units `normalize` writes between two admissions of its output's growth.
+const NORMALIZE_CHUNK: usize = 4096;
+
 /// The longest text of a number (`-1.7976931348623157e+308`), `true`, `false` or `null`.
 const SORT_TEXT_MAX: usize = 24;
 
@@ -199,7 +202,6 @@ impl Vm {
 
     /// `s.normalize(form?)`.
     pub(crate) fn normalize(&mut self, g: Gc, form: Value) -> OpResult<Value> {
-        use unicode_normalization::UnicodeNormalization;
         let form = match form {
             Value::Undefined => "NFC".to_string(),
             v => String::from_utf16_lossy(&self.to_units(v, "normalize")?),
@@ -211,31 +213,70 @@ impl Vm {
         // decomposition can grow a string (at most 18× per character for NFKD); pay for the
         // reading now and for the output before storing it
         self.charge_units(len.saturating_mul(4))?;
-        let mut out: Vec<u16> = Vec::with_capacity(len);
-        let mut run = String::new();
-        let flush = |run: &mut String, out: &mut Vec<u16>| {
-            let s: String = match form.as_str() {
-                "NFC" => run.nfc().collect(),
-                "NFD" => run.nfd().collect(),
-                "NFKC" => run.nfkc().collect(),
-                _ => run.nfkd().collect(),
-            };
-            out.extend(s.encode_utf16());
-            run.clear();
-        };
-        for r in char::decode_utf16(self.units(g).iter().copied()) {
-            match r {
-                Ok(c) => run.push(c),
-                Err(e) => {
-                    flush(&mut run, &mut out);
-                    out.push(e.unpaired_surrogate());
+        // the copy of the input is held as scratch; the output grows only as admitted
+        let scratch = crate::memory::alloc(2 * len);
+        self.with_scratch(scratch, &[Value::Str(g)], |vm| {
+            let units = vm.units(g).to_vec();
+            let mut held = 0;
+            let r = vm.normalize_into(&units, &form, &mut held);
+            let r = r.and_then(|out| {
+                vm.charge_units(out.len())?;
+                vm.reserve(crate::heap::str_bytes(out.len()), &[])?;
+                Ok(vm.commit_str(out))
+            });
+            vm.heap.shrink_real(held);
+            r
+        })
+    }
+
+    /// `units` in normalization `form`, built as it streams out, its growth admitted first
+    /// (`held`: the real bytes of its buffer now in the real count, the caller's to release).
+    fn normalize_into(
+        &mut self,
+        units: &[u16],
+        form: &str,
+        held: &mut usize,
+    ) -> OpResult<Vec<u16>> {
+        use unicode_normalization::UnicodeNormalization;
+        let mut out: Vec<u16> = Vec::new();
+        let mut pending: Vec<u16> = Vec::with_capacity(NORMALIZE_CHUNK + 2);
+        let mut rest = units;
+        while !rest.is_empty() {
+            // a run of valid characters, then a lone surrogate (kept as it is)
+            let mut end = 0;
+            let mut lone = None;
+            for r in char::decode_utf16(rest.iter().copied()) {
+                match r {
+                    Ok(c) => end += c.len_utf16(),
+                    Err(e) => {
+                        lone = Some(e.unpaired_surrogate());
+                        break;
+                    }
                 }
             }
+            let chars =
+                char::decode_utf16(rest[..end].iter().copied()).map(|r| r.unwrap_or('\u{FFFD}'));
+            let stream: Box<dyn Iterator<Item = char>> = match form {
+                "NFC" => Box::new(chars.nfc()),
+                "NFD" => Box::new(chars.nfd()),
+                "NFKC" => Box::new(chars.nfkc()),
+                _ => Box::new(chars.nfkd()),
+            };
+            for c in stream {
+                pending.extend_from_slice(c.encode_utf16(&mut [0; 2]));
+                if pending.len() >= NORMALIZE_CHUNK {
+                    self.grow_text(&mut out, &pending, held)?;
+                    pending.clear();
+                }
+            }
+            if let Some(u) = lone {
+                pending.push(u);
+                end += 1;
+            }
+            rest = &rest[end..];
         }
-        flush(&mut run, &mut out);
-        self.charge_units(out.len())?;
-        self.reserve(crate::heap::str_bytes(out.len()), &[])?;
-        Ok(self.commit_str(out))
+        self.grow_text(&mut out, &pending, held)?;
+        Ok(out)
     }
 
     // ------------------------------------------------------------------ Set
