@@ -1156,7 +1156,7 @@ impl Vm {
         let n = self.arr_items(g).len();
         self.charge_elems(n)?;
         walk.visits += 1;
-        if walk.visits % FLAT_CHECK_EVERY == 0 {
+        if walk.visits.is_multiple_of(FLAT_CHECK_EVERY) {
             walk.interrupt.clock().check()?;
         }
         for i in 0..n {
