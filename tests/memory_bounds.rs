@@ -643,3 +643,12 @@ fn native_normalize_that_grows_eighteen_times() {
         FUEL,
     );
 }
+
+#[test]
+fn native_upper_case_that_grows_three_times() {
+    eval_fails(
+        "upper-case",
+        "let s = '\\u{390}'.repeat(20000000); return s.toUpperCase().length",
+        FUEL,
+    );
+}

@@ -1034,6 +1034,7 @@ fn natives_admit_their_output_before_building_it() {
         "return Object.entries(big)",
         "return Object.keys(big)",
         "return '\u{FDFA}'.repeat(100000).normalize('NFKD')",
+        "return '\u{390}'.repeat(200000).toUpperCase()",
         "let x = [1]\nlet i = 0\nwhile (i < 40) { x = [x, x]; i++ }\nreturn x.flat(Infinity)",
     ] {
         let start = Instant::now();
@@ -1078,7 +1079,7 @@ fn natives_that_admit_first_still_answer() {
     let src = "let s = 'ab'.repeat(3000) + '😀'\n\
         return [[...s].length, s.match(/a/g).length, [...s.matchAll(/(a)(b)/g)].length,\n\
         s.replace(/a/g, 'xy').length, s.replace(/b/, '[$&]').slice(0, 6), s.split(/b/).length,\n\
-        Object.entries('abc')[2], Object.keys([7, 8, 9]).join(), '\u{FDFA}'.normalize('NFKD').length, [3, 1, [2, [0]]].flat(Infinity),\n\
+        Object.entries('abc')[2], Object.keys([7, 8, 9]).join(), '\u{FDFA}'.normalize('NFKD').length, 'ΌΣΟΣ ΑΣ1'.toLowerCase(), '\u{390}'.toUpperCase().length, [3, 1, [2, [0]]].flat(Infinity),\n\
         [10, 9, 1].sort(), 'abc'.slice(1), ' a '.trim(), 'a'.padStart(3, 'xy'), encodeURI('é ')]";
     let mut vm = vm_for(src, 64 << 20);
     let out = match vm.run(1_000_000_000) {
@@ -1087,7 +1088,7 @@ fn natives_that_admit_first_still_answer() {
     };
     assert_eq!(
         out,
-        r#"[6001,3000,3000,9002,"a[b]ab",3001,["2","c"],"0,1,2",18,[3,1,2,0],[1,10,9],"bc","a","xya","%C3%A9%20"]"#
+        r#"[6001,3000,3000,9002,"a[b]ab",3001,["2","c"],"0,1,2",18,"όσος ας1",3,[3,1,2,0],[1,10,9],"bc","a","xya","%C3%A9%20"]"#
     );
     assert_eq!(vm.heap_recount(), (vm.heap_bytes(), vm.heap_real_bytes().0));
 }

@@ -179,8 +179,25 @@ fn hex_val(u: u16) -> Option<u8> {
         .map(|d| d as u8)
 }
 
-fn case_map(s: &[u16], upper: bool) -> Vec<u16> {
-    let mut out = Vec::with_capacity(s.len());
+/// Code units `case_map` of `s` gives (a character maps to the same length whatever its
+/// context: only the final sigma depends on it, and both sigmas are one unit).
+fn case_len(s: &[u16], upper: bool) -> usize {
+    char::decode_utf16(s.iter().copied())
+        .map(|r| match r {
+            Ok(c) if upper => c.to_uppercase().map(char::len_utf16).sum(),
+            Ok(c) => c.to_lowercase().map(char::len_utf16).sum(),
+            Err(_) => 1,
+        })
+        .sum()
+}
+
+/// Characters a run of `case_map` holds before it is mapped at the next white space or
+/// digit (where no character's mapping depends on what is on the other side).
+const CASE_RUN: usize = 4096;
+
+/// `s` in upper or lower case, into a buffer of `cap` units (its measured length).
+fn case_map(s: &[u16], upper: bool, cap: usize) -> Vec<u16> {
+    let mut out = Vec::with_capacity(cap);
     let mut run = String::new();
     let flush = |run: &mut String, out: &mut Vec<u16>| {
         let m = if upper {
@@ -193,7 +210,12 @@ fn case_map(s: &[u16], upper: bool) -> Vec<u16> {
     };
     for r in char::decode_utf16(s.iter().copied()) {
         match r {
-            Ok(c) => run.push(c),
+            Ok(c) => {
+                if run.len() >= CASE_RUN && (c.is_ascii_whitespace() || c.is_ascii_digit()) {
+                    flush(&mut run, &mut out);
+                }
+                run.push(c)
+            }
             Err(e) => {
                 flush(&mut run, &mut out);
                 out.push(e.unpaired_surrogate());
@@ -444,8 +466,11 @@ impl Vm {
             Normalize => self.normalize(g, a(1)),
             ToUpperCase | ToLowerCase => {
                 self.charge_units(len)?;
-                let out = case_map(self.units(g), id == ToUpperCase);
-                self.new_str(out)
+                // measured, paid for and admitted before it is built
+                let n = case_len(self.units(g), id == ToUpperCase);
+                self.prepare_str(n)?;
+                let out = case_map(self.units(g), id == ToUpperCase, n);
+                Ok(self.commit_str(out))
             }
             Trim | TrimStart | TrimEnd => {
                 let s = self.units(g);
