@@ -652,3 +652,17 @@ fn native_upper_case_that_grows_three_times() {
         FUEL,
     );
 }
+
+#[test]
+fn native_set_of_many_distinct_strings() {
+    eval_fails(
+        "set-strings",
+        "let a = []; let i = 0; while (i < 700000) { a.push('k' + i); i++ } return Set(a).size",
+        FUEL,
+    );
+    eval_fails(
+        "set-long-strings",
+        "let s = 'x'.repeat(4000000); let a = []; let i = 0; while (i < 7) { a.push(s + i); i++ } return Set(a).size",
+        FUEL,
+    );
+}

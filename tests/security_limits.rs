@@ -1035,6 +1035,7 @@ fn natives_admit_their_output_before_building_it() {
         "return Object.keys(big)",
         "return '\u{FDFA}'.repeat(100000).normalize('NFKD')",
         "return '\u{390}'.repeat(200000).toUpperCase()",
+        "let a = [big.slice(0, 100000) + 1, big.slice(0, 100000) + 2]\nreturn Set(a)",
         "let x = [1]\nlet i = 0\nwhile (i < 40) { x = [x, x]; i++ }\nreturn x.flat(Infinity)",
     ] {
         let start = Instant::now();

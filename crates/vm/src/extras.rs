@@ -17,6 +17,9 @@ enum SortKey {
     Undef,
 }
 
+/// Real bytes a Set being built may take between two admissions of its size.
+const SET_ADMIT_STEP: usize = 1 << 20;
+
 /// Code units `normalize` writes between two admissions of its output's growth.
 const NORMALIZE_CHUNK: usize = 4096;
 
@@ -334,10 +337,30 @@ impl Vm {
             cost = cost.saturating_add(self.key_cost(v));
         }
         self.charge(cost)?;
+        // the members are admitted as the set grows (every SET_ADMIT_STEP real bytes, and
+        // before its table grows), never all at the end
         let mut m = SetCell::default();
+        let (mut strs, mut units, mut admitted) = (0usize, 0usize, 0usize);
         for &v in items {
             let k = self.set_key(v)?;
-            m.entry(k).or_insert(v);
+            if m.contains_key(&k) {
+                continue;
+            }
+            let len = match &k {
+                SetKey::Str(u) => u.len(),
+                _ => 0,
+            };
+            let real = crate::memory::map_real::<SetKey, Value>(m.capacity())
+                + crate::memory::map_growth::<SetKey, Value>(m.len(), m.capacity(), 1)
+                + strs
+                + set_str_real(len);
+            if real > admitted.saturating_add(SET_ADMIT_STEP) || m.len() == m.capacity() {
+                self.reserve_real(set_bytes(m.len() + 1, units + len), real, roots)?;
+                admitted = real;
+            }
+            strs += set_str_real(len);
+            units += len;
+            m.insert(k, v);
         }
         let cell = Cell::Set(Box::new(m));
         self.reserve_real(cell.bytes(), cell.real_bytes(), roots)?;
