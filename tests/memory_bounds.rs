@@ -666,3 +666,12 @@ fn native_set_of_many_distinct_strings() {
         FUEL,
     );
 }
+
+#[test]
+fn native_object_assign_of_a_long_array() {
+    eval_fails(
+        "assign-array",
+        "let a = []; let i = 0; while (i < 3000000) { a.push(i); i++ } return Object.keys(Object.assign({}, a)).length",
+        FUEL,
+    );
+}

@@ -1033,6 +1033,7 @@ fn natives_admit_their_output_before_building_it() {
         "return big.split(/(?:)/)",
         "return Object.entries(big)",
         "return Object.keys(big)",
+        "return Object.assign({}, big.split(''))",
         "return '\u{FDFA}'.repeat(100000).normalize('NFKD')",
         "return '\u{390}'.repeat(200000).toUpperCase()",
         "let a = [big.slice(0, 100000) + 1, big.slice(0, 100000) + 2]\nreturn Set(a)",

@@ -8,7 +8,7 @@
 use ajs_bytecode::NativeId;
 
 use crate::error::{guest, OpResult};
-use crate::heap::{arr_bytes, str_bytes, Cell, Gc, Key, PropMap};
+use crate::heap::{arr_bytes, prop_bytes, str_bytes, Cell, Gc, Key, PropMap};
 use crate::machine::{array_index, ordered_keys, Vm, FORBIDDEN, MILLI_PER_ELEMENT};
 use crate::memory;
 use crate::number::{
@@ -1381,6 +1381,14 @@ impl Vm {
                 Value::Arr(g) => {
                     let n = self.arr_items(g).len();
                     self.charge_elems(n)?;
+                    // the index keys are made here: admitted (with the table they grow, at
+                    // most twice their number) before the first is made
+                    let digits = index_digits(n);
+                    let bytes = 16 + n * prop_bytes(0) + 2 * digits;
+                    let real = memory::map_real::<Key, Value>(2 * (m.len() + n))
+                        + n * (memory::key_real(0) + 16)
+                        + 2 * digits;
+                    self.reserve_real(bytes, real, args)?;
                     for i in 0..n {
                         let k: Vec<u16> = ascii(&i.to_string()).collect();
                         m.insert(k.into(), self.arr_at(g, i));
