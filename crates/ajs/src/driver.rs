@@ -15,13 +15,16 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use ajs_bytecode::VerifiedProgram;
-use ajs_io::{admit, encode_body, FetchRequest, HttpClient, HttpError, HttpRequest, DEPTH_HEADER};
+use ajs_io::{
+    admit, encode_body, structured_not_json, FetchRequest, HttpClient, HttpError, HttpRequest,
+    LlmClient, DEPTH_HEADER,
+};
 use ajs_vm::{
     ErrorKind, HostArg, HostCall, JsValue, LogLine, RunError, SpareVm, Step, Vm, VmOptions,
     MAX_BOUNDARY_DEPTH,
 };
 
-use crate::answer::{guest_value, AnswerError, Room};
+use crate::answer::{guest_value, parse_json, AnswerError, Room};
 use crate::approvals::{ApprovalHandler, Journal, PendingCall, Policy, ReplayMismatch, Verdict};
 use crate::capabilities::{AtomDecl, FetchCall, QuotaLedger};
 use crate::{Options, Outcome};
@@ -1037,6 +1040,9 @@ fn dispatch(
     match call.atom.as_str() {
         "httpFetch" => http_fetch(call.input, &decl, options, depth, room),
         "llmPredict" => {
+            if let Some(client) = &caps.llm_client {
+                return llm_predict(client.clone(), &call.input, &decl, room);
+            }
             let Some(llm) = &caps.llm else {
                 return Err("Capability 'llm.predict' missing".into());
             };
@@ -1054,6 +1060,51 @@ fn dispatch(
             None => Err(format!("Capability '{name}' missing")),
         },
     }
+}
+
+/// The run-ending error of an answer over its room: `what` names it.
+fn answer_over(atom: &str, what: &str, room: &Room, instead: &str) -> RunError {
+    boundary_error(
+        atom,
+        &format!(
+            "{what}, parsed, would take more than the {} bytes the run's heap has room for (maxHeapBytes); raise maxHeapBytes or {instead}",
+            room.total()
+        ),
+    )
+}
+
+/// `llmPredict` by the built-in model client: structured answers are parsed within `room`.
+fn llm_predict(
+    client: std::sync::Arc<LlmClient>,
+    input: &JsValue,
+    decl: &AtomDecl,
+    room: &Room,
+) -> Result<(CallFuture, Duration), String> {
+    let prompt = match field(input, "prompt") {
+        Some(JsValue::String(s)) => s.clone(),
+        _ => return Err("llmPredict: missing required input 'prompt'".into()),
+    };
+    let options = field(input, "options").and_then(JsValue::to_json);
+    let room = room.clone();
+    let fut = async move {
+        let answer = client
+            .predict_text(&prompt, options.as_ref())
+            .await
+            .map_err(HostErr::Catch)?;
+        if !answer.structured {
+            return Ok(JsValue::String(answer.content));
+        }
+        parse_json(answer.content.as_bytes(), &room).map_err(|e| match e {
+            AnswerError::Invalid(m) => HostErr::Catch(structured_not_json(&m)),
+            AnswerError::Over => HostErr::End(answer_over(
+                "llmPredict",
+                "the model's structured answer",
+                &room,
+                "ask for less",
+            )),
+        })
+    };
+    Ok((Box::pin(fut), decl.timeout))
 }
 
 fn http_fetch(
@@ -1132,12 +1183,11 @@ fn http_fetch(
             Ok(resp) => match guest_value(&resp, response_type.as_deref(), &room) {
                 Ok(v) => Ok(v),
                 Err(AnswerError::Invalid(m)) => Err(HostErr::Catch(m)),
-                Err(AnswerError::Over) => Err(HostErr::End(boundary_error(
+                Err(AnswerError::Over) => Err(HostErr::End(answer_over(
                     "httpFetch",
-                    &format!(
-                        "the response body, parsed, would take more than the {} bytes the run's heap has room for (maxHeapBytes); raise maxHeapBytes or fetch less",
-                        room.total()
-                    ),
+                    "the response body",
+                    &room,
+                    "fetch less",
                 ))),
             },
             Err(HttpError::Failed(m)) => Err(HostErr::Catch(m)),
