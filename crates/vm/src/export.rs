@@ -597,6 +597,13 @@ impl Vm {
         }
     }
 
+    /// Bytes of host memory a host answer (a fetched body, parsed) may take before it is
+    /// copied in: half the room under the heap's real-bytes ceiling, because the heap copy the
+    /// import makes lives beside the answer until the import ends.
+    pub fn answer_room(&self) -> usize {
+        self.export_budget().bytes / 2
+    }
+
     /// The boundary error of a copy over its budget; `what` names the value (`Result`, …).
     fn copy_limit_error(what: String, budget: Budget) -> RunError {
         RunError::new(
