@@ -11,9 +11,11 @@ use crate::error::{guest, OpResult};
 use crate::heap::{arr_bytes, str_bytes, Cell, Gc, Key, PropMap};
 use crate::machine::{array_index, ordered_keys, Vm, FORBIDDEN, MILLI_PER_ELEMENT};
 use crate::number::{
+    exact_digits_cost, radix_digits_bound, to_fixed_cost,
     is_ws_unit, number_to_string, parse_float, parse_int, to_fixed, to_int32, to_precision,
     to_radix_string, to_uint32,
 };
+use crate::price::{cmp_units, factor};
 use crate::value::{Value, MAX_BOUNDARY_DEPTH};
 
 fn arg(args: &[Value], i: usize) -> Value {
@@ -166,7 +168,15 @@ fn hex_val(u: u16) -> Option<u8> {
         .map(|d| d as u8)
 }
 
-fn case_map(s: &[u16], upper: bool) -> Vec<u16> {
+fn case_map(s: &[u16], upper: bool, ascii: bool) -> Vec<u16> {
+    if ascii {
+        let map = |u: u16| match (upper, u as u8) {
+            (true, b'a'..=b'z') => u - 32,
+            (false, b'A'..=b'Z') => u + 32,
+            _ => u,
+        };
+        return s.iter().map(|&u| map(u)).collect();
+    }
     let mut out = Vec::with_capacity(s.len());
     let mut run = String::new();
     let flush = |run: &mut String, out: &mut Vec<u16>| {
@@ -308,15 +318,17 @@ impl Vm {
         match id {
             ParseInt | NumberParseInt => {
                 let s = self.str_arg(a(0), name)?;
-                let radix = to_int32(self.to_number(a(1), name)?);
+                self.charge_work(s.len(), factor::PARSE_NUMBER)?;
+                let radix = to_int32(self.to_number_paid(a(1), name)?);
                 Ok(Value::Num(parse_int(&String::from_utf16_lossy(&s), radix)))
             }
             ParseFloat | NumberParseFloat => {
                 let s = self.str_arg(a(0), name)?;
+                self.charge_work(s.len(), factor::PARSE_NUMBER)?;
                 Ok(Value::Num(parse_float(&String::from_utf16_lossy(&s))))
             }
-            IsNaN => Ok(Value::Bool(self.to_number(a(0), name)?.is_nan())),
-            IsFinite => Ok(Value::Bool(self.to_number(a(0), name)?.is_finite())),
+            IsNaN => Ok(Value::Bool(self.to_number_paid(a(0), name)?.is_nan())),
+            IsFinite => Ok(Value::Bool(self.to_number_paid(a(0), name)?.is_finite())),
             NumberIsNaN => Ok(Value::Bool(matches!(a(0), Value::Num(n) if n.is_nan()))),
             NumberIsFinite => Ok(Value::Bool(matches!(a(0), Value::Num(n) if n.is_finite()))),
             NumberIsInteger => Ok(Value::Bool(
@@ -409,11 +421,14 @@ impl Vm {
             Substr => self.substr(g, args),
             Normalize => self.normalize(g, a(1)),
             ToUpperCase | ToLowerCase => {
-                self.charge_units(len)?;
-                let out = case_map(self.units(g), id == ToUpperCase);
+                let ascii = self.units(g).iter().all(|&u| u < 0x80);
+                let f = if ascii { factor::CASE_MAP_ASCII } else { factor::CASE_MAP };
+                self.charge_work(len, f)?;
+                let out = case_map(self.units(g), id == ToUpperCase, ascii);
                 self.new_str(out)
             }
             Trim | TrimStart | TrimEnd => {
+                self.afford_work(len, factor::SCAN)?;
                 let s = self.units(g);
                 let mut start = 0;
                 let mut end = s.len();
@@ -427,7 +442,7 @@ impl Vm {
                         end -= 1;
                     }
                 }
-                self.charge_units(len - (end - start))?;
+                self.charge_work(len - (end - start), factor::SCAN)?;
                 if start == 0 && end == len {
                     return Ok(Value::Str(g));
                 }
@@ -465,7 +480,9 @@ impl Vm {
             }
             Includes | IndexOf | StartsWith | EndsWith | LastIndexOf => {
                 let needle = self.str_arg(a(1), name)?;
-                self.charge_units(len)?;
+                if !matches!(id, StartsWith | EndsWith) {
+                    self.charge_work(len, factor::SEARCH)?;
+                }
                 let s = self.units(g);
                 Ok(match id {
                     Includes | IndexOf => {
@@ -528,7 +545,7 @@ impl Vm {
                     Value::Undefined => None,
                     v => Some(self.str_arg(v, name)?),
                 };
-                self.charge_units(len)?;
+                self.charge_work(len, factor::SEARCH)?;
                 let Some(sep) = sep else {
                     if lim == 0 {
                         return self.new_arr(Vec::new(), &[]);
@@ -546,6 +563,7 @@ impl Vm {
                     });
                 }
                 self.charge_elems(count)?;
+                self.charge_work(count, factor::NEW_STRING)?;
                 self.charge_units(units)?;
                 self.reserve(arr_bytes(count) + 16 * count + 2 * units, &[])?;
                 let mut ranges = Vec::with_capacity(count);
@@ -587,7 +605,8 @@ impl Vm {
                 }
                 let total = max.min(usize::MAX as f64 / 4.0) as usize;
                 self.prepare_str(total)?;
-                let pad: Vec<u16> = fill.iter().copied().cycle().take(total - len).collect();
+                let mut pad = fill.repeat((total - len) / fill.len() + 1);
+                pad.truncate(total - len);
                 let mut out = Vec::with_capacity(total);
                 if id == PadStart {
                     out.extend_from_slice(&pad);
@@ -629,7 +648,7 @@ impl Vm {
             Replace | ReplaceAll => {
                 let pat = self.str_arg(a(1), name)?;
                 let rep = self.str_arg(a(2), name)?;
-                self.charge_units(len)?;
+                self.charge_work(len, factor::SEARCH)?;
                 let toks = parse_template(&rep);
                 let all = id == ReplaceAll;
                 let m = pat.len();
@@ -698,8 +717,8 @@ impl Vm {
             }
             LocaleCompare => {
                 let other = self.str_arg(a(1), name)?;
-                self.charge_units(len)?;
-                Ok(Value::Num(match self.units(g).cmp(&other[..]) {
+                self.charge_units(len.min(other.len()))?;
+                Ok(Value::Num(match cmp_units(self.units(g), &other) {
                     std::cmp::Ordering::Less => -1.0,
                     std::cmp::Ordering::Equal => 0.0,
                     std::cmp::Ordering::Greater => 1.0,
@@ -710,7 +729,7 @@ impl Vm {
     }
 
     fn uri_encode(&mut self, s: &[u16], full: bool) -> OpResult<Value> {
-        self.charge_units(s.len())?;
+        self.charge_work(s.len(), factor::URI)?;
         let mut out_len = 0usize;
         let mut chars: Vec<Result<u16, char>> = Vec::with_capacity(s.len());
         for r in char::decode_utf16(s.iter().copied()) {
@@ -746,7 +765,7 @@ impl Vm {
     }
 
     fn uri_decode(&mut self, s: &[u16], full: bool) -> OpResult<Value> {
-        self.charge_units(s.len())?;
+        self.charge_work(s.len(), factor::URI)?;
         let byte_at = |i: usize| -> Option<u8> {
             if s.get(i) != Some(&(b'%' as u16)) {
                 return None;
@@ -813,6 +832,7 @@ impl Vm {
                 if r == 10.0 {
                     number_to_string(x)
                 } else {
+                    self.charge_digits(radix_digits_bound(x, r as u32))?;
                     to_radix_string(x, r as u32)
                 }
             }
@@ -821,6 +841,7 @@ impl Vm {
                 if !(0.0..=100.0).contains(&f) {
                     return guest("toFixed() digits argument must be between 0 and 100");
                 }
+                self.charge_digits(to_fixed_cost(x, f as usize))?;
                 to_fixed(x, f as usize)
             }
             ToPrecision => {
@@ -831,6 +852,7 @@ impl Vm {
                     if !(1.0..=100.0).contains(&p) {
                         return guest("toPrecision() argument must be between 1 and 100");
                     }
+                    self.charge_digits(exact_digits_cost(x.abs(), p as usize + 1) + p as usize)?;
                     to_precision(x, p as usize)
                 }
             }
@@ -865,6 +887,9 @@ impl Vm {
     fn join(&mut self, g: Gc, sep: &[u16]) -> OpResult<Value> {
         let n = self.arr_items(g).len();
         self.charge_elems(n)?;
+        // a number's text is made twice (its length, then its characters)
+        let numbers = self.arr_items(g).iter().filter(|e| matches!(e, Value::Num(_))).count();
+        self.charge_work(numbers.saturating_mul(2), factor::NEW_STRING)?;
         let mut total = sep.len().saturating_mul(n.saturating_sub(1));
         for i in 0..n {
             total = total.saturating_add(self.join_piece_len(self.arr_at(g, i))?);
@@ -1203,6 +1228,13 @@ impl Vm {
                 _ => key_bytes + char_bytes + n * arr_bytes(2),
             };
         self.charge_elems(n)?;
+        // every key, character and pair made is an allocation
+        let made = match id {
+            ObjectKeys => keys.len(),
+            ObjectValues => chars.len().min(n),
+            _ => keys.len() + chars.len().min(n) + n,
+        };
+        self.charge_work(made, factor::NEW_STRING)?;
         self.reserve(bytes, &[])?;
         let mut out = Vec::with_capacity(n);
         let mut keys = keys.into_iter();

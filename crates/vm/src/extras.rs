@@ -84,7 +84,7 @@ impl Vm {
                 .saturating_mul(log)
                 .saturating_mul(MILLI_PER_ELEMENT),
         )?;
-        let mut units = 0usize;
+        let (mut units, mut texts) = (0usize, 0usize);
         for &e in &items {
             match e {
                 Value::Arr(_) | Value::Obj(_) => {
@@ -94,9 +94,14 @@ impl Vm {
                 }
                 Value::Str(s) => units += self.units(s).len(),
                 Value::Pending(_) => return guest("Cannot sort a host result that has not settled"),
-                _ => units += 8,
+                _ => {
+                    units += 8;
+                    texts += 1;
+                }
             }
         }
+        // every other member is compared as a string made for it
+        self.charge_work(texts, crate::price::factor::NEW_STRING)?;
         // comparisons read the strings about log n times each
         self.charge_units(units.saturating_mul(log as usize))?;
         let mut keyed: Vec<(SortKey, Value)> = items
@@ -179,9 +184,14 @@ impl Vm {
             return guest("The normalization form should be one of NFC, NFD, NFKC, NFKD.");
         }
         let len = self.units(g).len();
-        // decomposition can grow a string (at most 18× per character for NFKD); pay for the
-        // reading now and for the output before storing it
-        self.charge_units(len.saturating_mul(4))?;
+        // ASCII text is in every normal form
+        if self.units(g).iter().all(|&u| u < 0x80) {
+            self.charge_units(len)?;
+            return Ok(Value::Str(g));
+        }
+        // decomposition can grow a string (at most 18× per character for NFKD): the price per
+        // input unit covers the output's making; the output is paid as a copy before storing
+        self.charge_work(len, crate::price::factor::NORMALIZE)?;
         let mut out: Vec<u16> = Vec::with_capacity(len);
         let mut run = String::new();
         let flush = |run: &mut String, out: &mut Vec<u16>| {
@@ -233,7 +243,9 @@ impl Vm {
     fn key_cost(&self, v: Value) -> u64 {
         MILLI_PER_ELEMENT
             + match v {
-                Value::Str(g) => self.units(g).len() as u64 / crate::machine::UNITS_PER_MILLI,
+                Value::Str(g) => (self.units(g).len() as u64)
+                    .saturating_mul(crate::price::MILLI_PER_UNIT)
+                    .saturating_mul(2),
                 _ => 0,
             }
     }

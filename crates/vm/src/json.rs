@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use crate::error::{guest, Fault, OpResult};
 use crate::heap::{arr_bytes, prop_bytes, str_bytes, Cell, Gc, Key, PropMap};
-use crate::machine::{array_index, ordered_keys, Vm, MILLI_PER_ELEMENT, UNITS_PER_MILLI};
+use crate::machine::{array_index, ordered_keys, Vm, MILLI_PER_ELEMENT};
 use crate::number::number_to_string;
 use crate::value::{Value, MAX_BOUNDARY_DEPTH};
 use crate::RunError;
@@ -81,7 +81,7 @@ impl Out {
     fn pay(&mut self, elems: u64, units: usize) -> Result<(), Halt> {
         self.units_read += units as u64;
         self.spent += elems * MILLI_PER_ELEMENT;
-        if self.spent + self.units_read / UNITS_PER_MILLI > self.cap {
+        if self.spent + self.units_read * crate::price::MILLI_PER_UNIT > self.cap {
             return Err(Halt::Fuel);
         }
         Ok(())
@@ -568,7 +568,7 @@ impl Vm {
         };
         let mut path = Vec::new();
         let r = self.ser(v, &gap, &allow, &mut Vec::new(), &mut path, &mut out);
-        let cost = out.spent + out.units_read / UNITS_PER_MILLI;
+        let cost = out.spent + out.units_read * crate::price::MILLI_PER_UNIT;
         match r {
             Err(Halt::Fuel) => return Err(self.spend_all()),
             Err(Halt::Guest(m)) => {

@@ -32,6 +32,7 @@ mod machine;
 mod natives;
 mod number;
 mod ops;
+mod price;
 mod regexp;
 mod schema;
 mod spread;

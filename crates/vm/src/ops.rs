@@ -7,6 +7,7 @@ use crate::error::{guest, OpResult};
 use crate::heap::{strbuf_bytes, Cell, Gc, SLICE_BYTES};
 use crate::machine::Vm;
 use crate::number::{number_to_string, string_to_number};
+use crate::price::cmp_units;
 use crate::value::Value;
 
 /// Shortest result of `+` on a string that is made a slice of a shared buffer ([`Cell::Slice`]);
@@ -83,8 +84,25 @@ impl Vm {
         })
     }
 
-    pub(crate) fn num_pair(&self, a: Value, b: Value, op: &str) -> OpResult<(f64, f64)> {
-        Ok((self.to_number(a, op)?, self.to_number(b, op)?))
+    /// `ToNumber` of both operands of an operator, strings paid for by their length.
+    pub(crate) fn num_pair(&mut self, a: Value, b: Value, op: &str) -> OpResult<(f64, f64)> {
+        Ok((self.to_number_paid(a, op)?, self.to_number_paid(b, op)?))
+    }
+
+    /// `ToNumber` for an operator, a string paid for by its length.
+    pub(crate) fn to_number_paid(&mut self, v: Value, op: &str) -> OpResult<f64> {
+        self.charge_to_number(v)?;
+        self.to_number(v, op)
+    }
+
+    /// `==` (`loose`) or `===`, two strings paid for by the length compared.
+    pub(crate) fn eq_paid(&mut self, a: Value, b: Value, loose: bool) -> OpResult<bool> {
+        self.charge_str_eq(a, b)?;
+        Ok(if loose {
+            self.loose_eq(a, b)
+        } else {
+            self.strict_eq(a, b)
+        })
     }
 
     /// `String(v)` for a primitive as code units; arrays and objects are refused with `op`.
@@ -236,9 +254,10 @@ impl Vm {
     }
 
     /// Relational comparison; `None` when unordered (NaN involved).
-    pub(crate) fn compare(&self, a: Value, b: Value, op: &str) -> OpResult<Option<Ordering>> {
+    pub(crate) fn compare(&mut self, a: Value, b: Value, op: &str) -> OpResult<Option<Ordering>> {
         if let (Value::Str(x), Value::Str(y)) = (a, b) {
-            return Ok(Some(self.units(x).cmp(self.units(y))));
+            self.charge_str_order(a, b)?;
+            return Ok(Some(cmp_units(self.units(x), self.units(y))));
         }
         let (x, y) = self.num_pair(a, b, op)?;
         Ok(x.partial_cmp(&y))

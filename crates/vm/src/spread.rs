@@ -27,6 +27,7 @@ impl Vm {
                 // strings spread into their characters (code points), as in JavaScript
                 let units = self.units(g).to_vec();
                 self.charge(units.len() as u64 * MILLI_PER_ELEMENT)?;
+                self.charge_work(units.len(), crate::price::factor::NEW_STRING)?;
                 let mut out = Vec::new();
                 for ch in char::decode_utf16(units.iter().copied()) {
                     let piece: Vec<u16> = match ch {
