@@ -179,8 +179,13 @@ pub(crate) fn radix_digits_bound(x: f64, radix: u32) -> usize {
 /// rounding there could have carried into the first `need` (the guard digits all zero); then
 /// every digit `x` has, exactly.
 fn exact_digits(x: f64, need: usize) -> (Vec<u8>, i32) {
+    digits_guarded(x, need, GUARD_DIGITS)
+}
+
+/// [`exact_digits`] with `guard` guard digits.
+fn digits_guarded(x: f64, need: usize, guard: usize) -> (Vec<u8>, i32) {
     let all = exact_len_bound(x);
-    let n = all.min(need + GUARD_DIGITS);
+    let n = all.min(need + guard);
     let (d, e) = sci_digits(x, n);
     if n == all || d.len() > need {
         return (d, e);
@@ -592,5 +597,41 @@ mod tests {
         assert_eq!(parse_float(".5"), 0.5);
         assert_eq!(parse_float("1e"), 1.0);
         assert!(parse_float(".").is_nan());
+    }
+
+    /// The digits `exact_digits` gives agree with every digit of `x` formatted exactly, on the
+    /// values where a shortcut could go wrong: short expansions, runs of 9s and 0s, denormals.
+    #[test]
+    fn exact_digits_agree_with_the_full_expansion() {
+        let mut xs = vec![
+            0.49999999999999994, 0.5, 0.1, 1.005, 5e-324, 1e21 - 65536.0, 9007199254740993.0, 1e-6, 123.456, 0.125,
+            2.5, 1.45, 8.345, 0.000001234, 1.7976931348623157e308, 2.2250738585072014e-308,
+            999.9999999999999, 0.9999999999999999, 4.35, 1.0 / 3.0,
+        ];
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        for _ in 0..300 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let x = f64::from_bits(seed >> 1);
+            if x.is_finite() && x > 0.0 {
+                xs.push(x);
+            }
+        }
+        for x in xs {
+            let (full, fe) = sci_digits(x, 1101);
+            for (need, guard) in [1, 2, 3, 5, 17, 18, 21, 40, 101, 123]
+                .into_iter()
+                .flat_map(|n| [(n, 1), (n, 2), (n, GUARD_DIGITS)])
+            {
+                let (d, e) = digits_guarded(x, need, guard);
+                let pad = |mut v: Vec<u8>| {
+                    v.resize(need.max(v.len()), b'0');
+                    v.truncate(need);
+                    v
+                };
+                assert_eq!((pad(d), e), (pad(full.clone()), fe), "{x:e}, {need}+{guard} digits");
+            }
+        }
     }
 }
