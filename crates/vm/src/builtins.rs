@@ -1003,7 +1003,7 @@ impl Vm {
                     let mut cost = MILLI_PER_ELEMENT;
                     if let (Some(nl), Value::Str(h)) = (needle_len, e) {
                         if self.units(h).len() == nl {
-                            cost += nl as u64 / crate::machine::UNITS_PER_MILLI;
+                            cost += (nl as u64).saturating_mul(crate::price::MILLI_PER_UNIT);
                         }
                     }
                     self.charge(cost)?;

@@ -192,28 +192,43 @@ impl Vm {
         // decomposition can grow a string (at most 18× per character for NFKD): the price per
         // input unit covers the output's making; the output is paid as a copy before storing
         self.charge_work(len, crate::price::factor::NORMALIZE)?;
-        let mut out: Vec<u16> = Vec::with_capacity(len);
-        let mut run = String::new();
-        let flush = |run: &mut String, out: &mut Vec<u16>| {
-            let s: String = match form.as_str() {
-                "NFC" => run.nfc().collect(),
-                "NFD" => run.nfd().collect(),
-                "NFKC" => run.nfkc().collect(),
-                _ => run.nfkd().collect(),
-            };
-            out.extend(s.encode_utf16());
-            run.clear();
-        };
+        // runs of valid text between lone surrogates (which pass through)
+        let mut pieces: Vec<Result<String, u16>> = vec![Ok(String::new())];
         for r in char::decode_utf16(self.units(g).iter().copied()) {
-            match r {
-                Ok(c) => run.push(c),
-                Err(e) => {
-                    flush(&mut run, &mut out);
-                    out.push(e.unpaired_surrogate());
-                }
+            match (r, pieces.last_mut()) {
+                (Ok(c), Some(Ok(run))) => run.push(c),
+                (Ok(c), _) => pieces.push(Ok(c.to_string())),
+                (Err(e), _) => pieces.push(Err(e.unpaired_surrogate())),
             }
         }
-        flush(&mut run, &mut out);
+        let mut out: Vec<u16> = Vec::with_capacity(len);
+        // the output is paid for ahead of its making: the input's length, then a chunk at a time
+        const CHUNK: usize = 4096;
+        let mut paid = 0usize;
+        let mut step = len.max(2);
+        for piece in &pieces {
+            let run = match piece {
+                Ok(run) => run,
+                Err(u) => {
+                    out.push(*u);
+                    continue;
+                }
+            };
+            let chars: Box<dyn Iterator<Item = char>> = match form.as_str() {
+                "NFC" => Box::new(run.nfc()),
+                "NFD" => Box::new(run.nfd()),
+                "NFKC" => Box::new(run.nfkc()),
+                _ => Box::new(run.nfkd()),
+            };
+            for c in chars {
+                if out.len() + 2 > paid {
+                    self.charge_work(step, crate::price::factor::NORMALIZE_OUT)?;
+                    paid += step;
+                    step = CHUNK;
+                }
+                out.extend_from_slice(c.encode_utf16(&mut [0; 2]));
+            }
+        }
         self.charge_units(out.len())?;
         self.reserve(crate::heap::str_bytes(out.len()), &[])?;
         Ok(self.commit_str(out))

@@ -75,6 +75,7 @@ impl Out {
                 b.extend(digits[at..].iter().map(|&d| u16::from(d)));
             }
         } else {
+            self.spent += crate::price::MILLI_PER_NUMBER_TEXT;
             self.ascii(&number_to_string(n));
         }
     }
@@ -742,7 +743,7 @@ impl Vm {
     /// `JSON.parse(text)`.
     pub(crate) fn json_parse(&mut self, text: Value) -> OpResult<Value> {
         if let Value::Str(g) = text {
-            self.charge_units(self.units(g).len())?;
+            self.charge_work(self.units(g).len(), crate::price::factor::PARSE_JSON)?;
         }
         let s = self.to_units(text, "JSON.parse")?;
         let mut p = Parser {

@@ -29,7 +29,7 @@ pub const DEFAULT_MAX_LOG_LINES: usize = 1000;
 /// Code units per milli-fuel of a regex scan (regexp.rs only; strings: `price::MILLI_PER_UNIT`).
 pub const UNITS_PER_MILLI: u64 = 8;
 /// Milli-fuel charged per array element or object key a builtin touches (a copy, a trace).
-pub const MILLI_PER_ELEMENT: u64 = 32;
+pub const MILLI_PER_ELEMENT: u64 = 96;
 
 /// What a host operation costs and how often it may be called.
 #[derive(Clone, Debug, PartialEq)]

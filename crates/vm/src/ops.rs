@@ -128,12 +128,14 @@ impl Vm {
         if matches!(a, Value::Str(_)) || matches!(b, Value::Str(_)) {
             let la = self.units_len(a);
             let lb = self.units_len(b);
-            self.charge_units(la + lb)?;
             if let Value::Str(ga) = a {
                 if (SHARED_CONCAT_MIN..=u32::MAX as usize).contains(&(la + lb)) {
+                    // `b` now; `a` only if it is copied (append_shared)
+                    self.charge_units(lb)?;
                     return self.concat_shared(ga, b);
                 }
             }
+            self.charge_units(la + lb)?;
             self.reserve(crate::heap::str_bytes(la + lb), &[])?;
             let mut out = self.to_units(a, "+")?;
             out.extend(self.to_units(b, "+")?);
@@ -171,6 +173,7 @@ impl Vm {
             return Ok(Value::Str(self.heap.insert(Cell::Slice { buf, len })));
         }
         let total = len as usize;
+        self.charge_units(la)?;
         self.reserve(strbuf_bytes(total) + SLICE_BYTES, roots)?;
         let mut units = Vec::with_capacity(total);
         units.extend_from_slice(self.units(ga));
@@ -203,10 +206,11 @@ impl Vm {
                 _ => total += self.units_len(p),
             }
         }
-        self.charge_units(total)?;
         // `${s}…` with a long `s` (a string built up in a loop): shares `s`'s buffer, as `+` does
         if let [Value::Str(ga), rest @ ..] = parts {
             if (SHARED_CONCAT_MIN..=u32::MAX as usize).contains(&total) {
+                // the rest now; `s` only if it is copied (append_shared)
+                self.charge_units(total - self.units(*ga).len())?;
                 let mut tail: smallvec::SmallVec<[u16; 32]> = smallvec::SmallVec::new();
                 for &p in rest {
                     self.push_units(&mut tail, p)?;
@@ -214,6 +218,7 @@ impl Vm {
                 return self.append_shared(*ga, &tail, parts);
             }
         }
+        self.charge_units(total)?;
         self.reserve(crate::heap::str_bytes(total), &[])?;
         let mut out = Vec::with_capacity(total);
         for &p in parts {

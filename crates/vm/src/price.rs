@@ -18,24 +18,34 @@ pub const MILLI_PER_UNIT: u64 = 4;
 pub mod factor {
     /// Substring search (`indexOf`, `includes`, `split`, `replace`, ...) per haystack unit:
     /// linear (Knuth–Morris–Pratt), whatever the pattern.
-    pub const SEARCH: u64 = 4;
+    pub const SEARCH: u64 = 8;
     /// Whitespace trimming, padding and other per-unit loops that test each unit.
     pub const SCAN: u64 = 2;
     /// Case mapping of text with any non-ASCII unit, per input unit (up to 3 units out each,
     /// and the final-sigma rule's context).
-    pub const CASE_MAP: u64 = 24;
+    pub const CASE_MAP: u64 = 48;
     /// Case mapping of all-ASCII text, per unit (in and out).
-    pub const CASE_MAP_ASCII: u64 = 2;
-    /// Unicode normalization of non-ASCII text, per input unit (up to 18 units out each).
+    pub const CASE_MAP_ASCII: u64 = 4;
+    /// Unicode normalization of non-ASCII text, per input unit (decomposing, reordering).
     pub const NORMALIZE: u64 = 32;
+    /// Unicode normalization, per output unit (up to 18 per input unit), charged as made.
+    pub const NORMALIZE_OUT: u64 = 16;
+    /// `JSON.parse`, per input unit (numbers and escapes decoded, the tree built).
+    pub const PARSE_JSON: u64 = 8;
     /// URI encoding and decoding, per input unit.
     pub const URI: u64 = 4;
     /// Parsing a number from text (`parseFloat`, `parseInt`, `+s`, `s * 1`), per unit.
     pub const PARSE_NUMBER: u64 = 4;
     /// A string a native makes per element (`split` pieces, `[...s]`, `Object.keys` of a
     /// string), per string made: an allocation and its heap bookkeeping.
-    pub const NEW_STRING: u64 = 16;
+    pub const NEW_STRING: u64 = 64;
 }
+
+/// Milli-fuel per number `JSON.stringify` writes as text other than an integer's digits.
+pub const MILLI_PER_NUMBER_TEXT: u64 = NEW_STRING_MILLI;
+
+/// Milli-fuel per string a native makes ([`factor::NEW_STRING`] in milli).
+pub const NEW_STRING_MILLI: u64 = factor::NEW_STRING * MILLI_PER_UNIT;
 
 /// Milli-fuel per digit `toFixed`, `toPrecision`, `toExponential` or `toString(radix)` may
 /// produce (exact decimal and radix expansion is big-number arithmetic per digit).

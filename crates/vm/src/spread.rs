@@ -110,6 +110,10 @@ impl Vm {
 
     /// A run-time value as a property key (`{ [k]: v }`), refusing forbidden names.
     pub(crate) fn init_index(&mut self, obj: Value, key: Value, val: Value) -> OpResult<()> {
+        if let Value::Str(g) = key {
+            // copied, hashed and compared with an existing key
+            self.charge_units(self.units(g).len().saturating_mul(3))?;
+        }
         let units: Vec<u16> = match key {
             Value::Str(g) => self.units(g).to_vec(),
             Value::Num(n) => number_to_string(n).encode_utf16().collect(),
