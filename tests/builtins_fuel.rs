@@ -101,8 +101,13 @@ const CASES: &[Case] = &[
     ("JSON.parse(j).length", "j.length", ctx_json),
 ];
 
+/// Fuel used by `code`, with a budget that affords every case at 250k units.
 fn fuel(code: &str, ctx: &Value) -> f64 {
-    let out = common::eval(code, ctx.clone());
+    let rich = Options {
+        fuel: 1e7,
+        ..Default::default()
+    };
+    let out = common::eval_with(code, ctx.clone(), rich);
     if let Some(e) = &out.error {
         panic!("`{code}` failed: {}", e.message);
     }
