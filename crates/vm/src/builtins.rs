@@ -1171,6 +1171,7 @@ impl Vm {
                     _ => 0,
                 };
                 self.charge_elems(n)?;
+                self.charge_work(n, factor::PROPERTY)?;
                 let Cell::Obj(m) = self.heap.get(g) else {
                     return self.new_arr(Vec::new(), &[]);
                 };
@@ -1292,6 +1293,7 @@ impl Vm {
         };
         let n = self.arr_items(g).len();
         self.charge_elems(n)?;
+        self.charge_work(n, factor::PROPERTY)?;
         let mut m = PropMap::default();
         for i in 0..n {
             let e = self.arr_at(g, i);
@@ -1327,6 +1329,7 @@ impl Vm {
                         _ => 0,
                     };
                     self.charge_elems(n)?;
+                    self.charge_work(n, factor::PROPERTY)?;
                     let Cell::Obj(o) = self.heap.get(g) else {
                         continue;
                     };
@@ -1343,6 +1346,7 @@ impl Vm {
                 Value::Arr(g) => {
                     let n = self.arr_items(g).len();
                     self.charge_elems(n)?;
+                    self.charge_work(n, factor::PROPERTY)?;
                     for i in 0..n {
                         let k: Vec<u16> = ascii(&i.to_string()).collect();
                         m.insert(k.into(), self.arr_at(g, i));

@@ -153,8 +153,13 @@ impl Vm {
             Some(v) => match self.time_of(v)? {
                 Some(t) => t,
                 None => {
+                    // a date string is at most 100 units: a longer one is shown by its start
                     let shown = match v {
                         Value::Arr(_) | Value::Obj(_) => self.render(v),
+                        Value::Str(g) if self.units(g).len() > 100 => {
+                            let head = String::from_utf16_lossy(&self.units(g)[..100]);
+                            format!("{head}… ({} characters)", self.units(g).len())
+                        }
                         v => String::from_utf16_lossy(&self.to_units(v, "Date")?),
                     };
                     return guest(format!("Invalid date: {shown}"));

@@ -255,8 +255,10 @@ impl Vm {
     }
 
     /// Fuel for hashing one member (its characters when a string) plus the element charge.
+    /// (A set member is a hashed key and a value, twice a property's work.)
     fn key_cost(&self, v: Value) -> u64 {
         MILLI_PER_ELEMENT
+            + 2 * crate::price::factor::PROPERTY * crate::price::MILLI_PER_UNIT
             + match v {
                 Value::Str(g) => (self.units(g).len() as u64)
                     .saturating_mul(crate::price::MILLI_PER_UNIT)

@@ -39,6 +39,9 @@ pub mod factor {
     /// A string a native makes per element (`split` pieces, `[...s]`, `Object.keys` of a
     /// string), per string made: an allocation and its heap bookkeeping.
     pub const NEW_STRING: u64 = 64;
+    /// A property a native lists or inserts into an object or a set (`Object.keys`, `assign`,
+    /// `fromEntries`, `{...o}`, `Set(xs)`), per property: its key hashed, stored, ordered.
+    pub const PROPERTY: u64 = 64;
 }
 
 /// Milli-fuel per number `JSON.stringify` writes as text other than an integer's digits.

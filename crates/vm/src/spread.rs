@@ -64,6 +64,7 @@ impl Vm {
                 Cell::Obj(m) => {
                     let n = m.len();
                     self.charge(n as u64 * MILLI_PER_ELEMENT)?;
+                    self.charge_work(n, crate::price::factor::PROPERTY)?;
                     match self.heap.get(g) {
                         Cell::Obj(m) => m.entries().map(|(k, v)| (k.clone(), *v)).collect(),
                         _ => Vec::new(),
@@ -77,6 +78,7 @@ impl Vm {
                     _ => Vec::new(),
                 };
                 self.charge(items.len() as u64 * MILLI_PER_ELEMENT)?;
+                self.charge_work(items.len(), crate::price::factor::PROPERTY)?;
                 items.into_iter().enumerate().map(|(i, v)| (i.to_string().encode_utf16().collect(), v)).collect()
             }
             other => {
