@@ -11,9 +11,8 @@ use crate::error::{guest, OpResult};
 use crate::heap::{arr_bytes, str_bytes, Cell, Gc, Key, PropMap};
 use crate::machine::{array_index, ordered_keys, Vm, FORBIDDEN, MILLI_PER_ELEMENT};
 use crate::number::{
-    exact_digits_cost, radix_digits_bound, to_fixed_cost,
-    is_ws_unit, number_to_string, parse_float, parse_int, to_fixed, to_int32, to_precision,
-    to_radix_string, to_uint32,
+    exact_digits_cost, is_ws_unit, number_to_string, parse_float, parse_int, radix_digits_bound,
+    to_fixed, to_fixed_cost, to_int32, to_precision, to_radix_string, to_uint32,
 };
 use crate::price::{cmp_units, factor};
 use crate::value::{Value, MAX_BOUNDARY_DEPTH};
@@ -422,7 +421,11 @@ impl Vm {
             Normalize => self.normalize(g, a(1)),
             ToUpperCase | ToLowerCase => {
                 let ascii = self.units(g).iter().all(|&u| u < 0x80);
-                let f = if ascii { factor::CASE_MAP_ASCII } else { factor::CASE_MAP };
+                let f = if ascii {
+                    factor::CASE_MAP_ASCII
+                } else {
+                    factor::CASE_MAP
+                };
                 self.charge_work(len, f)?;
                 let out = case_map(self.units(g), id == ToUpperCase, ascii);
                 self.new_str(out)
@@ -888,7 +891,11 @@ impl Vm {
         let n = self.arr_items(g).len();
         self.charge_elems(n)?;
         // a number's text is made twice (its length, then its characters)
-        let numbers = self.arr_items(g).iter().filter(|e| matches!(e, Value::Num(_))).count();
+        let numbers = self
+            .arr_items(g)
+            .iter()
+            .filter(|e| matches!(e, Value::Num(_)))
+            .count();
         self.charge_work(numbers.saturating_mul(2), factor::NEW_STRING)?;
         let mut total = sep.len().saturating_mul(n.saturating_sub(1));
         for i in 0..n {

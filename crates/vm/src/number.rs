@@ -143,7 +143,11 @@ fn exact_len_bound(x: f64) -> usize {
         (frac | (1 << 52), exp as i64 - 1075)
     };
     let m_digits = (64 - m.leading_zeros()) as f64 * std::f64::consts::LOG10_2;
-    let scale = if q < 0 { -q as f64 * 0.69897 } else { q as f64 * std::f64::consts::LOG10_2 };
+    let scale = if q < 0 {
+        -q as f64 * 0.69897
+    } else {
+        q as f64 * std::f64::consts::LOG10_2
+    };
     (m_digits + scale) as usize + 3
 }
 
@@ -240,7 +244,11 @@ pub fn to_fixed(x: f64, f: usize) -> String {
         return format!("-{}", to_fixed(-x, f));
     }
     let x = x.abs(); // -0 prints as 0
-    let e = if x == 0.0 { 0 } else { x.log10().floor() as i32 };
+    let e = if x == 0.0 {
+        0
+    } else {
+        x.log10().floor() as i32
+    };
     // digits kept: integer digits (e + 1) plus f decimals, and one to round by
     let (d, e) = exact_digits(x, (e + 3 + f as i32).max(1) as usize);
     let keep = e + 1 + f as i32;
@@ -604,9 +612,26 @@ mod tests {
     #[test]
     fn exact_digits_agree_with_the_full_expansion() {
         let mut xs = vec![
-            0.49999999999999994, 0.5, 0.1, 1.005, 5e-324, 1e21 - 65536.0, 9007199254740993.0, 1e-6, 123.456, 0.125,
-            2.5, 1.45, 8.345, 0.000001234, 1.7976931348623157e308, 2.2250738585072014e-308,
-            999.9999999999999, 0.9999999999999999, 4.35, 1.0 / 3.0,
+            0.49999999999999994,
+            0.5,
+            0.1,
+            1.005,
+            5e-324,
+            1e21 - 65536.0,
+            9007199254740993.0,
+            1e-6,
+            123.456,
+            0.125,
+            2.5,
+            1.45,
+            8.345,
+            0.000001234,
+            1.7976931348623157e308,
+            2.2250738585072014e-308,
+            999.9999999999999,
+            0.9999999999999999,
+            4.35,
+            1.0 / 3.0,
         ];
         let mut seed = 0x2545_F491_4F6C_DD1Du64;
         for _ in 0..300 {
@@ -630,7 +655,11 @@ mod tests {
                     v.truncate(need);
                     v
                 };
-                assert_eq!((pad(d), e), (pad(full.clone()), fe), "{x:e}, {need}+{guard} digits");
+                assert_eq!(
+                    (pad(d), e),
+                    (pad(full.clone()), fe),
+                    "{x:e}, {need}+{guard} digits"
+                );
             }
         }
     }
