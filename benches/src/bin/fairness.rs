@@ -37,13 +37,16 @@ fn row(group: &'static str, name: &str, setup: &str, op: &str) -> Row {
     Row {
         group,
         name: name.to_string(),
-        setup: setup.replace("{N}", &N.to_string()).replace("{N2}", &(N / 2).to_string()),
+        setup: setup
+            .replace("{N}", &N.to_string())
+            .replace("{N2}", &(N / 2).to_string()),
         op: op.to_string(),
     }
 }
 
 fn rows() -> Vec<Row> {
-    let long = "let a = 'a'.repeat({N})\nlet b = 'a'.repeat({N})\nlet c = 'a'.repeat({N} - 1) + 'b'";
+    let long =
+        "let a = 'a'.repeat({N})\nlet b = 'a'.repeat({N})\nlet c = 'a'.repeat({N} - 1) + 'b'";
     let mut v = vec![
         row("loop", "plain while loop", "", ""),
         // ---- comparisons on long equal-prefix strings
@@ -362,7 +365,11 @@ fn main() {
     eprintln!("plain loop: {:.1} ns/fuel", lp.ns_per_fuel);
     let mut out = Vec::new();
     let mut failed = Vec::new();
-    for r in all.iter().skip(1).filter(|r| r.name.contains(&filter) || r.group == filter) {
+    for r in all
+        .iter()
+        .skip(1)
+        .filter(|r| r.name.contains(&filter) || r.group == filter)
+    {
         match measure(r, rounds, ms / 1e3) {
             Ok(m) => {
                 eprintln!(
@@ -391,7 +398,11 @@ fn main() {
     println!("| × loop | ns/fuel | fuel/op | µs/op | group | what |");
     println!("|---:|---:|---:|---:|---|---|");
     for m in &out {
-        let mark = if m.group == "regex" { " (regex: fuel-regex's)" } else { "" };
+        let mark = if m.group == "regex" {
+            " (regex: fuel-regex's)"
+        } else {
+            ""
+        };
         println!(
             "| {:.1} | {:.0} | {:.3} | {:.2} | {} | {}{} |",
             m.ns_per_fuel / loop_ns,
