@@ -301,9 +301,8 @@ fn out_of_fuel_reports_the_budget() {
 #[test]
 fn heap_limit_is_enforced_and_catchable() {
     let code = "let s = 'xxxxxxxxxxxxxxxx'\nlet i = 0\nwhile (i < 40) {\n  s = s + s\n  i = i + 1\n}\nreturn s.length";
-    // fuel for copying up to the heap's size at the string price, so the heap stops it first
     let opts = ajs::Options {
-        fuel: 1_000_000.0,
+        fuel: 100_000.0,
         ..Default::default()
     };
     let out = eval_with(code, json!({}), opts.clone());

@@ -130,8 +130,7 @@ impl Vm {
             let lb = self.units_len(b);
             if let Value::Str(ga) = a {
                 if (SHARED_CONCAT_MIN..=u32::MAX as usize).contains(&(la + lb)) {
-                    // `b` now; `a` only if it is copied (append_shared)
-                    self.charge_units(lb)?;
+                    // (append_shared charges for `b`, and for `a` only if it is copied)
                     return self.concat_shared(ga, b);
                 }
             }
@@ -167,14 +166,16 @@ impl Vm {
         let Ok(len) = u32::try_from(la + tail.len()) else {
             return guest("Invalid string length");
         };
+        // room first, then fuel: a string past the heap's ceiling is refused as such
         if let Some(buf) = self.heap.appendable(ga) {
             self.reserve(strbuf_bytes(tail.len()) + SLICE_BYTES, roots)?;
+            self.charge_units(tail.len())?;
             self.heap.append_to_buf(buf, tail);
             return Ok(Value::Str(self.heap.insert(Cell::Slice { buf, len })));
         }
         let total = len as usize;
-        self.charge_units(la)?;
         self.reserve(strbuf_bytes(total) + SLICE_BYTES, roots)?;
+        self.charge_units(total)?;
         let mut units = Vec::with_capacity(total);
         units.extend_from_slice(self.units(ga));
         units.extend_from_slice(tail);
@@ -209,8 +210,7 @@ impl Vm {
         // `${s}…` with a long `s` (a string built up in a loop): shares `s`'s buffer, as `+` does
         if let [Value::Str(ga), rest @ ..] = parts {
             if (SHARED_CONCAT_MIN..=u32::MAX as usize).contains(&total) {
-                // the rest now; `s` only if it is copied (append_shared)
-                self.charge_units(total - self.units(*ga).len())?;
+                // (append_shared charges for the rest, and for `s` only if it is copied)
                 let mut tail: smallvec::SmallVec<[u16; 32]> = smallvec::SmallVec::new();
                 for &p in rest {
                     self.push_units(&mut tail, p)?;
