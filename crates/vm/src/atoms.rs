@@ -2,6 +2,8 @@
 //! len jsonParse jsonStringify hash random uuid`): called by name with one object of named
 //! inputs (reference §4.2), run inside the VM, paid by the size of their inputs and outputs.
 
+use std::collections::{HashMap, HashSet};
+
 use ajs_bytecode::NativeId;
 
 use crate::error::{guest, OpResult};
@@ -193,14 +195,19 @@ impl Vm {
                 let keys = self.key_list(keys, name)?;
                 let props = self.object_props(obj, name, "obj")?;
                 self.charge_elems(props.len())?;
+                // hashed lookups: linear in keys + props, whatever their overlap
                 let keep: Vec<(Key, Value)> = if id == AtomPick {
+                    let at: HashMap<&[u16], usize> =
+                        props.iter().enumerate().map(|(i, (k, _))| (&k[..], i)).collect();
                     keys.iter()
-                        .filter_map(|k| props.iter().find(|(pk, _)| pk[..] == k[..]).cloned())
+                        .filter_map(|k| at.get(&k[..]).map(|&i| props[i].clone()))
                         .collect()
                 } else {
+                    let drop: HashSet<&[u16]> = keys.iter().map(|k| &k[..]).collect();
                     props
-                        .into_iter()
-                        .filter(|(pk, _)| !keys.iter().any(|k| k[..] == pk[..]))
+                        .iter()
+                        .filter(|(pk, _)| !drop.contains(&pk[..]))
+                        .cloned()
                         .collect()
                 };
                 self.new_obj(keep, &[obj])
@@ -209,10 +216,15 @@ impl Vm {
                 let a = self.input(g, "a");
                 let b = self.input(g, "b");
                 let mut pairs = self.object_props(a, name, "a")?;
+                let mut at: HashMap<Key, usize> =
+                    pairs.iter().enumerate().map(|(i, (k, _))| (k.clone(), i)).collect();
                 for (k, v) in self.object_props(b, name, "b")? {
-                    match pairs.iter_mut().find(|(pk, _)| *pk == k) {
-                        Some(slot) => slot.1 = v,
-                        None => pairs.push((k, v)),
+                    match at.get(&k) {
+                        Some(&i) => pairs[i].1 = v,
+                        None => {
+                            at.insert(k.clone(), pairs.len());
+                            pairs.push((k, v));
+                        }
                     }
                 }
                 self.new_obj(pairs, &[a, b])
