@@ -31,7 +31,7 @@ pub mod factor {
     /// Unicode normalization, per output unit (up to 18 per input unit), charged as made.
     pub const NORMALIZE_OUT: u64 = 16;
     /// `JSON.parse`, per input unit (numbers and escapes decoded, the tree built).
-    pub const PARSE_JSON: u64 = 8;
+    pub const PARSE_JSON: u64 = 16;
     /// URI encoding and decoding, per input unit.
     pub const URI: u64 = 4;
     /// Parsing a number from text (`parseFloat`, `parseInt`, `+s`, `s * 1`), per unit.
@@ -41,7 +41,7 @@ pub mod factor {
     pub const NEW_STRING: u64 = 64;
     /// A property a native lists or inserts into an object or a set (`Object.keys`, `assign`,
     /// `fromEntries`, `{...o}`, `Set(xs)`), per property: its key hashed, stored, ordered.
-    pub const PROPERTY: u64 = 64;
+    pub const PROPERTY: u64 = 128;
 }
 
 /// Milli-fuel per number `JSON.stringify` writes as text other than an integer's digits.
@@ -52,7 +52,7 @@ pub const NEW_STRING_MILLI: u64 = factor::NEW_STRING * MILLI_PER_UNIT;
 
 /// Milli-fuel per digit `toFixed`, `toPrecision`, `toExponential` or `toString(radix)` may
 /// produce (exact decimal and radix expansion is big-number arithmetic per digit).
-pub const MILLI_PER_DIGIT: u64 = 200;
+pub const MILLI_PER_DIGIT: u64 = 400;
 
 impl Vm {
     /// Charges `units` code units of work `factor` times slower than a copy.
