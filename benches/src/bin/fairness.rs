@@ -6,10 +6,10 @@
 //!
 //!     cd benches && cargo run --release --bin fairness [-- FILTER] [--rounds N] [--ms T]
 //!
-//! Each row is a setup (building the adversarial input) and an operation run `k` times in a
-//! loop. The program runs twice per round, with `k` and with 0 iterations, alternating; the
-//! row's time and fuel are the differences (so setup and compile cancel), its ns/fuel the
-//! median over rounds. `k` is chosen so one round's operations take about `--ms` milliseconds.
+//! Each row is a setup (building the adversarial input) and an operation run in a loop. The
+//! program runs twice per round, with `2k` and with `k` iterations, alternating; the row's time
+//! and fuel are the differences (so setup, compile and one-off collections cancel), its ns/fuel
+//! the median over rounds. `k` is chosen so one round's operations take about `--ms` milliseconds.
 //! Rows marked `regex` belong to the regex engine's pricing (docs/costs.md, "Regular
 //! expressions").
 
@@ -306,20 +306,20 @@ struct Measured {
 }
 
 fn measure(r: &Row, rounds: usize, target_secs: f64) -> Result<Measured, String> {
-    let base_src = program(r, 0);
-    let base = run(&base_src)?;
-    // Grow k until k operations take about `target_secs` beyond the setup (a single
-    // operation's time is below the noise for the cheap rows, so never extrapolate from k = 1).
+    // The row is timed as the difference between `2k` and `k` operations after the same setup,
+    // so the setup, and one-off events the first operation triggers (a garbage collection due
+    // once the setup's heap is built), land on both sides and cancel. Grow k until those k
+    // more operations take about `target_secs` (a single cheap operation is below the noise).
     let mut k = 1u64;
     loop {
-        let dt = run(&program(r, k))?.secs - base.secs;
+        let dt = run(&program(r, 2 * k))?.secs - run(&program(r, k))?.secs;
         if dt >= target_secs / 2.0 || k >= MAX_K {
             break;
         }
         let grow = (target_secs / dt.max(target_secs / 64.0)).clamp(2.0, 64.0);
         k = ((k as f64 * grow) as u64).min(MAX_K);
     }
-    let src = program(r, k);
+    let (base_src, src) = (program(r, k), program(r, 2 * k));
     let mut per_fuel = Vec::with_capacity(rounds);
     let mut per_op = Vec::with_capacity(rounds);
     let mut fuel = 0.0;

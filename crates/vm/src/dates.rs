@@ -148,6 +148,7 @@ impl Vm {
 
     /// `Date(init?)`.
     pub(crate) fn date_new(&mut self, args: &[Value]) -> OpResult<Value> {
+        self.charge(crate::price::MILLI_PER_DATE_OP)?;
         let t = match args.first().copied() {
             None | Some(Value::Undefined) => self.now().trunc(),
             Some(v) => match self.time_of(v)? {
@@ -206,6 +207,9 @@ impl Vm {
             _ => f64::NAN,
         };
         let a = |i: usize| args.get(i).copied().unwrap_or(Value::Undefined);
+        // calendar arithmetic (civil dates, formatting) on every method; `format` three times
+        let ops = if id == Format { 3 } else { 1 };
+        self.charge(ops * crate::price::MILLI_PER_DATE_OP)?;
         match id {
             GetTime => Ok(Value::Num(t)),
             ToIsoString | ToString => self.str_value(&iso_string(t)),

@@ -50,6 +50,10 @@ pub const MILLI_PER_NUMBER_TEXT: u64 = NEW_STRING_MILLI;
 /// Milli-fuel per string a native makes ([`factor::NEW_STRING`] in milli).
 pub const NEW_STRING_MILLI: u64 = factor::NEW_STRING * MILLI_PER_UNIT;
 
+/// Milli-fuel per Date constructor or method call: civil-calendar arithmetic, a fixed amount
+/// of work per call (`format` pays it three times).
+pub const MILLI_PER_DATE_OP: u64 = 1000;
+
 /// Milli-fuel per digit `toFixed`, `toPrecision`, `toExponential` or `toString(radix)` may
 /// produce (exact decimal and radix expansion is big-number arithmetic per digit).
 pub const MILLI_PER_DIGIT: u64 = 400;
