@@ -88,6 +88,7 @@ impl Vm {
 
     fn new_obj(&mut self, pairs: Vec<(Key, Value)>, roots: &[Value]) -> OpResult<Value> {
         self.charge_elems(pairs.len())?;
+        self.charge_work(pairs.len(), crate::price::factor::PROPERTY)?;
         let mut m = PropMap::default();
         for (k, v) in pairs {
             self.check_key(&k)?;
@@ -195,6 +196,8 @@ impl Vm {
                 let keys = self.key_list(keys, name)?;
                 let props = self.object_props(obj, name, "obj")?;
                 self.charge_elems(props.len())?;
+                // every key and property hashed once
+                self.charge_work(props.len() + keys.len(), crate::price::factor::PROPERTY)?;
                 // hashed lookups: linear in keys + props, whatever their overlap
                 let keep: Vec<(Key, Value)> = if id == AtomPick {
                     let at: HashMap<&[u16], usize> =
@@ -216,6 +219,7 @@ impl Vm {
                 let a = self.input(g, "a");
                 let b = self.input(g, "b");
                 let mut pairs = self.object_props(a, name, "a")?;
+                self.charge_work(pairs.len(), crate::price::factor::PROPERTY)?;
                 let mut at: HashMap<Key, usize> =
                     pairs.iter().enumerate().map(|(i, (k, _))| (k.clone(), i)).collect();
                 for (k, v) in self.object_props(b, name, "b")? {
@@ -290,6 +294,7 @@ impl Vm {
                     Value::Undefined => "SHA-256".to_string(),
                     a => String::from_utf16_lossy(&self.str_arg_pub(a, name)?).to_uppercase(),
                 };
+                self.charge_work(text.len(), crate::price::factor::HASH)?;
                 let bytes = String::from_utf16_lossy(&text).into_bytes();
                 let digest: Vec<u8> = match algo.as_str() {
                     "SHA-256" | "SHA256" => sha2::Sha256::digest(&bytes).to_vec(),

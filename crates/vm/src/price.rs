@@ -34,6 +34,8 @@ pub mod factor {
     pub const PARSE_JSON: u64 = 16;
     /// URI encoding and decoding, per input unit.
     pub const URI: u64 = 4;
+    /// The `hash` atom, per unit hashed (converted to UTF-8, then digested).
+    pub const HASH: u64 = 4;
     /// Parsing a number from text (`parseFloat`, `parseInt`, `+s`, `s * 1`), per unit.
     pub const PARSE_NUMBER: u64 = 4;
     /// A string a native makes per element (`split` pieces, `[...s]`, `Object.keys` of a
