@@ -200,8 +200,11 @@ impl Vm {
                 self.charge_work(props.len() + keys.len(), crate::price::factor::PROPERTY)?;
                 // hashed lookups: linear in keys + props, whatever their overlap
                 let keep: Vec<(Key, Value)> = if id == AtomPick {
-                    let at: HashMap<&[u16], usize> =
-                        props.iter().enumerate().map(|(i, (k, _))| (&k[..], i)).collect();
+                    let at: HashMap<&[u16], usize> = props
+                        .iter()
+                        .enumerate()
+                        .map(|(i, (k, _))| (&k[..], i))
+                        .collect();
                     keys.iter()
                         .filter_map(|k| at.get(&k[..]).map(|&i| props[i].clone()))
                         .collect()
@@ -220,8 +223,11 @@ impl Vm {
                 let b = self.input(g, "b");
                 let mut pairs = self.object_props(a, name, "a")?;
                 self.charge_work(pairs.len(), crate::price::factor::PROPERTY)?;
-                let mut at: HashMap<Key, usize> =
-                    pairs.iter().enumerate().map(|(i, (k, _))| (k.clone(), i)).collect();
+                let mut at: HashMap<Key, usize> = pairs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (k, _))| (k.clone(), i))
+                    .collect();
                 for (k, v) in self.object_props(b, name, "b")? {
                     match at.get(&k) {
                         Some(&i) => pairs[i].1 = v,

@@ -318,7 +318,7 @@ impl Vm {
             ParseInt | NumberParseInt => {
                 let s = self.str_arg(a(0), name)?;
                 self.charge_work(s.len(), factor::PARSE_NUMBER)?;
-                let radix = to_int32(self.to_number_paid(a(1), name)?);
+                let radix = to_int32(self.number_paid(a(1), name)?);
                 Ok(Value::Num(parse_int(&String::from_utf16_lossy(&s), radix)))
             }
             ParseFloat | NumberParseFloat => {
@@ -326,8 +326,8 @@ impl Vm {
                 self.charge_work(s.len(), factor::PARSE_NUMBER)?;
                 Ok(Value::Num(parse_float(&String::from_utf16_lossy(&s))))
             }
-            IsNaN => Ok(Value::Bool(self.to_number_paid(a(0), name)?.is_nan())),
-            IsFinite => Ok(Value::Bool(self.to_number_paid(a(0), name)?.is_finite())),
+            IsNaN => Ok(Value::Bool(self.number_paid(a(0), name)?.is_nan())),
+            IsFinite => Ok(Value::Bool(self.number_paid(a(0), name)?.is_finite())),
             NumberIsNaN => Ok(Value::Bool(matches!(a(0), Value::Num(n) if n.is_nan()))),
             NumberIsFinite => Ok(Value::Bool(matches!(a(0), Value::Num(n) if n.is_finite()))),
             NumberIsInteger => Ok(Value::Bool(

@@ -2081,11 +2081,11 @@ impl Vm {
             Op::Eq { dst, a, b } => r!(dst) = Value::Bool(self.eq_paid(r!(a), r!(b), true)?),
             Op::Ne { dst, a, b } => r!(dst) = Value::Bool(!self.eq_paid(r!(a), r!(b), true)?),
             Op::Neg { dst, src } => {
-                let n = self.to_number_paid(r!(src), "-")?;
+                let n = self.number_paid(r!(src), "-")?;
                 r!(dst) = Value::Num(-n);
             }
             Op::Pos { dst, src } => {
-                let n = self.to_number_paid(r!(src), "+")?;
+                let n = self.number_paid(r!(src), "+")?;
                 r!(dst) = Value::Num(n);
             }
             Op::Not { dst, src } => r!(dst) = Value::Bool(!self.truthy(r!(src))),

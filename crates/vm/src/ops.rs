@@ -86,11 +86,11 @@ impl Vm {
 
     /// `ToNumber` of both operands of an operator, strings paid for by their length.
     pub(crate) fn num_pair(&mut self, a: Value, b: Value, op: &str) -> OpResult<(f64, f64)> {
-        Ok((self.to_number_paid(a, op)?, self.to_number_paid(b, op)?))
+        Ok((self.number_paid(a, op)?, self.number_paid(b, op)?))
     }
 
     /// `ToNumber` for an operator, a string paid for by its length.
-    pub(crate) fn to_number_paid(&mut self, v: Value, op: &str) -> OpResult<f64> {
+    pub(crate) fn number_paid(&mut self, v: Value, op: &str) -> OpResult<f64> {
         self.charge_to_number(v)?;
         self.to_number(v, op)
     }
