@@ -499,7 +499,11 @@ mod tests {
         vm.regs[0] = s;
         let mut failed = false;
         for _ in 0..100_000 {
-            let x = vm.str_value("0123456789").unwrap();
+            // (the ceiling may refuse the small string or the concatenation: either holds it)
+            let Ok(x) = vm.str_value("0123456789") else {
+                failed = true;
+                break;
+            };
             vm.regs[1] = x;
             match vm.add_slow(s, x) {
                 Ok(v) => {
