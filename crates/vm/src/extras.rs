@@ -202,7 +202,8 @@ impl Vm {
             }
         }
         let mut out: Vec<u16> = Vec::with_capacity(len);
-        // the output is paid for ahead of its making: the input's length, then a chunk at a time
+        // the output is paid for ahead of its making: the input's length, then doubling
+        // chunks (at most twice what is made, and never more than CHUNK ahead)
         const CHUNK: usize = 4096;
         let mut paid = 0usize;
         let mut step = len.max(2);
@@ -224,7 +225,7 @@ impl Vm {
                 if out.len() + 2 > paid {
                     self.charge_work(step, crate::price::factor::NORMALIZE_OUT)?;
                     paid += step;
-                    step = CHUNK;
+                    step = paid.clamp(16, CHUNK);
                 }
                 out.extend_from_slice(c.encode_utf16(&mut [0; 2]));
             }
