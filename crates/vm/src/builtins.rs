@@ -835,7 +835,7 @@ impl Vm {
                 if r == 10.0 {
                     number_to_string(x)
                 } else {
-                    self.charge_digits(radix_digits_bound(x, r as u32))?;
+                    self.charge_digits(radix_digits_bound(x, r as u32), x)?;
                     to_radix_string(x, r as u32)
                 }
             }
@@ -844,7 +844,7 @@ impl Vm {
                 if !(0.0..=100.0).contains(&f) {
                     return guest("toFixed() digits argument must be between 0 and 100");
                 }
-                self.charge_digits(to_fixed_cost(x, f as usize))?;
+                self.charge_digits(to_fixed_cost(x, f as usize), x)?;
                 to_fixed(x, f as usize)
             }
             ToPrecision => {
@@ -855,7 +855,7 @@ impl Vm {
                     if !(1.0..=100.0).contains(&p) {
                         return guest("toPrecision() argument must be between 1 and 100");
                     }
-                    self.charge_digits(exact_digits_cost(x.abs(), p as usize + 1) + p as usize)?;
+                    self.charge_digits(exact_digits_cost(x.abs(), p as usize + 1) + p as usize, x)?;
                     to_precision(x, p as usize)
                 }
             }

@@ -173,7 +173,12 @@ pub(crate) fn radix_digits_bound(x: f64, radix: u32) -> usize {
         return 24;
     }
     let e2 = x.abs().log2().floor() as i64;
-    let bits = e2.max(0) + 1 + (53 - e2).clamp(0, 1127);
+    let frac = if x.fract() == 0.0 {
+        0
+    } else {
+        (53 - e2).clamp(0, 1127)
+    };
+    let bits = e2.max(0) + 1 + frac;
     (bits as f64 / (radix as f64).log2()) as usize + 2
 }
 

@@ -56,9 +56,10 @@ pub const NEW_STRING_MILLI: u64 = factor::NEW_STRING * MILLI_PER_UNIT;
 /// of work per call (`format` pays it three times).
 pub const MILLI_PER_DATE_OP: u64 = 1000;
 
-/// Milli-fuel per digit `toFixed`, `toPrecision`, `toExponential` or `toString(radix)` may
-/// produce (exact decimal and radix expansion is big-number arithmetic per digit).
-pub const MILLI_PER_DIGIT: u64 = 400;
+/// Milli-fuel per digit `toFixed`, `toPrecision` or `toString(radix)` may produce, for a
+/// number near 1; scaled by [`Vm::charge_digits`] with the number's binary exponent (exact
+/// expansion is big-number arithmetic per digit, on a number as wide as that exponent).
+pub const MILLI_PER_DIGIT: u64 = 40;
 
 impl Vm {
     /// Charges `units` code units of work `factor` times slower than a copy.
@@ -83,9 +84,17 @@ impl Vm {
         Ok(())
     }
 
-    /// Charges for formatting `digits` decimal or radix digits of a number.
-    pub(crate) fn charge_digits(&mut self, digits: usize) -> OpResult<()> {
-        self.charge((digits as u64).saturating_mul(MILLI_PER_DIGIT))
+    /// Charges for formatting `digits` decimal or radix digits of `x`: each digit's price grows
+    /// with the width of `x`'s exact expansion (one more [`MILLI_PER_DIGIT`] per 128 bits of
+    /// binary exponent).
+    pub(crate) fn charge_digits(&mut self, digits: usize, x: f64) -> OpResult<()> {
+        let e2 = if x.is_finite() && x != 0.0 {
+            x.abs().log2().abs() as u64
+        } else {
+            0
+        };
+        let per = MILLI_PER_DIGIT.saturating_mul(1 + e2 / 128);
+        self.charge((digits as u64).saturating_mul(per))
     }
 
     /// Charges for comparing two strings for equality: their length when it is equal
