@@ -17,7 +17,7 @@ pub const MAGIC: [u8; 4] = *b"AJSB";
 /// Version of the artifact layout.
 pub const FORMAT_VERSION: u16 = 1;
 /// Version of the fuel cost table (bumped whenever any cost changes).
-pub const COST_VERSION: u16 = 1;
+pub const COST_VERSION: u16 = 2;
 /// First bytes of a span sidecar (the span table `--strip` moves out of an artifact).
 pub const SPANS_MAGIC: [u8; 4] = *b"AJSS";
 /// Most functions a program may hold.

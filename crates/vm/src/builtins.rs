@@ -12,9 +12,10 @@ use crate::heap::{arr_bytes, str_bytes, Cell, Gc, Key, PropMap};
 use crate::machine::{array_index, ordered_keys, Vm, FORBIDDEN, MILLI_PER_ELEMENT};
 use crate::memory;
 use crate::number::{
-    is_ws_unit, number_to_string, parse_float, parse_int, to_fixed, to_int32, to_precision,
-    to_radix_string, to_uint32,
+    exact_digits_cost, is_ws_unit, number_to_string, parse_float, parse_int, radix_digits_bound,
+    to_fixed, to_fixed_cost, to_int32, to_precision, to_radix_string, to_uint32,
 };
+use crate::price::{cmp_units, factor};
 use crate::value::{Value, MAX_BOUNDARY_DEPTH};
 
 fn arg(args: &[Value], i: usize) -> Value {
@@ -167,7 +168,15 @@ fn hex_val(u: u16) -> Option<u8> {
         .map(|d| d as u8)
 }
 
-fn case_map(s: &[u16], upper: bool) -> Vec<u16> {
+fn case_map(s: &[u16], upper: bool, ascii: bool) -> Vec<u16> {
+    if ascii {
+        let map = |u: u16| match (upper, u as u8) {
+            (true, b'a'..=b'z') => u - 32,
+            (false, b'A'..=b'Z') => u + 32,
+            _ => u,
+        };
+        return s.iter().map(|&u| map(u)).collect();
+    }
     let mut out = Vec::with_capacity(s.len());
     let mut run = String::new();
     let flush = |run: &mut String, out: &mut Vec<u16>| {
@@ -309,15 +318,17 @@ impl Vm {
         match id {
             ParseInt | NumberParseInt => {
                 let s = self.str_arg(a(0), name)?;
-                let radix = to_int32(self.to_number(a(1), name)?);
+                self.charge_work(s.len(), factor::PARSE_NUMBER)?;
+                let radix = to_int32(self.number_paid(a(1), name)?);
                 Ok(Value::Num(parse_int(&String::from_utf16_lossy(&s), radix)))
             }
             ParseFloat | NumberParseFloat => {
                 let s = self.str_arg(a(0), name)?;
+                self.charge_work(s.len(), factor::PARSE_NUMBER)?;
                 Ok(Value::Num(parse_float(&String::from_utf16_lossy(&s))))
             }
-            IsNaN => Ok(Value::Bool(self.to_number(a(0), name)?.is_nan())),
-            IsFinite => Ok(Value::Bool(self.to_number(a(0), name)?.is_finite())),
+            IsNaN => Ok(Value::Bool(self.number_paid(a(0), name)?.is_nan())),
+            IsFinite => Ok(Value::Bool(self.number_paid(a(0), name)?.is_finite())),
             NumberIsNaN => Ok(Value::Bool(matches!(a(0), Value::Num(n) if n.is_nan()))),
             NumberIsFinite => Ok(Value::Bool(matches!(a(0), Value::Num(n) if n.is_finite()))),
             NumberIsInteger => Ok(Value::Bool(
@@ -410,11 +421,18 @@ impl Vm {
             Substr => self.substr(g, args),
             Normalize => self.normalize(g, a(1)),
             ToUpperCase | ToLowerCase => {
-                self.charge_units(len)?;
-                let out = case_map(self.units(g), id == ToUpperCase);
+                let ascii = self.units(g).iter().all(|&u| u < 0x80);
+                let f = if ascii {
+                    factor::CASE_MAP_ASCII
+                } else {
+                    factor::CASE_MAP
+                };
+                self.charge_work(len, f)?;
+                let out = case_map(self.units(g), id == ToUpperCase, ascii);
                 self.new_str(out)
             }
             Trim | TrimStart | TrimEnd => {
+                self.afford_work(len, factor::SCAN)?;
                 let s = self.units(g);
                 let mut start = 0;
                 let mut end = s.len();
@@ -428,7 +446,7 @@ impl Vm {
                         end -= 1;
                     }
                 }
-                self.charge_units(len - (end - start))?;
+                self.charge_work(len - (end - start), factor::SCAN)?;
                 if start == 0 && end == len {
                     return Ok(Value::Str(g));
                 }
@@ -466,7 +484,9 @@ impl Vm {
             }
             Includes | IndexOf | StartsWith | EndsWith | LastIndexOf => {
                 let needle = self.str_arg(a(1), name)?;
-                self.charge_units(len)?;
+                if !matches!(id, StartsWith | EndsWith) {
+                    self.charge_work(len, factor::SEARCH)?;
+                }
                 let s = self.units(g);
                 Ok(match id {
                     Includes | IndexOf => {
@@ -529,7 +549,7 @@ impl Vm {
                     Value::Undefined => None,
                     v => Some(self.str_arg(v, name)?),
                 };
-                self.charge_units(len)?;
+                self.charge_work(len, factor::SEARCH)?;
                 let Some(sep) = sep else {
                     if lim == 0 {
                         return self.new_arr(Vec::new(), &[]);
@@ -547,6 +567,7 @@ impl Vm {
                     });
                 }
                 self.charge_elems(count)?;
+                self.charge_work(count, factor::NEW_STRING)?;
                 self.charge_units(units)?;
                 self.reserve_strs(count, units, &[])?;
                 let mut ranges = Vec::with_capacity(count);
@@ -588,7 +609,8 @@ impl Vm {
                 }
                 let total = max.min(usize::MAX as f64 / 4.0) as usize;
                 self.prepare_str(total)?;
-                let pad: Vec<u16> = fill.iter().copied().cycle().take(total - len).collect();
+                let mut pad = fill.repeat((total - len) / fill.len() + 1);
+                pad.truncate(total - len);
                 let mut out = Vec::with_capacity(total);
                 if id == PadStart {
                     out.extend_from_slice(&pad);
@@ -630,7 +652,7 @@ impl Vm {
             Replace | ReplaceAll => {
                 let pat = self.str_arg(a(1), name)?;
                 let rep = self.str_arg(a(2), name)?;
-                self.charge_units(len)?;
+                self.charge_work(len, factor::SEARCH)?;
                 let toks = parse_template(&rep);
                 let all = id == ReplaceAll;
                 let m = pat.len();
@@ -699,8 +721,8 @@ impl Vm {
             }
             LocaleCompare => {
                 let other = self.str_arg(a(1), name)?;
-                self.charge_units(len)?;
-                Ok(Value::Num(match self.units(g).cmp(&other[..]) {
+                self.charge_units(len.min(other.len()))?;
+                Ok(Value::Num(match cmp_units(self.units(g), &other) {
                     std::cmp::Ordering::Less => -1.0,
                     std::cmp::Ordering::Equal => 0.0,
                     std::cmp::Ordering::Greater => 1.0,
@@ -711,7 +733,7 @@ impl Vm {
     }
 
     fn uri_encode(&mut self, s: &[u16], full: bool) -> OpResult<Value> {
-        self.charge_units(s.len())?;
+        self.charge_work(s.len(), factor::URI)?;
         let mut out_len = 0usize;
         let mut chars: Vec<Result<u16, char>> = Vec::with_capacity(s.len());
         for r in char::decode_utf16(s.iter().copied()) {
@@ -747,7 +769,7 @@ impl Vm {
     }
 
     fn uri_decode(&mut self, s: &[u16], full: bool) -> OpResult<Value> {
-        self.charge_units(s.len())?;
+        self.charge_work(s.len(), factor::URI)?;
         let byte_at = |i: usize| -> Option<u8> {
             if s.get(i) != Some(&(b'%' as u16)) {
                 return None;
@@ -814,6 +836,7 @@ impl Vm {
                 if r == 10.0 {
                     number_to_string(x)
                 } else {
+                    self.charge_digits(radix_digits_bound(x, r as u32), x)?;
                     to_radix_string(x, r as u32)
                 }
             }
@@ -822,6 +845,7 @@ impl Vm {
                 if !(0.0..=100.0).contains(&f) {
                     return guest("toFixed() digits argument must be between 0 and 100");
                 }
+                self.charge_digits(to_fixed_cost(x, f as usize), x)?;
                 to_fixed(x, f as usize)
             }
             ToPrecision => {
@@ -832,6 +856,7 @@ impl Vm {
                     if !(1.0..=100.0).contains(&p) {
                         return guest("toPrecision() argument must be between 1 and 100");
                     }
+                    self.charge_digits(exact_digits_cost(x.abs(), p as usize + 1) + p as usize, x)?;
                     to_precision(x, p as usize)
                 }
             }
@@ -866,6 +891,13 @@ impl Vm {
     fn join(&mut self, g: Gc, sep: &[u16]) -> OpResult<Value> {
         let n = self.arr_items(g).len();
         self.charge_elems(n)?;
+        // a number's text is made twice (its length, then its characters)
+        let numbers = self
+            .arr_items(g)
+            .iter()
+            .filter(|e| matches!(e, Value::Num(_)))
+            .count();
+        self.charge_work(numbers.saturating_mul(2), factor::NEW_STRING)?;
         let mut total = sep.len().saturating_mul(n.saturating_sub(1));
         for i in 0..n {
             total = total.saturating_add(self.join_piece_len(self.arr_at(g, i))?);
@@ -979,7 +1011,7 @@ impl Vm {
                     let mut cost = MILLI_PER_ELEMENT;
                     if let (Some(nl), Value::Str(h)) = (needle_len, e) {
                         if self.units(h).len() == nl {
-                            cost += nl as u64 / crate::machine::UNITS_PER_MILLI;
+                            cost += (nl as u64).saturating_mul(crate::price::MILLI_PER_UNIT);
                         }
                     }
                     self.charge(cost)?;
@@ -1155,6 +1187,7 @@ impl Vm {
                     _ => 0,
                 };
                 self.charge_elems(n)?;
+                self.charge_work(n, factor::PROPERTY)?;
                 let Cell::Obj(m) = self.heap.get(g) else {
                     return self.new_arr(Vec::new(), &[]);
                 };
@@ -1212,7 +1245,14 @@ impl Vm {
                 _ => key_bytes + char_bytes + n * arr_bytes(2),
             };
         self.charge_elems(n)?;
-        // (at most twice the estimate, and a slot per array and string made)
+        // every key, character and pair made is an allocation
+        let made = match id {
+            ObjectKeys => keys.len(),
+            ObjectValues => chars.len().min(n),
+            _ => keys.len() + chars.len().min(n) + n,
+        };
+        self.charge_work(made, factor::NEW_STRING)?;
+        // (really: at most twice the estimate, and a slot per array and string made)
         let cells = self.heap.cells_growth(2 * n + 1);
         self.reserve_real(bytes, 2 * bytes + 2 * n * memory::SLOT + cells, &[])?;
         let mut out = Vec::with_capacity(n);
@@ -1271,6 +1311,7 @@ impl Vm {
         };
         let n = self.arr_items(g).len();
         self.charge_elems(n)?;
+        self.charge_work(n, factor::PROPERTY)?;
         let mut m = PropMap::default();
         for i in 0..n {
             let e = self.arr_at(g, i);
@@ -1306,6 +1347,7 @@ impl Vm {
                         _ => 0,
                     };
                     self.charge_elems(n)?;
+                    self.charge_work(n, factor::PROPERTY)?;
                     let Cell::Obj(o) = self.heap.get(g) else {
                         continue;
                     };
@@ -1322,6 +1364,7 @@ impl Vm {
                 Value::Arr(g) => {
                     let n = self.arr_items(g).len();
                     self.charge_elems(n)?;
+                    self.charge_work(n, factor::PROPERTY)?;
                     for i in 0..n {
                         let k: Vec<u16> = ascii(&i.to_string()).collect();
                         m.insert(k.into(), self.arr_at(g, i));

@@ -85,7 +85,7 @@ impl Vm {
                 .saturating_mul(log)
                 .saturating_mul(MILLI_PER_ELEMENT),
         )?;
-        let mut units = 0usize;
+        let (mut units, mut texts) = (0usize, 0usize);
         for &e in &items {
             match e {
                 Value::Arr(_) | Value::Obj(_) => {
@@ -95,9 +95,14 @@ impl Vm {
                 }
                 Value::Str(s) => units += self.units(s).len(),
                 Value::Pending(_) => return guest("Cannot sort a host result that has not settled"),
-                _ => units += 8,
+                _ => {
+                    units += 8;
+                    texts += 1;
+                }
             }
         }
+        // every other member is compared as a string made for it
+        self.charge_work(texts, crate::price::factor::NEW_STRING)?;
         // comparisons read the strings about log n times each
         self.charge_units(units.saturating_mul(log as usize))?;
         let mut keyed: Vec<(SortKey, Value)> = items
@@ -185,31 +190,52 @@ impl Vm {
             return guest("The normalization form should be one of NFC, NFD, NFKC, NFKD.");
         }
         let len = self.units(g).len();
-        // decomposition can grow a string (at most 18× per character for NFKD); pay for the
-        // reading now and for the output before storing it
-        self.charge_units(len.saturating_mul(4))?;
-        let mut out: Vec<u16> = Vec::with_capacity(len);
-        let mut run = String::new();
-        let flush = |run: &mut String, out: &mut Vec<u16>| {
-            let s: String = match form.as_str() {
-                "NFC" => run.nfc().collect(),
-                "NFD" => run.nfd().collect(),
-                "NFKC" => run.nfkc().collect(),
-                _ => run.nfkd().collect(),
-            };
-            out.extend(s.encode_utf16());
-            run.clear();
-        };
+        // ASCII text is in every normal form
+        if self.units(g).iter().all(|&u| u < 0x80) {
+            self.charge_units(len)?;
+            return Ok(Value::Str(g));
+        }
+        // decomposition can grow a string (at most 18× per character for NFKD): the price per
+        // input unit covers the output's making; the output is paid as a copy before storing
+        self.charge_work(len, crate::price::factor::NORMALIZE)?;
+        // runs of valid text between lone surrogates (which pass through)
+        let mut pieces: Vec<Result<String, u16>> = vec![Ok(String::new())];
         for r in char::decode_utf16(self.units(g).iter().copied()) {
-            match r {
-                Ok(c) => run.push(c),
-                Err(e) => {
-                    flush(&mut run, &mut out);
-                    out.push(e.unpaired_surrogate());
-                }
+            match (r, pieces.last_mut()) {
+                (Ok(c), Some(Ok(run))) => run.push(c),
+                (Ok(c), _) => pieces.push(Ok(c.to_string())),
+                (Err(e), _) => pieces.push(Err(e.unpaired_surrogate())),
             }
         }
-        flush(&mut run, &mut out);
+        let mut out: Vec<u16> = Vec::with_capacity(len);
+        // the output is paid for ahead of its making: the input's length, then doubling
+        // chunks (at most twice what is made, and never more than CHUNK ahead)
+        const CHUNK: usize = 4096;
+        let mut paid = 0usize;
+        let mut step = len.max(2);
+        for piece in &pieces {
+            let run = match piece {
+                Ok(run) => run,
+                Err(u) => {
+                    out.push(*u);
+                    continue;
+                }
+            };
+            let chars: Box<dyn Iterator<Item = char>> = match form.as_str() {
+                "NFC" => Box::new(run.nfc()),
+                "NFD" => Box::new(run.nfd()),
+                "NFKC" => Box::new(run.nfkc()),
+                _ => Box::new(run.nfkd()),
+            };
+            for c in chars {
+                if out.len() + 2 > paid {
+                    self.charge_work(step, crate::price::factor::NORMALIZE_OUT)?;
+                    paid += step;
+                    step = paid.clamp(16, CHUNK);
+                }
+                out.extend_from_slice(c.encode_utf16(&mut [0; 2]));
+            }
+        }
         self.charge_units(out.len())?;
         self.reserve(crate::heap::str_bytes(out.len()), &[])?;
         Ok(self.commit_str(out))
@@ -236,10 +262,14 @@ impl Vm {
     }
 
     /// Fuel for hashing one member (its characters when a string) plus the element charge.
+    /// (A set member is a hashed key and a value, twice a property's work.)
     fn key_cost(&self, v: Value) -> u64 {
         MILLI_PER_ELEMENT
+            + 2 * crate::price::factor::PROPERTY * crate::price::MILLI_PER_UNIT
             + match v {
-                Value::Str(g) => self.units(g).len() as u64 / crate::machine::UNITS_PER_MILLI,
+                Value::Str(g) => (self.units(g).len() as u64)
+                    .saturating_mul(crate::price::MILLI_PER_UNIT)
+                    .saturating_mul(2),
                 _ => 0,
             }
     }

@@ -35,6 +35,7 @@ mod memory;
 mod natives;
 mod number;
 mod ops;
+mod price;
 mod regex_engine;
 mod regexp;
 mod schema;

@@ -30,10 +30,10 @@ pub const DEFAULT_MAX_HEAP_BYTES: usize = 64 * 1024 * 1024;
 pub const DEFAULT_MAX_CALL_DEPTH: usize = 256;
 /// Default number of log lines kept.
 pub const DEFAULT_MAX_LOG_LINES: usize = 1000;
-/// Milli-fuel charged per 8 UTF-16 code units a builtin reads or writes (≥ 0.0001 fuel/char).
+/// Code units per milli-fuel of a regex scan (regexp.rs only; strings: `price::MILLI_PER_UNIT`).
 pub const UNITS_PER_MILLI: u64 = 8;
-/// Milli-fuel charged per array element or object key a builtin touches (0.001 fuel each).
-pub const MILLI_PER_ELEMENT: u64 = 1;
+/// Milli-fuel charged per array element or object key a builtin touches (a copy, a trace).
+pub const MILLI_PER_ELEMENT: u64 = 96;
 
 /// What a host operation costs and how often it may be called.
 #[derive(Clone, Debug, PartialEq)]
@@ -2113,14 +2113,14 @@ impl Vm {
                 let (x, y) = self.num_pair(r!(a), r!(b), "**")?;
                 r!(dst) = Value::Num(js_pow(x, y));
             }
-            Op::Eq { dst, a, b } => r!(dst) = Value::Bool(self.loose_eq(r!(a), r!(b))),
-            Op::Ne { dst, a, b } => r!(dst) = Value::Bool(!self.loose_eq(r!(a), r!(b))),
+            Op::Eq { dst, a, b } => r!(dst) = Value::Bool(self.eq_paid(r!(a), r!(b), true)?),
+            Op::Ne { dst, a, b } => r!(dst) = Value::Bool(!self.eq_paid(r!(a), r!(b), true)?),
             Op::Neg { dst, src } => {
-                let n = self.to_number(r!(src), "-")?;
+                let n = self.number_paid(r!(src), "-")?;
                 r!(dst) = Value::Num(-n);
             }
             Op::Pos { dst, src } => {
-                let n = self.to_number(r!(src), "+")?;
+                let n = self.number_paid(r!(src), "+")?;
                 r!(dst) = Value::Num(n);
             }
             Op::Not { dst, src } => r!(dst) = Value::Bool(!self.truthy(r!(src))),
@@ -2359,8 +2359,8 @@ impl Vm {
             Bin::Le => Value::Bool(self.compare(x, y, "<=")?.is_some_and(|o| o.is_le())),
             Bin::Gt => Value::Bool(self.compare(x, y, ">")?.is_some_and(|o| o.is_gt())),
             Bin::Ge => Value::Bool(self.compare(x, y, ">=")?.is_some_and(|o| o.is_ge())),
-            Bin::StrictEq => Value::Bool(self.strict_eq(x, y)),
-            Bin::StrictNe => Value::Bool(!self.strict_eq(x, y)),
+            Bin::StrictEq => Value::Bool(self.eq_paid(x, y, false)?),
+            Bin::StrictNe => Value::Bool(!self.eq_paid(x, y, false)?),
         })
     }
 
@@ -2394,7 +2394,7 @@ impl Vm {
 
     /// Charges for touching `units` UTF-16 code units.
     pub(crate) fn charge_units(&mut self, units: usize) -> OpResult<()> {
-        self.charge(units as u64 / UNITS_PER_MILLI)
+        self.charge((units as u64).saturating_mul(crate::price::MILLI_PER_UNIT))
     }
 
     /// Collects everything unreachable from the run's roots — registers, constants, deferred

@@ -28,6 +28,7 @@ impl Vm {
                 // strings spread into their characters (code points), as in JavaScript
                 let units = self.units(g).to_vec();
                 self.charge(units.len() as u64 * MILLI_PER_ELEMENT)?;
+                self.charge_work(units.len(), crate::price::factor::NEW_STRING)?;
                 let mut out = Vec::new();
                 for ch in char::decode_utf16(units.iter().copied()) {
                     let piece: Vec<u16> = match ch {
@@ -60,6 +61,7 @@ impl Vm {
                 Cell::Obj(m) => {
                     let n = m.len();
                     self.charge(n as u64 * MILLI_PER_ELEMENT)?;
+                    self.charge_work(n, crate::price::factor::PROPERTY)?;
                     match self.heap.get(g) {
                         Cell::Obj(m) => m.entries().map(|(k, v)| (k.clone(), *v)).collect(),
                         _ => Vec::new(),
@@ -73,6 +75,7 @@ impl Vm {
                     _ => Vec::new(),
                 };
                 self.charge(items.len() as u64 * MILLI_PER_ELEMENT)?;
+                self.charge_work(items.len(), crate::price::factor::PROPERTY)?;
                 items.into_iter().enumerate().map(|(i, v)| (i.to_string().encode_utf16().collect(), v)).collect()
             }
             other => {
@@ -112,6 +115,10 @@ impl Vm {
 
     /// A run-time value as a property key (`{ [k]: v }`), refusing forbidden names.
     pub(crate) fn init_index(&mut self, obj: Value, key: Value, val: Value) -> OpResult<()> {
+        if let Value::Str(g) = key {
+            // copied, hashed and compared with an existing key
+            self.charge_units(self.units(g).len().saturating_mul(3))?;
+        }
         let units: Vec<u16> = match key {
             Value::Str(g) => self.units(g).to_vec(),
             Value::Num(n) => number_to_string(n).encode_utf16().collect(),
