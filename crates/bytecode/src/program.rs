@@ -776,7 +776,7 @@ impl Program {
                     } else {
                         *program = self;
                     }
-                    flat.fill(&program.functions);
+                    flat.fill(program);
                     spare
                 }
                 None => new_shared(self),
@@ -1123,23 +1123,38 @@ struct Flat {
     /// (empty when the program has one function: its code is used as it is)
     code: Vec<Op>,
     entries: Vec<Entry>,
+    /// the string constants: how many, and their code units in all
+    text: (usize, usize),
 }
 
 impl Flat {
     /// (the verifier has checked the functions: their targets are inside them, and their
     /// code fits [`MAX_CODE_LEN`] in all)
-    fn of(functions: &[Function]) -> Flat {
+    fn of(program: &Program) -> Flat {
         let mut flat = Flat {
             code: Vec::new(),
             entries: Vec::new(),
+            text: (0, 0),
         };
-        flat.fill(functions);
+        flat.fill(program);
         flat
     }
 
     /// [`Flat::of`] built in this one's vectors (emptied first).
-    fn fill(&mut self, functions: &[Function]) {
-        let Flat { code, entries } = self;
+    fn fill(&mut self, program: &Program) {
+        let Flat {
+            code,
+            entries,
+            text,
+        } = self;
+        *text = program
+            .constants
+            .iter()
+            .fold((0, 0), |(n, units), c| match c {
+                Constant::String(s) => (n + 1, units + s.len()),
+                Constant::Number(_) => (n, units),
+            });
+        let functions = &program.functions[..];
         code.clear();
         entries.clear();
         if let [f] = functions {
@@ -1171,7 +1186,7 @@ impl Flat {
 
 /// A verified program's shared part, in a new allocation.
 fn new_shared(program: Program) -> Arc<(Program, Flat)> {
-    let flat = Flat::of(&program.functions);
+    let flat = Flat::of(&program);
     Arc::new((program, flat))
 }
 
@@ -1268,6 +1283,13 @@ impl VerifiedProgram {
     #[inline]
     pub fn flat_pc(&self, func: usize, pc: u32) -> u32 {
         pc.saturating_add(self.entries().get(func).map_or(0, |e| e.start))
+    }
+
+    /// Its string constants: how many, and their UTF-16 code units in all (what a run's start
+    /// copies into its heap).
+    #[inline]
+    pub fn string_constants(&self) -> (usize, usize) {
+        self.0 .1.text
     }
 
     /// The most registers any of its functions has.

@@ -38,6 +38,7 @@ mod ops;
 mod regex_engine;
 mod regexp;
 mod schema;
+pub mod setup;
 mod spread;
 mod value;
 
