@@ -506,3 +506,15 @@ fn a_run_start_charges_for_its_string_constants() {
     assert!(e.message.contains("raise the fuel budget"), "{}", e.message);
     assert!(out.log.is_empty());
 }
+
+/// Each run looks every atom the program lists up in the host's table: a list naming one atom
+/// 65,535 times would make that uncharged work grow past the host's own atoms. Refused at load.
+#[test]
+fn an_atom_listed_twice_is_refused() {
+    let mut p = compiled();
+    p.atoms = vec!["llm".into(), "fetch".into(), "llm".into()];
+    let e = load_artifact(&p.to_bytes(), None).expect_err("refused");
+    assert!(e.to_string().contains("'llm' is listed twice"), "{e}");
+    p.atoms.pop();
+    assert!(load_artifact(&p.to_bytes(), None).is_ok());
+}

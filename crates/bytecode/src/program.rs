@@ -711,6 +711,18 @@ impl Program {
                 "the program has {total} instructions in all, more than {MAX_CODE_LEN}"
             )));
         }
+        // every run looks each atom up in its host's table: a name listed twice would make that
+        // uncharged work grow past the host's own atoms
+        if self.atoms.len() > 1 {
+            let mut names: Vec<&str> = self.atoms.iter().map(String::as_str).collect();
+            names.sort_unstable();
+            if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+                return Err(LoadError::Program(format!(
+                    "the atom '{}' is listed twice; an atom is listed once (recompile the program)",
+                    w[0]
+                )));
+            }
+        }
         if self.entry as usize >= self.functions.len() {
             return Err(LoadError::Program(format!(
                 "entry fn{} does not exist",

@@ -105,7 +105,8 @@ fn atom_table(
 }
 
 /// [`atom_table`] for a program that calls atoms; `None` (no lookups, nothing allocated) for
-/// one that calls none.
+/// one that calls none. (The verifier refuses an atom listed twice: the lookups are at most
+/// the host's atoms.)
 #[allow(clippy::type_complexity)]
 #[inline]
 pub(crate) fn atoms_of(
