@@ -444,6 +444,7 @@ fn a_large_frame_costs_fuel_in_proportion_to_its_size() {
     let t = std::time::Instant::now();
     let out = run(&big, json!({ "n": 1_000_000 }));
     assert_eq!(out.error.map(|e| e.kind), Some(ajs::ErrorKind::OutOfFuel));
+    assert!(out.fuel_used <= 1000.0, "{}", out.fuel_used);
     assert!(t.elapsed() < std::time::Duration::from_secs(1));
 }
 

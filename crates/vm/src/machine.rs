@@ -10,7 +10,7 @@ use crate::error::{guest, ErrorKind, Fault, OpResult, RunError};
 use crate::heap::{prop_bytes, Cell, Gc, Heap, Key, PropMap};
 use crate::memory;
 use crate::ops::{type_index, TYPE_NAMES};
-use crate::setup::{atoms_of, call_registers, FRAME_FREE_REGISTERS};
+use crate::setup::atoms_of;
 use crate::value::{JsValue, Value, MAX_BOUNDARY_DEPTH};
 
 #[path = "export.rs"]
@@ -943,7 +943,10 @@ impl Vm {
         *random_seed = opts.random_seed;
         *max_parallel_items = opts.max_parallel_items;
         interrupt.clone_from(&opts.interrupt);
-        let r = self.charge_start().and_then(|()| self.load(args));
+        let r = match self.charge_start(nregs) {
+            Ok(()) => self.load(args),
+            Err(e) => Err(e),
+        };
         if r.is_err() {
             self.status = Status::Finished;
         }
@@ -1899,16 +1902,7 @@ impl Vm {
                             w[..WINDOW_FILL].copy_from_slice(&UNDEFINED);
                         }
                     } else {
-                        if nregs > FRAME_FREE_REGISTERS {
-                            if let Err(e) = self.charge_frame(nregs) {
-                                // the call not made: the caller's frame, at the call
-                                self.frames.depth = top.wrapping_add(1);
-                                pc = self.frames.slots[top].pc as usize - 1;
-                                save_pc!();
-                                break 'run Err(e);
-                            }
-                        }
-                        call_registers(&mut self.regs, new_base, argc, nregs);
+                        self.call_registers(new_base, argc, nregs);
                         w = window_at!(new_base);
                     }
                     enter_block!();

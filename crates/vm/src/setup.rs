@@ -6,7 +6,7 @@
 
 use ajs_bytecode::VerifiedProgram;
 
-use crate::error::{ErrorKind, OpResult, RunError};
+use crate::error::{ErrorKind, RunError};
 use crate::machine::{Vm, VmOptions, WINDOW_FILL};
 use crate::value::Value;
 
@@ -33,54 +33,68 @@ pub(crate) fn frame_units(nregs: usize) -> usize {
     nregs.saturating_sub(FRAME_FREE_REGISTERS) * UNITS_PER_REGISTER
 }
 
-/// The code units a run's start charges for `program`: its string constants (past
-/// [`FREE_START_UNITS`]) and its entry's frame (as a call's).
-#[inline]
-pub(crate) fn start_units(program: &VerifiedProgram) -> usize {
+/// The code units a run's start charges for `program`, whose entry has `nregs` registers: its
+/// string constants (when past [`FREE_START_UNITS`]) and its entry's frame (as a call's).
+#[inline(always)]
+fn start_units(program: &VerifiedProgram, nregs: usize) -> usize {
     let (strings, units) = program.string_constants();
     let text = units + strings * UNITS_PER_CONSTANT;
     let text = if text > FREE_START_UNITS { text } else { 0 };
-    let entry = program.entries()[program.entry as usize].nregs as usize;
-    text + frame_units(entry)
+    text + frame_units(nregs)
 }
 
 impl Vm {
-    /// Charges a run's start ([`start_units`]) before its constants are copied.
+    /// Charges a run's start ([`start_units`]; its entry has `nregs` registers) before its
+    /// constants are copied.
     ///
     /// # Errors
     /// Out of Fuel when the budget does not cover it.
-    #[inline]
-    pub(crate) fn charge_start(&mut self) -> Result<(), RunError> {
-        match start_units(&self.program) {
-            0 => Ok(()),
-            units => self.charge_units(units).map_err(|_| {
-                RunError::new(
-                    ErrorKind::OutOfFuel,
-                    "Out of Fuel: starting this program (copying its string constants, filling its entry's registers) costs more than the budget; raise the fuel budget or use fewer and shorter string constants",
-                )
-            }),
+    #[inline(always)]
+    pub(crate) fn charge_start(&mut self, nregs: usize) -> Result<(), RunError> {
+        let (strings, units) = self.program.string_constants();
+        // (the usual start: one test of each)
+        if units + strings * UNITS_PER_CONSTANT <= FREE_START_UNITS && nregs <= FRAME_FREE_REGISTERS
+        {
+            return Ok(());
         }
+        self.charge_start_units(start_units(&self.program, nregs))
     }
 
-    /// Charges a call's fill of a frame of `nregs` registers, past the free ones.
     #[cold]
     #[inline(never)]
-    pub(crate) fn charge_frame(&mut self, nregs: usize) -> OpResult<()> {
-        self.charge_units(frame_units(nregs))
+    fn charge_start_units(&mut self, units: usize) -> Result<(), RunError> {
+        if units == 0 {
+            return Ok(());
+        }
+        self.charge_units(units).map_err(|_| {
+            RunError::new(
+                ErrorKind::OutOfFuel,
+                "Out of Fuel: starting this program (copying its string constants, filling its entry's registers) costs more than the budget; raise the fuel budget or use fewer and shorter string constants",
+            )
+        })
     }
-}
 
-/// A callee's registers on `Call`'s general path (more than two parameters, or more than
-/// [`WINDOW_FILL`] registers): the register file grown to hold them, those after its `argc`
-/// arguments (in place at `new_base`) filled with `undefined`. Out of line (its loops and the
-/// growth's call kept out of the dispatch loop's allocation).
-#[inline(never)]
-pub(crate) fn call_registers(regs: &mut Vec<Value>, new_base: usize, argc: usize, nregs: usize) {
-    let need = new_base + nregs.max(WINDOW_FILL);
-    if regs.len() < need {
-        regs.resize(need, Value::Undefined);
+    /// A callee's registers on `Call`'s general path (more than two parameters, or more than
+    /// [`WINDOW_FILL`] registers): a frame of more than [`FRAME_FREE_REGISTERS`] charged
+    /// first, then the register file grown to hold them, and those after its `argc` arguments
+    /// (in place at `new_base`) filled with `undefined`. A charge the fuel left does not cover
+    /// spends it all: the callee's first block (its `Charge`, next) then ends the run Out of
+    /// Fuel, before any of its instructions (so that the dispatch loop gains no exit: one
+    /// there slowed all of its instructions). Out of line: its loops and the growth's call are
+    /// kept out of the dispatch loop's allocation.
+    #[inline(never)]
+    pub(crate) fn call_registers(&mut self, new_base: usize, argc: usize, nregs: usize) {
+        if nregs > FRAME_FREE_REGISTERS {
+            // (an error leaves no fuel: the callee's `Charge` reports it)
+            let _ = self.charge_units(frame_units(nregs));
+        }
+        let regs = &mut self.regs;
+        let need = new_base + nregs.max(WINDOW_FILL);
+        if regs.len() < need {
+            regs.resize(need, Value::Undefined);
+        }
+        regs[new_base + argc..new_base + nregs].fill(Value::Undefined);
     }
-    regs[new_base + argc..new_base + nregs].fill(Value::Undefined);
 }
 
 /// The atoms' costs and quotas, in the program's atom order; an error naming the first atom
