@@ -519,3 +519,35 @@ fn an_atom_listed_twice_is_refused() {
     p.atoms.pop();
     assert!(load_artifact(&p.to_bytes(), None).is_ok());
 }
+
+/// An agent artifact's signature is read and checked by every loader and run: a parameter type
+/// nested a million levels deep (which would exhaust the loader's stack as it is read) is
+/// refused as it is read, and a signature listing more parameters than the entry takes (which
+/// every run would compare argument names with) is refused.
+#[test]
+fn a_deep_or_long_signature_is_refused() {
+    let mut p = compile(CALLS);
+    p.signature = None;
+    let mut bytes = p.to_bytes();
+    assert_eq!(bytes.pop(), Some(0), "the signature is encoded last");
+    let with_type = |depth: usize| {
+        // `Some(Signature { name: "m", params: [ParamSpec { name: "n", required: false,
+        // ty: Array(Array(…(Any))) }] })`
+        let mut b = bytes.clone();
+        b.extend_from_slice(&[1, 1, b'm', 1, 1, b'n', 0]);
+        b.extend(std::iter::repeat_n(5u8, depth));
+        b.push(0);
+        load_artifact(&b, None)
+    };
+    let e = with_type(1_000_000).expect_err("refused");
+    assert!(e.to_string().contains("MAX_TYPE_DEPTH"), "{e}");
+    let depth = ajs_bytecode::program::MAX_TYPE_DEPTH as usize;
+    assert!(with_type(depth - 1).is_ok());
+    assert!(with_type(depth).is_err());
+    let mut p = compile(CALLS);
+    let sig = p.signature.as_mut().expect("an agent has a signature");
+    let extra = sig.params[0].clone();
+    sig.params.extend(std::iter::repeat_n(extra, 1000));
+    let e = load_artifact(&p.to_bytes(), None).expect_err("refused");
+    assert!(e.to_string().contains("lists 1001 parameters"), "{e}");
+}

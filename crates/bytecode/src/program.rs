@@ -211,8 +211,13 @@ pub struct DebugInfo {
     pub spans: Vec<Vec<SourcePos>>,
 }
 
+/// Most levels of nesting of a [`TypeSpec`] an artifact may hold (as many as the brackets of
+/// a source the compiler takes): a loader refuses a deeper one as it reads it, before its
+/// recursion could exhaust the stack.
+pub const MAX_TYPE_DEPTH: u32 = 256;
+
 /// The type an agent parameter is checked against, inferred from its example value.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum TypeSpec {
     /// Anything.
     Any,
@@ -228,6 +233,59 @@ pub enum TypeSpec {
     Array(Box<TypeSpec>),
     /// An object with (at least) these typed keys.
     Object(Vec<(CompactString, TypeSpec)>),
+}
+
+/// [`TypeSpec`] as the wire holds it (the same variants in the same order, so the same
+/// encoding): its nested types read through `TypeSpec`'s own `Deserialize`, which counts the
+/// depth.
+#[derive(Deserialize)]
+enum WireTypeSpec {
+    Any,
+    String,
+    Number,
+    Boolean,
+    Null,
+    Array(Box<TypeSpec>),
+    Object(Vec<(CompactString, TypeSpec)>),
+}
+
+thread_local! {
+    /// How many [`TypeSpec`]s the current thread is reading inside one another.
+    static TYPE_DEPTH: Cell<u32> = const { Cell::new(0) };
+    /// Whether the current thread's reading refused a type for its depth (the decoder's error
+    /// does not carry the message).
+    static TYPE_TOO_DEEP: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The message of a decoding error `e`: the depth limit's when that was why.
+fn decode_detail(e: postcard::Error) -> String {
+    if TYPE_TOO_DEEP.with(|c| c.replace(false)) {
+        format!("a parameter type nested deeper than {MAX_TYPE_DEPTH} levels (MAX_TYPE_DEPTH); recompile the program")
+    } else {
+        e.to_string()
+    }
+}
+
+impl<'de> Deserialize<'de> for TypeSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let depth = TYPE_DEPTH.with(Cell::get);
+        if depth >= MAX_TYPE_DEPTH {
+            TYPE_TOO_DEEP.with(|c| c.set(true));
+            return Err(serde::de::Error::custom("parameter type nested too deep"));
+        }
+        TYPE_DEPTH.with(|c| c.set(depth + 1));
+        let wire = WireTypeSpec::deserialize(d);
+        TYPE_DEPTH.with(|c| c.set(depth));
+        Ok(match wire? {
+            WireTypeSpec::Any => TypeSpec::Any,
+            WireTypeSpec::String => TypeSpec::String,
+            WireTypeSpec::Number => TypeSpec::Number,
+            WireTypeSpec::Boolean => TypeSpec::Boolean,
+            WireTypeSpec::Null => TypeSpec::Null,
+            WireTypeSpec::Array(t) => TypeSpec::Array(t),
+            WireTypeSpec::Object(props) => TypeSpec::Object(props),
+        })
+    }
 }
 
 impl TypeSpec {
@@ -549,10 +607,11 @@ impl Program {
                 expected: ISA_HASH,
             });
         }
+        TYPE_TOO_DEEP.with(|c| c.set(false));
         let (wire, rest): (WireProgram, &[u8]) = postcard::take_from_bytes(&bytes[HEADER..])
             .map_err(|e| LoadError::Malformed {
                 offset: HEADER,
-                detail: e.to_string(),
+                detail: decode_detail(e),
             })?;
         if !rest.is_empty() {
             return Err(LoadError::Malformed {
@@ -728,6 +787,16 @@ impl Program {
                 "entry fn{} does not exist",
                 self.entry
             )));
+        }
+        // every agent run checks its arguments' names against the signature's
+        if let Some(sig) = &self.signature {
+            let entry = self.functions[self.entry as usize].params.len();
+            if sig.params.len() > entry {
+                return Err(LoadError::Program(format!(
+                    "the signature lists {} parameters but the entry function takes {entry}; recompile the program",
+                    sig.params.len()
+                )));
+            }
         }
         if let Some(d) = &self.debug {
             if d.spans.len() != self.functions.len()
