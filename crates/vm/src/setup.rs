@@ -21,10 +21,10 @@ pub const UNITS_PER_REGISTER: usize = 8;
 /// (as a string a native makes).
 pub const UNITS_PER_CONSTANT: usize = 64;
 
-/// Code units of a run's start (its string constants, counted as above) that are free: a
-/// start this small costs no more than a run's fixed setup. Past them, the whole start is
-/// charged before the constants are copied.
-pub const FREE_START_UNITS: usize = 4096;
+/// Code units of a run's start (its string constants, counted as above) that are free: what a
+/// program within the default source limit (`maxSourceBytes`, 8 KiB) usually holds. Past them,
+/// the whole start is charged before the constants are copied.
+pub const FREE_START_UNITS: usize = 8192;
 
 /// The code units a call charges for filling a frame of `nregs` registers (0 for a frame of
 /// at most [`FRAME_FREE_REGISTERS`]).
