@@ -39,6 +39,7 @@ mod price;
 mod regex_engine;
 mod regexp;
 mod schema;
+pub mod setup;
 mod spread;
 mod value;
 
