@@ -482,8 +482,8 @@ fn a_run_start_charges_for_its_string_constants() {
     assert!(many > 0.0, "30,000 constants are charged");
     assert!((twice / many - 2.0).abs() < 0.05, "{many} vs {twice}");
     assert!(longer > 2.0 * many, "{many} vs {longer}");
-    // the charge buys the copy's time: within a bound of a plain loop's time per fuel (2,000×
-    // at the per-unit price builtins pay here; uncharged, ~50,000×)
+    // the charge buys the copy's time: within a bound of a plain loop's time per fuel (100×,
+    // wide slack over the goal of 10×; uncharged, ~50,000×)
     let plain = load_artifact(&compile(LOOP).to_bytes(), None).unwrap();
     let big = with_constants(60_000, 8);
     let mut ratio = [0.0; 3];
@@ -494,7 +494,7 @@ fn a_run_start_charges_for_its_string_constants() {
     }
     let ratio = median(ratio);
     eprintln!("60,000 constants: {ratio:.0}x a loop's time per fuel");
-    assert!(ratio <= 2000.0, "{ratio:.0}x");
+    assert!(ratio <= 100.0, "{ratio:.0}x");
     // a start the budget does not cover: refused before the copy, nothing runs
     let mut p = compiled();
     p.constants.push(ajs_bytecode::Constant::String(
