@@ -616,7 +616,7 @@ mod copy_out {
     ];
 
     /// Enough fuel that the copy budget, not the fuel, is what stops the copy.
-    const BUDGET: f64 = 1e5;
+    const BUDGET: f64 = 1e7;
 
     /// Runs `f` and checks it took less than a generous bound (the claim is the budget; this
     /// only catches an expansion that allocates or loops for long).
@@ -772,9 +772,11 @@ mod copy_out {
     #[test]
     fn ordinary_values_cross_unchanged() {
         let xs: Vec<u32> = (0..100_000).collect();
-        let out = eval("return xs", json!({ "xs": xs }), Options::default());
+        // (default limits but fuel: copying 100k values out, or making and copying 1M units,
+        // costs more than the default 1,000 fuel at the natives' prices)
+        let out = eval("return xs", json!({ "xs": xs }), fuel(1e5));
         assert_eq!(ok_json(&out, "100k numbers"), Some(json!(xs)));
-        let out = eval("return 'x'.repeat(1048576)", json!({}), Options::default());
+        let out = eval("return 'x'.repeat(1048576)", json!({}), fuel(1e5));
         assert_eq!(
             ok_json(&out, "1 MB string"),
             Some(json!("x".repeat(1 << 20)))

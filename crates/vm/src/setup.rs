@@ -22,8 +22,9 @@ pub const UNITS_PER_REGISTER: usize = 8;
 pub const UNITS_PER_CONSTANT: usize = 64;
 
 /// Code units of a run's start (its string constants, counted as above) that are free: what a
-/// program within the default source limit (`maxSourceBytes`, 8 KiB) usually holds. Past them,
-/// the whole start is charged before the constants are copied.
+/// program within the default source limit (`maxSourceBytes`, 8 KiB) usually holds. The units
+/// past them are charged before the constants are copied (no step at the allowance: a start one
+/// unit over it pays for one unit).
 pub const FREE_START_UNITS: usize = 8192;
 
 /// The code units a call charges for filling a frame of `nregs` registers (0 for a frame of
@@ -34,13 +35,12 @@ pub(crate) fn frame_units(nregs: usize) -> usize {
 }
 
 /// The code units a run's start charges for `program`, whose entry has `nregs` registers: its
-/// string constants (when past [`FREE_START_UNITS`]) and its entry's frame (as a call's).
+/// string constants (those past [`FREE_START_UNITS`]) and its entry's frame (as a call's).
 #[inline(always)]
 fn start_units(program: &VerifiedProgram, nregs: usize) -> usize {
     let (strings, units) = program.string_constants();
     let text = units + strings * UNITS_PER_CONSTANT;
-    let text = if text > FREE_START_UNITS { text } else { 0 };
-    text + frame_units(nregs)
+    text.saturating_sub(FREE_START_UNITS) + frame_units(nregs)
 }
 
 impl Vm {
@@ -66,12 +66,9 @@ impl Vm {
         if units == 0 {
             return Ok(());
         }
-        self.charge_units(units).map_err(|_| {
-            RunError::new(
-                ErrorKind::OutOfFuel,
-                "Out of Fuel: starting this program (copying its string constants, filling its entry's registers) costs more than the budget; raise the fuel budget or use fewer and shorter string constants",
-            )
-        })
+        // (the run-time message is exactly the reference's `Out of Fuel`)
+        self.charge_units(units)
+            .map_err(|_| RunError::out_of_fuel())
     }
 
     /// A callee's registers on `Call`'s general path (more than two parameters, or more than
