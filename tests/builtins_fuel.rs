@@ -101,8 +101,13 @@ const CASES: &[Case] = &[
     ("JSON.parse(j).length", "j.length", ctx_json),
 ];
 
+/// Fuel used by `code`, with a budget that affords every case at 250k units.
 fn fuel(code: &str, ctx: &Value) -> f64 {
-    let out = common::eval(code, ctx.clone());
+    let rich = Options {
+        fuel: 1e7,
+        ..Default::default()
+    };
+    let out = common::eval_with(code, ctx.clone(), rich);
     if let Some(e) = &out.error {
         panic!("`{code}` failed: {}", e.message);
     }
@@ -316,5 +321,73 @@ fn mutating_methods_keep_the_values_and_the_length() {
             6,
             [4, 7, "y", "x", -1, 0]
         ]))
+    );
+}
+
+/// Time per fuel of `code` (median of `rounds` runs), with fuel and time to spare.
+fn ns_per_fuel(code: &str, rounds: usize) -> f64 {
+    let opts = Options {
+        fuel: 1e9,
+        timeout_ms: 60_000,
+        ..Default::default()
+    };
+    let mut xs: Vec<f64> = (0..rounds)
+        .map(|_| {
+            let t = std::time::Instant::now();
+            let out = common::eval_with(code, json!({}), opts.clone());
+            let ns = t.elapsed().as_nanos() as f64;
+            assert!(out.error.is_none(), "`{code}`: {:?}", out.error);
+            ns / out.fuel_used
+        })
+        .collect();
+    xs.sort_by(f64::total_cmp);
+    xs[rounds / 2]
+}
+
+/// Fuel predicts time at the edges (issue 27): the natives that once cost a thousand to sixty
+/// thousand times a loop's time per fuel — long equal-prefix string comparison, case mapping
+/// of special-casing text, worst-case substring search, `toPrecision(100)` of a denormal,
+/// `parseFloat` of a long digit string — each cost at most 100 times the time per fuel of a
+/// plain `while` loop timed in the same test (a safety bound with slack for a loaded machine;
+/// the goal, ≤ 10×, is checked by `cd benches && cargo run --release --bin fairness`).
+#[test]
+fn natives_cost_at_most_a_hundred_loops_per_fuel() {
+    const LOOP: &str = "let i = 0\nwhile (i < 300000) { i = i + 1 }\nreturn i";
+    let shapes = [
+        (
+            "a < c, 1M units equal up to the last",
+            "let a = 'a'.repeat(1000000)\nlet c = 'a'.repeat(999999) + 'b'\nlet n = 0\nlet i = 0\nwhile (i < 20) { if (a < c) { n = n + 1 }\n if (a === c) { n = n + 1 }\n i = i + 1 }\nreturn n",
+        ),
+        (
+            "toUpperCase of 'ΐ' × 200k (3 units out each)",
+            "let s = 'ΐ'.repeat(200000)\nreturn s.toUpperCase().length + s.toLowerCase().length",
+        ),
+        (
+            "indexOf(a^1000 b) in a^1M",
+            "let h = 'a'.repeat(1000000)\nlet n = 'a'.repeat(1000) + 'b'\nreturn h.indexOf(n) + h.lastIndexOf('b' + n)",
+        ),
+        (
+            "(5e-324).toPrecision(100) × 200",
+            "let x = 5e-324\nlet n = 0\nlet i = 0\nwhile (i < 200) { n = n + x.toPrecision(100).length + x.toFixed(100).length\n i = i + 1 }\nreturn n",
+        ),
+        (
+            "parseFloat of 1M digits",
+            "let s = '1'.repeat(1000000)\nreturn parseFloat(s) + parseInt(s, 36) + (s * 1)",
+        ),
+    ];
+    let mut report = Vec::new();
+    let mut worst = 0.0f64;
+    for (name, code) in shapes {
+        // the loop timed next to each shape, so the machine's drift lands on both
+        let lp = ns_per_fuel(LOOP, 5);
+        let ratio = ns_per_fuel(code, 3) / lp;
+        worst = worst.max(ratio);
+        report.push(format!("{ratio:.1}x  {name}"));
+    }
+    eprintln!("{}", report.join("\n"));
+    assert!(
+        worst <= 100.0,
+        "time per fuel over 100x a loop's:\n{}",
+        report.join("\n")
     );
 }

@@ -243,6 +243,51 @@ async fn the_body_cap_stops_reading_and_ends_the_run() {
     );
 }
 
+/// A body of tiny values, as large as the body cap lets it be: `[[],[],…]` or `[{"a":0},…]`
+/// (1.4 million or half a million values, many times the run's heap once parsed).
+fn tiny_nodes(unit: &str) -> String {
+    let n = (4 * 1024 * 1024 - 2) / (unit.len() + 1);
+    format!("[{}{unit}]", format!("{unit},").repeat(n - 1))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_body_of_tiny_values_is_refused_before_it_is_built() {
+    for unit in ["[]", r#"{"a":0}"#] {
+        let body = tiny_nodes(unit);
+        assert!(body.len() <= 4 * 1024 * 1024);
+        let server = serve(None, move |_| json_ok(&body)).await;
+        let start = Instant::now();
+        let out = eval(
+            "try { return httpFetch({ url }).length } catch (e) { return 'caught' }",
+            json!({ "url": server.url("http", "/tiny") }),
+            opts(),
+        )
+        .await;
+        let e = out.error.unwrap_or_else(|| panic!("{unit}: the run ends"));
+        assert_eq!(e.kind, ErrorKind::Boundary, "{}", e.message);
+        assert!(
+            e.message.starts_with(
+                "Capability boundary rejected the return of 'httpFetch': the response body, parsed, would take more than the "
+            ) && e.message.ends_with(
+                "bytes the run's heap has room for (maxHeapBytes); raise maxHeapBytes or fetch less"
+            ),
+            "{}",
+            e.message
+        );
+        assert!(start.elapsed() < Duration::from_secs(10), "{unit}");
+    }
+    // the same shape, smaller, fits the heap's room and arrives whole
+    let body = format!("[{}[]]", "[],".repeat(99_999));
+    let server = serve(None, move |_| json_ok(&body)).await;
+    let out = eval(
+        "let a = httpFetch({ url }) \n return [a.length, a[99999].length]",
+        json!({ "url": server.url("http", "/fits") }),
+        opts(),
+    )
+    .await;
+    assert_eq!(result(&out), json!([100000, 0]));
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_run_timeout_closes_the_request() {
     let server = serve(None, |_| Reply::Hang).await;

@@ -137,3 +137,55 @@ async fn the_client_timeout_applies() {
     assert_eq!(e, "llmPredict: request timed out after 200ms");
     assert!(server.wait_closed(1, Duration::from_secs(3)).await);
 }
+
+/// A structured answer of tiny values (the model can be asked for any JSON): parsed within the
+/// run's heap room, so 4 MiB of `[[],[],…]` ends the run before the host builds it, and a small
+/// answer, parsed, is what the guest gets (a bad one is catchable).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_structured_answer_is_parsed_within_the_heap_room() {
+    let n = (4 * 1024 * 1024 - 4096) / 3;
+    let tiny = format!("[{}[]]", "[],".repeat(n - 1));
+    let answers = [
+        completion(&tiny),
+        completion(r#"{"name":"Ada","list":[[],[1]]}"#),
+        completion("[1,"),
+    ];
+    for (i, answer) in answers.into_iter().enumerate() {
+        let server = serve(None, move |_| json_ok(&answer)).await;
+        let caps = Capabilities::default().with_llm_client(client(server.url("http", ""), None));
+        let out = Eval::new(
+            "try { return llmPredict({ prompt: 'x', options: { responseFormat: { type: 'json_object' } } }) } catch (e) { return 'caught: ' + e }",
+        )
+        .options(Options {
+            capabilities: caps,
+            ..Options::default()
+        })
+        .run()
+        .await;
+        match i {
+            0 => {
+                let e = out.error.expect("the run ends");
+                assert_eq!(e.kind, ajs::ErrorKind::Boundary, "{}", e.message);
+                assert!(
+                    e.message.starts_with("Capability boundary rejected the return of 'llmPredict': the model's structured answer, parsed, would take more than the ")
+                        && e.message.ends_with("(maxHeapBytes); raise maxHeapBytes or ask for less"),
+                    "{}",
+                    e.message
+                );
+            }
+            1 => assert_eq!(
+                out.result.to_json().unwrap(),
+                json!({ "name": "Ada", "list": [[], [1]] })
+            ),
+            _ => {
+                assert!(
+                    out.result.to_json().unwrap().as_str().unwrap().starts_with(
+                        "caught: llmPredict: the model's structured answer is not JSON: "
+                    ),
+                    "{:?}",
+                    out.result
+                )
+            }
+        }
+    }
+}

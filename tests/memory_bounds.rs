@@ -501,6 +501,63 @@ fn parse_json_parse_atom() {
     );
 }
 
+/// Serves `body` as JSON on a loopback port, to every connection, until the test process ends;
+/// returns the URL.
+fn serve_json(body: String) -> String {
+    use std::io::Write;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/body", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            // the request head, up to its blank line
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && conn.read(&mut byte).unwrap_or(0) == 1 {
+                head.push(byte[0]);
+            }
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = conn.write_all(body.as_bytes());
+        }
+    });
+    url
+}
+
+/// A fetched body of tiny values, as large as the body cap (4 MiB) lets it be.
+fn fetch_tiny_values(case: &str, unit: &str) {
+    let n = (4 * MIB as usize - 2) / (unit.len() + 1);
+    let url = serve_json(format!("[{}{unit}]", format!("{unit},").repeat(n - 1)));
+    let args = serde_json::json!({ "url": url }).to_string();
+    let e = exec_agent(
+        case,
+        "function main(url) { return { n: httpFetch({ url }).length } }",
+        &[
+            "--args",
+            &args,
+            "--fetch-domains",
+            "127.0.0.1",
+            "--fuel",
+            FUEL,
+        ],
+    );
+    let message = e.outcome["error"]["message"].as_str().unwrap_or("");
+    assert!(message.contains("(maxHeapBytes)"), "{case}: {}", e.outcome);
+}
+
+#[test]
+fn fetched_body_of_empty_arrays() {
+    fetch_tiny_values("fetched [[],[],…]", "[]");
+}
+
+#[test]
+fn fetched_body_of_small_objects() {
+    fetch_tiny_values("fetched [{a:0},…]", r#"{"a":0}"#);
+}
+
 // The compiled-regex cache.
 
 #[test]

@@ -483,14 +483,14 @@ fn comparator_sort_and_flat_map_are_metered() {
 }
 
 /// A slice is a budget of fuel, whoever spends it: the work builtins charge (here `join` over a
-/// 200,000-character string's parts, ~200 fuel per iteration against 0.x fuel of instructions)
+/// 2,000-character string's parts, ~200 fuel per iteration against 0.x fuel of instructions)
 /// ends a slice as the instructions' own charges do, so the host regains control after about a
 /// slice's worth of work (at most one block or one builtin more), never after a thousand times
 /// that.
 #[test]
 fn builtin_work_counts_towards_the_slice() {
     let mut vm = vm_for(
-        "let parts = big.split('')\nlet n = 0\nwhile (n < 50) { parts.join(''); n = n + 1 }\nreturn n",
+        "let parts = big.slice(0, 2000).split('')\nlet n = 0\nwhile (n < 50) { parts.join(''); n = n + 1 }\nreturn n",
         usize::MAX,
     );
     let slice = 1_000_000; // milli-fuel: 1,000 fuel
@@ -616,7 +616,7 @@ mod copy_out {
     ];
 
     /// Enough fuel that the copy budget, not the fuel, is what stops the copy.
-    const BUDGET: f64 = 1e5;
+    const BUDGET: f64 = 1e7;
 
     /// Runs `f` and checks it took less than a generous bound (the claim is the budget; this
     /// only catches an expansion that allocates or loops for long).
@@ -772,9 +772,11 @@ mod copy_out {
     #[test]
     fn ordinary_values_cross_unchanged() {
         let xs: Vec<u32> = (0..100_000).collect();
-        let out = eval("return xs", json!({ "xs": xs }), Options::default());
+        // (default limits but fuel: copying 100k values out, or making and copying 1M units,
+        // costs more than the default 1,000 fuel at the natives' prices)
+        let out = eval("return xs", json!({ "xs": xs }), fuel(1e5));
         assert_eq!(ok_json(&out, "100k numbers"), Some(json!(xs)));
-        let out = eval("return 'x'.repeat(1048576)", json!({}), Options::default());
+        let out = eval("return 'x'.repeat(1048576)", json!({}), fuel(1e5));
         assert_eq!(
             ok_json(&out, "1 MB string"),
             Some(json!("x".repeat(1 << 20)))

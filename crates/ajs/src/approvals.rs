@@ -627,8 +627,9 @@ impl GatedRunner {
             }
             answers.push(answer);
         }
+        let room = crate::answer::Room::new(vm.answer_room());
         let mut performed =
-            match driver::perform_all(&approved, &self.options, &env, deadline).await {
+            match driver::perform_all(&approved, &self.options, &env, deadline, &room).await {
                 Ok(a) => a.into_iter(),
                 Err(e) => {
                     let o = driver::finish(&vm, Err(e));

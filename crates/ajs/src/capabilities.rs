@@ -51,6 +51,10 @@ pub struct Capabilities {
     /// to trust a private CA (or a test's self-signed certificate). Its body cap is replaced by
     /// the run's `membrane_max_bytes`.
     pub http_client: Option<HttpClient>,
+    /// The built-in model client behind `llmPredict` ([`Capabilities::with_llm_client`]): the
+    /// driver calls it itself, so its structured answers are parsed within the run's heap room.
+    /// When set it is used instead of [`Capabilities::llm`].
+    pub llm_client: Option<Arc<LlmClient>>,
 }
 
 impl std::fmt::Debug for Capabilities {
@@ -60,6 +64,7 @@ impl std::fmt::Debug for Capabilities {
             .field("llm", &self.llm.is_some())
             .field("atoms", &self.atoms.keys().collect::<Vec<_>>())
             .field("http_client", &self.http_client)
+            .field("llm_client", &self.llm_client.is_some())
             .finish()
     }
 }
@@ -82,22 +87,28 @@ impl Capabilities {
         Fut: Future<Output = Result<JsValue, String>> + Send + 'static,
     {
         self.llm = Some(Arc::new(move |p, o| Box::pin(f(p, o))));
+        self.llm_client = None;
         self
     }
 
     /// Puts the built-in model client behind `llmPredict` (an OpenAI-compatible endpoint).
     pub fn with_llm_client(self, client: LlmClient) -> Self {
         let client = Arc::new(client);
-        self.with_llm(move |prompt: String, options: JsValue| {
+        let mut caps = {
             let client = client.clone();
-            async move {
-                let options = options.to_json();
-                client
-                    .predict(&prompt, options.as_ref())
-                    .await
-                    .map(|v| JsValue::from_json(&v))
-            }
-        })
+            self.with_llm(move |prompt: String, options: JsValue| {
+                let client = client.clone();
+                async move {
+                    let options = options.to_json();
+                    client
+                        .predict(&prompt, options.as_ref())
+                        .await
+                        .map(|v| JsValue::from_json(&v))
+                }
+            })
+        };
+        caps.llm_client = Some(client);
+        caps
     }
 
     /// Sets the built-in `httpFetch` client (see [`Capabilities::http_client`]).

@@ -15,12 +15,16 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use ajs_bytecode::VerifiedProgram;
-use ajs_io::{admit, encode_body, FetchRequest, HttpClient, HttpError, HttpRequest, DEPTH_HEADER};
+use ajs_io::{
+    admit, encode_body, structured_not_json, FetchRequest, HttpClient, HttpError, HttpRequest,
+    LlmClient, DEPTH_HEADER,
+};
 use ajs_vm::{
     ErrorKind, HostArg, HostCall, JsValue, LogLine, RunError, SpareVm, Step, Vm, VmOptions,
     MAX_BOUNDARY_DEPTH,
 };
 
+use crate::answer::{guest_value, parse_json, AnswerError, Room};
 use crate::approvals::{ApprovalHandler, Journal, PendingCall, Policy, ReplayMismatch, Verdict};
 use crate::capabilities::{AtomDecl, FetchCall, QuotaLedger};
 use crate::{Options, Outcome};
@@ -530,6 +534,7 @@ pub(crate) async fn perform(
     options: &Options,
     env: &RunEnv<'_>,
     deadline: Instant,
+    room: &Room,
 ) -> Result<Result<JsValue, String>, RunError> {
     let cancel = options.cancel.clone();
     if cancel.as_ref().is_some_and(|t| t.is_cancelled()) {
@@ -541,7 +546,7 @@ pub(crate) async fn perform(
             return Err(quota_error(&atom, limit));
         }
     }
-    match dispatch(call, options, env.depth) {
+    match dispatch(call, options, env.depth, room) {
         Err(refusal) => Ok(Err(refusal)),
         Ok((fut, own_timeout)) => {
             let own_deadline = after(Instant::now(), own_timeout);
@@ -715,7 +720,15 @@ async fn drive_from(
                 };
                 let answer = match answer {
                     Some(a) => a,
-                    None => match Box::pin(perform(call.clone(), options, env, deadline)).await {
+                    None => match Box::pin(perform(
+                        call.clone(),
+                        options,
+                        env,
+                        deadline,
+                        &Room::new(vm.answer_room()),
+                    ))
+                    .await
+                    {
                         Ok(a) => a,
                         Err(e) => end!(Err(e)),
                     },
@@ -810,7 +823,8 @@ async fn unblock(
             Some(a) => settle_recorded(vm, ctl, &p, a, fuel)?,
         }
     }
-    let answers = perform_all(&run, options, env, deadline).await?;
+    let room = Room::new(vm.answer_room());
+    let answers = perform_all(&run, options, env, deadline, &room).await?;
     for (p, a) in run.iter().zip(answers) {
         settle_recorded(vm, ctl, p, a, fuel)?;
     }
@@ -846,12 +860,14 @@ fn settle_recorded(
 
 /// Performs host calls concurrently, at most `options.max_concurrent_calls` in flight, each
 /// under the run's deadline, quotas and cancellation. The answers come back in the calls'
-/// order; the first run-ending error (in that order) ends them all.
+/// order; the first run-ending error (in that order) ends them all. Their answers share `room`
+/// (they are all held until the last one is in).
 pub(crate) async fn perform_all(
     calls: &[PendingCall],
     options: &Options,
     env: &RunEnv<'_>,
     deadline: Instant,
+    room: &Room,
 ) -> Result<Vec<Result<JsValue, String>>, RunError> {
     use futures_util::stream::{self, StreamExt};
     // built first, so the stream holds plain futures (no closure borrowing across awaits)
@@ -861,7 +877,7 @@ pub(crate) async fn perform_all(
             atom: p.atom.clone(),
             input: p.input.clone(),
         };
-        futures.push(perform(call, options, env, deadline));
+        futures.push(perform(call, options, env, deadline, room));
     }
     let mut answers = stream::iter(futures).buffered(options.max_concurrent_calls.max(1));
     let mut out = Vec::with_capacity(calls.len());
@@ -919,19 +935,27 @@ pub(crate) fn check_boundary(atom: &str, v: &JsValue, max: usize) -> Result<(), 
             JsValue::Number(n) if n.is_finite() => v.display().len(),
             JsValue::Number(_) => 4,
             JsValue::String(s) => json_str_len(s),
-            JsValue::Array(items) => {
-                stack.extend(items.iter().map(|x| (x, depth + 1)));
-                2 + items.len().saturating_sub(1)
-            }
+            JsValue::Array(items) => 2 + items.len().saturating_sub(1),
             JsValue::Object(m) => {
                 let mut n = 2 + m.len().saturating_sub(1);
-                for (k, x) in m {
+                for k in m.keys() {
                     n += json_str_len(k) + 1;
-                    stack.push((x, depth + 1));
+                    if size.saturating_add(n) > max {
+                        break;
+                    }
                 }
                 n
             }
         };
+        // children are stacked only once their container fits, so the walk's own memory stays
+        // within the budget's worth of values
+        if size <= max {
+            match v {
+                JsValue::Array(items) => stack.extend(items.iter().map(|x| (x, depth + 1))),
+                JsValue::Object(m) => stack.extend(m.values().map(|x| (x, depth + 1))),
+                _ => {}
+            }
+        }
         if size > max {
             return Err(boundary_error(
                 atom,
@@ -1006,6 +1030,7 @@ fn dispatch(
     call: HostCall,
     options: &Options,
     depth: u32,
+    room: &Room,
 ) -> Result<(CallFuture, Duration), String> {
     let caps = &options.capabilities;
     let decl = caps
@@ -1013,8 +1038,11 @@ fn dispatch(
         .ok_or_else(|| format!("Capability '{}' missing", call.atom))?;
     decl.check_input(&call.input)?;
     match call.atom.as_str() {
-        "httpFetch" => http_fetch(call.input, &decl, options, depth),
+        "httpFetch" => http_fetch(call.input, &decl, options, depth, room),
         "llmPredict" => {
+            if let Some(client) = &caps.llm_client {
+                return llm_predict(client.clone(), &call.input, &decl, room);
+            }
             let Some(llm) = &caps.llm else {
                 return Err("Capability 'llm.predict' missing".into());
             };
@@ -1034,11 +1062,57 @@ fn dispatch(
     }
 }
 
+/// The run-ending error of an answer over its room: `what` names it.
+fn answer_over(atom: &str, what: &str, room: &Room, instead: &str) -> RunError {
+    boundary_error(
+        atom,
+        &format!(
+            "{what}, parsed, would take more than the {} bytes the run's heap has room for (maxHeapBytes); raise maxHeapBytes or {instead}",
+            room.total()
+        ),
+    )
+}
+
+/// `llmPredict` by the built-in model client: structured answers are parsed within `room`.
+fn llm_predict(
+    client: std::sync::Arc<LlmClient>,
+    input: &JsValue,
+    decl: &AtomDecl,
+    room: &Room,
+) -> Result<(CallFuture, Duration), String> {
+    let prompt = match field(input, "prompt") {
+        Some(JsValue::String(s)) => s.clone(),
+        _ => return Err("llmPredict: missing required input 'prompt'".into()),
+    };
+    let options = field(input, "options").and_then(JsValue::to_json);
+    let room = room.clone();
+    let fut = async move {
+        let answer = client
+            .predict_text(&prompt, options.as_ref())
+            .await
+            .map_err(HostErr::Catch)?;
+        if !answer.structured {
+            return Ok(JsValue::String(answer.content));
+        }
+        parse_json(answer.content.as_bytes(), &room).map_err(|e| match e {
+            AnswerError::Invalid(m) => HostErr::Catch(structured_not_json(&m)),
+            AnswerError::Over => HostErr::End(answer_over(
+                "llmPredict",
+                "the model's structured answer",
+                &room,
+                "ask for less",
+            )),
+        })
+    };
+    Ok((Box::pin(fut), decl.timeout))
+}
+
 fn http_fetch(
     input: JsValue,
     decl: &AtomDecl,
     options: &Options,
     depth: u32,
+    room: &Room,
 ) -> Result<(CallFuture, Duration), String> {
     let caps = &options.capabilities;
     let url = match field(&input, "url") {
@@ -1103,12 +1177,19 @@ fn http_fetch(
         headers,
         body: bytes,
     };
+    let room = room.clone();
     let fut = async move {
         match client.send(request).await {
-            Ok(resp) => resp
-                .guest_value(response_type.as_deref())
-                .map(|v| JsValue::from_json(&v))
-                .map_err(HostErr::Catch),
+            Ok(resp) => match guest_value(&resp, response_type.as_deref(), &room) {
+                Ok(v) => Ok(v),
+                Err(AnswerError::Invalid(m)) => Err(HostErr::Catch(m)),
+                Err(AnswerError::Over) => Err(HostErr::End(answer_over(
+                    "httpFetch",
+                    "the response body",
+                    &room,
+                    "fetch less",
+                ))),
+            },
             Err(HttpError::Failed(m)) => Err(HostErr::Catch(m)),
             Err(e @ HttpError::TooLarge { .. }) => {
                 Err(HostErr::End(boundary_error("httpFetch", &e.to_string())))

@@ -30,6 +30,7 @@
 #[doc = include_str!("../../../docs/embedding.md")]
 pub struct EmbeddingGuide;
 
+mod answer;
 mod approvals;
 mod capabilities;
 mod driver;

@@ -17,7 +17,7 @@ pub const MAGIC: [u8; 4] = *b"AJSB";
 /// Version of the artifact layout.
 pub const FORMAT_VERSION: u16 = 1;
 /// Version of the fuel cost table (bumped whenever any cost changes).
-pub const COST_VERSION: u16 = 1;
+pub const COST_VERSION: u16 = 2;
 /// First bytes of a span sidecar (the span table `--strip` moves out of an artifact).
 pub const SPANS_MAGIC: [u8; 4] = *b"AJSS";
 /// Most functions a program may hold.
@@ -211,8 +211,13 @@ pub struct DebugInfo {
     pub spans: Vec<Vec<SourcePos>>,
 }
 
+/// Most levels of nesting of a [`TypeSpec`] an artifact may hold (as many as the brackets of
+/// a source the compiler takes): a loader refuses a deeper one as it reads it, before its
+/// recursion could exhaust the stack.
+pub const MAX_TYPE_DEPTH: u32 = 256;
+
 /// The type an agent parameter is checked against, inferred from its example value.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum TypeSpec {
     /// Anything.
     Any,
@@ -228,6 +233,59 @@ pub enum TypeSpec {
     Array(Box<TypeSpec>),
     /// An object with (at least) these typed keys.
     Object(Vec<(CompactString, TypeSpec)>),
+}
+
+/// [`TypeSpec`] as the wire holds it (the same variants in the same order, so the same
+/// encoding): its nested types read through `TypeSpec`'s own `Deserialize`, which counts the
+/// depth.
+#[derive(Deserialize)]
+enum WireTypeSpec {
+    Any,
+    String,
+    Number,
+    Boolean,
+    Null,
+    Array(Box<TypeSpec>),
+    Object(Vec<(CompactString, TypeSpec)>),
+}
+
+thread_local! {
+    /// How many [`TypeSpec`]s the current thread is reading inside one another.
+    static TYPE_DEPTH: Cell<u32> = const { Cell::new(0) };
+    /// Whether the current thread's reading refused a type for its depth (the decoder's error
+    /// does not carry the message).
+    static TYPE_TOO_DEEP: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The message of a decoding error `e`: the depth limit's when that was why.
+fn decode_detail(e: postcard::Error) -> String {
+    if TYPE_TOO_DEEP.with(|c| c.replace(false)) {
+        format!("a parameter type nested deeper than {MAX_TYPE_DEPTH} levels (MAX_TYPE_DEPTH); recompile the program")
+    } else {
+        e.to_string()
+    }
+}
+
+impl<'de> Deserialize<'de> for TypeSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let depth = TYPE_DEPTH.with(Cell::get);
+        if depth >= MAX_TYPE_DEPTH {
+            TYPE_TOO_DEEP.with(|c| c.set(true));
+            return Err(serde::de::Error::custom("parameter type nested too deep"));
+        }
+        TYPE_DEPTH.with(|c| c.set(depth + 1));
+        let wire = WireTypeSpec::deserialize(d);
+        TYPE_DEPTH.with(|c| c.set(depth));
+        Ok(match wire? {
+            WireTypeSpec::Any => TypeSpec::Any,
+            WireTypeSpec::String => TypeSpec::String,
+            WireTypeSpec::Number => TypeSpec::Number,
+            WireTypeSpec::Boolean => TypeSpec::Boolean,
+            WireTypeSpec::Null => TypeSpec::Null,
+            WireTypeSpec::Array(t) => TypeSpec::Array(t),
+            WireTypeSpec::Object(props) => TypeSpec::Object(props),
+        })
+    }
 }
 
 impl TypeSpec {
@@ -549,10 +607,11 @@ impl Program {
                 expected: ISA_HASH,
             });
         }
+        TYPE_TOO_DEEP.with(|c| c.set(false));
         let (wire, rest): (WireProgram, &[u8]) = postcard::take_from_bytes(&bytes[HEADER..])
             .map_err(|e| LoadError::Malformed {
                 offset: HEADER,
-                detail: e.to_string(),
+                detail: decode_detail(e),
             })?;
         if !rest.is_empty() {
             return Err(LoadError::Malformed {
@@ -711,11 +770,33 @@ impl Program {
                 "the program has {total} instructions in all, more than {MAX_CODE_LEN}"
             )));
         }
+        // every run looks each atom up in its host's table: a name listed twice would make that
+        // uncharged work grow past the host's own atoms
+        if self.atoms.len() > 1 {
+            let mut names: Vec<&str> = self.atoms.iter().map(String::as_str).collect();
+            names.sort_unstable();
+            if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+                return Err(LoadError::Program(format!(
+                    "the atom '{}' is listed twice; an atom is listed once (recompile the program)",
+                    w[0]
+                )));
+            }
+        }
         if self.entry as usize >= self.functions.len() {
             return Err(LoadError::Program(format!(
                 "entry fn{} does not exist",
                 self.entry
             )));
+        }
+        // every agent run checks its arguments' names against the signature's
+        if let Some(sig) = &self.signature {
+            let entry = self.functions[self.entry as usize].params.len();
+            if sig.params.len() > entry {
+                return Err(LoadError::Program(format!(
+                    "the signature lists {} parameters but the entry function takes {entry}; recompile the program",
+                    sig.params.len()
+                )));
+            }
         }
         if let Some(d) = &self.debug {
             if d.spans.len() != self.functions.len()
@@ -776,7 +857,7 @@ impl Program {
                     } else {
                         *program = self;
                     }
-                    flat.fill(&program.functions);
+                    flat.fill(program);
                     spare
                 }
                 None => new_shared(self),
@@ -1123,23 +1204,38 @@ struct Flat {
     /// (empty when the program has one function: its code is used as it is)
     code: Vec<Op>,
     entries: Vec<Entry>,
+    /// the string constants: how many, and their code units in all
+    text: (usize, usize),
 }
 
 impl Flat {
     /// (the verifier has checked the functions: their targets are inside them, and their
     /// code fits [`MAX_CODE_LEN`] in all)
-    fn of(functions: &[Function]) -> Flat {
+    fn of(program: &Program) -> Flat {
         let mut flat = Flat {
             code: Vec::new(),
             entries: Vec::new(),
+            text: (0, 0),
         };
-        flat.fill(functions);
+        flat.fill(program);
         flat
     }
 
     /// [`Flat::of`] built in this one's vectors (emptied first).
-    fn fill(&mut self, functions: &[Function]) {
-        let Flat { code, entries } = self;
+    fn fill(&mut self, program: &Program) {
+        let Flat {
+            code,
+            entries,
+            text,
+        } = self;
+        *text = program
+            .constants
+            .iter()
+            .fold((0, 0), |(n, units), c| match c {
+                Constant::String(s) => (n + 1, units + s.len()),
+                Constant::Number(_) => (n, units),
+            });
+        let functions = &program.functions[..];
         code.clear();
         entries.clear();
         if let [f] = functions {
@@ -1171,7 +1267,7 @@ impl Flat {
 
 /// A verified program's shared part, in a new allocation.
 fn new_shared(program: Program) -> Arc<(Program, Flat)> {
-    let flat = Flat::of(&program.functions);
+    let flat = Flat::of(&program);
     Arc::new((program, flat))
 }
 
@@ -1268,6 +1364,13 @@ impl VerifiedProgram {
     #[inline]
     pub fn flat_pc(&self, func: usize, pc: u32) -> u32 {
         pc.saturating_add(self.entries().get(func).map_or(0, |e| e.start))
+    }
+
+    /// Its string constants: how many, and their UTF-16 code units in all (what a run's start
+    /// copies into its heap).
+    #[inline]
+    pub fn string_constants(&self) -> (usize, usize) {
+        self.0 .1.text
     }
 
     /// The most registers any of its functions has.

@@ -133,6 +133,23 @@ impl HttpResponse {
     /// # Errors
     /// As [`HttpResponse::body_value`].
     pub fn full_value(&self) -> Result<serde_json::Value, String> {
+        let mut m = serde_json::Map::new();
+        m.insert(
+            "ok".into(),
+            serde_json::Value::Bool((200..300).contains(&self.status)),
+        );
+        m.insert("status".into(), serde_json::Value::from(self.status));
+        m.insert(
+            "headers".into(),
+            serde_json::Value::Object(self.safe_headers()),
+        );
+        m.insert("body".into(), self.body_value()?);
+        Ok(serde_json::Value::Object(m))
+    }
+
+    /// The headers the guest may see: [`SAFE_RESPONSE_HEADERS`] only, names lower case,
+    /// repeated headers joined with `, `.
+    pub fn safe_headers(&self) -> serde_json::Map<String, serde_json::Value> {
         let mut headers = serde_json::Map::new();
         for (k, v) in &self.headers {
             let k = k.to_ascii_lowercase();
@@ -145,15 +162,7 @@ impl HttpResponse {
             };
             headers.insert(k, serde_json::Value::String(joined));
         }
-        let mut m = serde_json::Map::new();
-        m.insert(
-            "ok".into(),
-            serde_json::Value::Bool((200..300).contains(&self.status)),
-        );
-        m.insert("status".into(), serde_json::Value::from(self.status));
-        m.insert("headers".into(), serde_json::Value::Object(headers));
-        m.insert("body".into(), self.body_value()?);
-        Ok(serde_json::Value::Object(m))
+        headers
     }
 
     /// The guest's result for a `responseType` input (`'full'`, or anything else for the body).

@@ -23,7 +23,7 @@ pub mod llm;
 pub use http::{
     encode_body, HttpClient, HttpError, HttpRequest, HttpResponse, SAFE_RESPONSE_HEADERS,
 };
-pub use llm::{response_format, LlmClient, LlmConfig};
+pub use llm::{response_format, structured_not_json, LlmClient, LlmConfig, LlmText};
 
 /// Request headers a guest may set (case-insensitive), besides those a policy adds.
 pub const ALLOWED_HEADERS: &[&str] = &[

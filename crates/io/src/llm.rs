@@ -137,6 +137,24 @@ impl LlmClient {
     /// A missing key variable, a transport failure, a non-2xx answer, an answer without content,
     /// a refusal, or structured output that does not parse.
     pub async fn predict(&self, prompt: &str, options: Option<&Value>) -> Result<Value, String> {
+        let answer = self.predict_text(prompt, options).await?;
+        if answer.structured {
+            serde_json::from_str(&answer.content).map_err(|e| structured_not_json(&e))
+        } else {
+            Ok(Value::String(answer.content))
+        }
+    }
+
+    /// Asks the model and returns its text unparsed (for a caller that parses structured
+    /// output under its own budget).
+    ///
+    /// # Errors
+    /// As [`LlmClient::predict`], except that structured output is not parsed here.
+    pub async fn predict_text(
+        &self,
+        prompt: &str,
+        options: Option<&Value>,
+    ) -> Result<LlmText, String> {
         let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
         if let Some(var) = &self.config.api_key_env {
             let key = std::env::var(var).map_err(|_| {
@@ -192,11 +210,23 @@ impl LlmClient {
             .get("content")
             .and_then(Value::as_str)
             .ok_or("llmPredict: the model's message has no text content")?;
-        if structured {
-            serde_json::from_str(content)
-                .map_err(|e| format!("llmPredict: the model's structured answer is not JSON: {e}"))
-        } else {
-            Ok(Value::String(content.to_string()))
-        }
+        Ok(LlmText {
+            content: content.to_string(),
+            structured,
+        })
     }
+}
+
+/// The model's answer as text ([`LlmClient::predict_text`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LlmText {
+    /// The message's content.
+    pub content: String,
+    /// Whether structured output was asked for: the content should be JSON.
+    pub structured: bool,
+}
+
+/// The guest's message for structured output that does not parse.
+pub fn structured_not_json(e: &impl std::fmt::Display) -> String {
+    format!("llmPredict: the model's structured answer is not JSON: {e}")
 }

@@ -2,6 +2,8 @@
 //! len jsonParse jsonStringify hash random uuid`): called by name with one object of named
 //! inputs (reference §4.2), run inside the VM, paid by the size of their inputs and outputs.
 
+use std::collections::{HashMap, HashSet};
+
 use ajs_bytecode::NativeId;
 
 use crate::error::{guest, OpResult};
@@ -86,6 +88,7 @@ impl Vm {
 
     fn new_obj(&mut self, pairs: Vec<(Key, Value)>, roots: &[Value]) -> OpResult<Value> {
         self.charge_elems(pairs.len())?;
+        self.charge_work(pairs.len(), crate::price::factor::PROPERTY)?;
         let mut m = PropMap::default();
         for (k, v) in pairs {
             self.check_key(&k)?;
@@ -193,19 +196,20 @@ impl Vm {
                 let keys = self.key_list(keys, name)?;
                 let props = self.object_props(obj, name, "obj")?;
                 self.charge_elems(props.len())?;
-                // (hashed lookups: a linear search per key would be quadratic)
+                // every key and property hashed once
+                self.charge_work(props.len() + keys.len(), crate::price::factor::PROPERTY)?;
+                // hashed lookups: linear in keys + props, whatever their overlap
                 let keep: Vec<(Key, Value)> = if id == AtomPick {
-                    let at: std::collections::HashMap<&[u16], usize> = props
+                    let at: HashMap<&[u16], usize> = props
                         .iter()
                         .enumerate()
-                        .map(|(i, (pk, _))| (&pk[..], i))
+                        .map(|(i, (k, _))| (&k[..], i))
                         .collect();
                     keys.iter()
                         .filter_map(|k| at.get(&k[..]).map(|&i| props[i].clone()))
                         .collect()
                 } else {
-                    let drop: std::collections::HashSet<&[u16]> =
-                        keys.iter().map(|k| &k[..]).collect();
+                    let drop: HashSet<&[u16]> = keys.iter().map(|k| &k[..]).collect();
                     props
                         .iter()
                         .filter(|(pk, _)| !drop.contains(&pk[..]))
@@ -218,15 +222,13 @@ impl Vm {
                 let a = self.input(g, "a");
                 let b = self.input(g, "b");
                 let mut pairs = self.object_props(a, name, "a")?;
-                let b_props = self.object_props(b, name, "b")?;
-                self.charge_elems(pairs.len().saturating_add(b_props.len()))?;
-                // (positions by key, hashed: a linear search per key would be quadratic)
-                let mut at: std::collections::HashMap<Key, usize> = pairs
+                self.charge_work(pairs.len(), crate::price::factor::PROPERTY)?;
+                let mut at: HashMap<Key, usize> = pairs
                     .iter()
                     .enumerate()
                     .map(|(i, (k, _))| (k.clone(), i))
                     .collect();
-                for (k, v) in b_props {
+                for (k, v) in self.object_props(b, name, "b")? {
                     match at.get(&k) {
                         Some(&i) => pairs[i].1 = v,
                         None => {
@@ -298,6 +300,7 @@ impl Vm {
                     Value::Undefined => "SHA-256".to_string(),
                     a => String::from_utf16_lossy(&self.str_arg_pub(a, name)?).to_uppercase(),
                 };
+                self.charge_work(text.len(), crate::price::factor::HASH)?;
                 let bytes = String::from_utf16_lossy(&text).into_bytes();
                 let digest: Vec<u8> = match algo.as_str() {
                     "SHA-256" | "SHA256" => sha2::Sha256::digest(&bytes).to_vec(),

@@ -12,9 +12,10 @@ use crate::heap::{arr_bytes, prop_bytes, str_bytes, Cell, Gc, Key, PropMap};
 use crate::machine::{array_index, ordered_keys, Vm, FORBIDDEN, MILLI_PER_ELEMENT};
 use crate::memory;
 use crate::number::{
-    is_ws_unit, number_to_string, parse_float, parse_int, to_fixed, to_int32, to_precision,
-    to_radix_string, to_uint32,
+    exact_digits_cost, is_ws_unit, number_to_string, parse_float, parse_int, radix_digits_bound,
+    to_fixed, to_fixed_cost, to_int32, to_precision, to_radix_string, to_uint32,
 };
+use crate::price::{cmp_units, factor};
 use crate::value::{Value, MAX_BOUNDARY_DEPTH};
 
 fn arg(args: &[Value], i: usize) -> Value {
@@ -195,8 +196,17 @@ fn case_len(s: &[u16], upper: bool) -> usize {
 /// digit (where no character's mapping depends on what is on the other side).
 const CASE_RUN: usize = 4096;
 
-/// `s` in upper or lower case, into a buffer of `cap` units (its measured length).
-fn case_map(s: &[u16], upper: bool, cap: usize) -> Vec<u16> {
+/// `s` in upper or lower case, into a buffer of `cap` units (its measured length; `ascii`:
+/// every unit is ASCII, mapped one for one).
+fn case_map(s: &[u16], upper: bool, ascii: bool, cap: usize) -> Vec<u16> {
+    if ascii {
+        let map = |u: u16| match (upper, u as u8) {
+            (true, b'a'..=b'z') => u - 32,
+            (false, b'A'..=b'Z') => u + 32,
+            _ => u,
+        };
+        return s.iter().map(|&u| map(u)).collect();
+    }
     let mut out = Vec::with_capacity(cap);
     let mut run = String::new();
     let flush = |run: &mut String, out: &mut Vec<u16>| {
@@ -364,15 +374,17 @@ impl Vm {
         match id {
             ParseInt | NumberParseInt => {
                 let s = self.str_arg(a(0), name)?;
-                let radix = to_int32(self.to_number(a(1), name)?);
+                self.charge_work(s.len(), factor::PARSE_NUMBER)?;
+                let radix = to_int32(self.number_paid(a(1), name)?);
                 Ok(Value::Num(parse_int(&String::from_utf16_lossy(&s), radix)))
             }
             ParseFloat | NumberParseFloat => {
                 let s = self.str_arg(a(0), name)?;
+                self.charge_work(s.len(), factor::PARSE_NUMBER)?;
                 Ok(Value::Num(parse_float(&String::from_utf16_lossy(&s))))
             }
-            IsNaN => Ok(Value::Bool(self.to_number(a(0), name)?.is_nan())),
-            IsFinite => Ok(Value::Bool(self.to_number(a(0), name)?.is_finite())),
+            IsNaN => Ok(Value::Bool(self.number_paid(a(0), name)?.is_nan())),
+            IsFinite => Ok(Value::Bool(self.number_paid(a(0), name)?.is_finite())),
             NumberIsNaN => Ok(Value::Bool(matches!(a(0), Value::Num(n) if n.is_nan()))),
             NumberIsFinite => Ok(Value::Bool(matches!(a(0), Value::Num(n) if n.is_finite()))),
             NumberIsInteger => Ok(Value::Bool(
@@ -465,14 +477,26 @@ impl Vm {
             Substr => self.substr(g, args),
             Normalize => self.normalize(g, a(1)),
             ToUpperCase | ToLowerCase => {
-                self.charge_units(len)?;
+                let ascii = self.units(g).iter().all(|&u| u < 0x80);
+                let f = if ascii {
+                    factor::CASE_MAP_ASCII
+                } else {
+                    factor::CASE_MAP
+                };
+                self.charge_work(len, f)?;
                 // measured, paid for and admitted before it is built
-                let n = case_len(self.units(g), id == ToUpperCase);
+                let upper = id == ToUpperCase;
+                let n = if ascii {
+                    len
+                } else {
+                    case_len(self.units(g), upper)
+                };
                 self.prepare_str(n)?;
-                let out = case_map(self.units(g), id == ToUpperCase, n);
+                let out = case_map(self.units(g), upper, ascii, n);
                 Ok(self.commit_str(out))
             }
             Trim | TrimStart | TrimEnd => {
+                self.afford_work(len, factor::SCAN)?;
                 let s = self.units(g);
                 let mut start = 0;
                 let mut end = s.len();
@@ -486,7 +510,7 @@ impl Vm {
                         end -= 1;
                     }
                 }
-                self.charge_units(len - (end - start))?;
+                self.charge_work(len - (end - start), factor::SCAN)?;
                 if start == 0 && end == len {
                     return Ok(Value::Str(g));
                 }
@@ -523,7 +547,9 @@ impl Vm {
             }
             Includes | IndexOf | StartsWith | EndsWith | LastIndexOf => {
                 let needle = self.str_arg(a(1), name)?;
-                self.charge_units(len)?;
+                if !matches!(id, StartsWith | EndsWith) {
+                    self.charge_work(len, factor::SEARCH)?;
+                }
                 let s = self.units(g);
                 Ok(match id {
                     Includes | IndexOf => {
@@ -585,7 +611,7 @@ impl Vm {
                     Value::Undefined => None,
                     v => Some(self.str_arg(v, name)?),
                 };
-                self.charge_units(len)?;
+                self.charge_work(len, factor::SEARCH)?;
                 let Some(sep) = sep else {
                     if lim == 0 {
                         return self.new_arr(Vec::new(), &[]);
@@ -603,6 +629,7 @@ impl Vm {
                     });
                 }
                 self.charge_elems(count)?;
+                self.charge_work(count, factor::NEW_STRING)?;
                 self.charge_units(units)?;
                 self.reserve_strs(count, units, &[])?;
                 let mut ranges = Vec::with_capacity(count);
@@ -644,14 +671,21 @@ impl Vm {
                 }
                 let total = max.min(usize::MAX as f64 / 4.0) as usize;
                 self.prepare_str(total)?;
-                let pad = fill.iter().copied().cycle().take(total - len);
+                // the fill is copied in place (no padding is built apart from the output)
+                let pad = |out: &mut Vec<u16>| {
+                    let at = out.len();
+                    out.resize(at + (total - len), 0);
+                    for c in out[at..].chunks_mut(fill.len()) {
+                        c.copy_from_slice(&fill[..c.len()]);
+                    }
+                };
                 let mut out = Vec::with_capacity(total);
                 if id == PadStart {
-                    out.extend(pad);
+                    pad(&mut out);
                     out.extend_from_slice(self.units(g));
                 } else {
                     out.extend_from_slice(self.units(g));
-                    out.extend(pad);
+                    pad(&mut out);
                 }
                 Ok(self.commit_str(out))
             }
@@ -686,7 +720,7 @@ impl Vm {
             Replace | ReplaceAll => {
                 let pat = self.str_arg(a(1), name)?;
                 let rep = self.str_arg(a(2), name)?;
-                self.charge_units(len)?;
+                self.charge_work(len, factor::SEARCH)?;
                 let toks = parse_template(&rep);
                 let all = id == ReplaceAll;
                 let m = pat.len();
@@ -755,8 +789,8 @@ impl Vm {
             }
             LocaleCompare => {
                 let other = self.str_arg(a(1), name)?;
-                self.charge_units(len)?;
-                Ok(Value::Num(match self.units(g).cmp(&other[..]) {
+                self.charge_units(len.min(other.len()))?;
+                Ok(Value::Num(match cmp_units(self.units(g), &other) {
                     std::cmp::Ordering::Less => -1.0,
                     std::cmp::Ordering::Equal => 0.0,
                     std::cmp::Ordering::Greater => 1.0,
@@ -767,7 +801,7 @@ impl Vm {
     }
 
     fn uri_encode(&mut self, s: &[u16], full: bool) -> OpResult<Value> {
-        self.charge_units(s.len())?;
+        self.charge_work(s.len(), factor::URI)?;
         // measured in a first pass, built in a second once admitted
         let mut out_len = 0usize;
         for r in char::decode_utf16(s.iter().copied()) {
@@ -796,7 +830,7 @@ impl Vm {
     }
 
     fn uri_decode(&mut self, s: &[u16], full: bool) -> OpResult<Value> {
-        self.charge_units(s.len())?;
+        self.charge_work(s.len(), factor::URI)?;
         let byte_at = |i: usize| -> Option<u8> {
             if s.get(i) != Some(&(b'%' as u16)) {
                 return None;
@@ -863,6 +897,7 @@ impl Vm {
                 if r == 10.0 {
                     number_to_string(x)
                 } else {
+                    self.charge_digits(radix_digits_bound(x, r as u32), x)?;
                     to_radix_string(x, r as u32)
                 }
             }
@@ -871,6 +906,7 @@ impl Vm {
                 if !(0.0..=100.0).contains(&f) {
                     return guest("toFixed() digits argument must be between 0 and 100");
                 }
+                self.charge_digits(to_fixed_cost(x, f as usize), x)?;
                 to_fixed(x, f as usize)
             }
             ToPrecision => {
@@ -881,6 +917,7 @@ impl Vm {
                     if !(1.0..=100.0).contains(&p) {
                         return guest("toPrecision() argument must be between 1 and 100");
                     }
+                    self.charge_digits(exact_digits_cost(x.abs(), p as usize + 1) + p as usize, x)?;
                     to_precision(x, p as usize)
                 }
             }
@@ -915,6 +952,13 @@ impl Vm {
     fn join(&mut self, g: Gc, sep: &[u16]) -> OpResult<Value> {
         let n = self.arr_items(g).len();
         self.charge_elems(n)?;
+        // a number's text is made twice (its length, then its characters)
+        let numbers = self
+            .arr_items(g)
+            .iter()
+            .filter(|e| matches!(e, Value::Num(_)))
+            .count();
+        self.charge_work(numbers.saturating_mul(2), factor::NEW_STRING)?;
         let mut total = sep.len().saturating_mul(n.saturating_sub(1));
         for i in 0..n {
             total = total.saturating_add(self.join_piece_len(self.arr_at(g, i))?);
@@ -1031,7 +1075,7 @@ impl Vm {
                     let mut cost = MILLI_PER_ELEMENT;
                     if let (Some(nl), Value::Str(h)) = (needle_len, e) {
                         if self.units(h).len() == nl {
-                            cost += nl as u64 / crate::machine::UNITS_PER_MILLI;
+                            cost += (nl as u64).saturating_mul(crate::price::MILLI_PER_UNIT);
                         }
                     }
                     self.charge(cost)?;
@@ -1230,6 +1274,7 @@ impl Vm {
                     _ => 0,
                 };
                 self.charge_elems(n)?;
+                self.charge_work(n, factor::PROPERTY)?;
                 let Cell::Obj(m) = self.heap.get(g) else {
                     return self.new_arr(Vec::new(), &[]);
                 };
@@ -1269,7 +1314,15 @@ impl Vm {
                 _ => key_bytes + char_bytes + n * arr_bytes(2),
             };
         self.charge_elems(n)?;
-        // (at most twice the estimate, and a slot per array and string made)
+        // every key, character and pair made is an allocation
+        let chars = if is_str { n } else { 0 };
+        let made = match id {
+            ObjectKeys => n,
+            ObjectValues => chars,
+            _ => n + chars + n,
+        };
+        self.charge_work(made, factor::NEW_STRING)?;
+        // (really: at most twice the estimate, and a slot per array and string made)
         let cells = self.heap.cells_growth(2 * n + 1);
         self.reserve_real(bytes, 2 * bytes + 2 * n * memory::SLOT + cells, &[o])?;
         let mut out = Vec::with_capacity(n);
@@ -1330,6 +1383,7 @@ impl Vm {
         };
         let n = self.arr_items(g).len();
         self.charge_elems(n)?;
+        self.charge_work(n, factor::PROPERTY)?;
         let mut m = PropMap::default();
         for i in 0..n {
             let e = self.arr_at(g, i);
@@ -1365,6 +1419,7 @@ impl Vm {
                         _ => 0,
                     };
                     self.charge_elems(n)?;
+                    self.charge_work(n, factor::PROPERTY)?;
                     let Cell::Obj(o) = self.heap.get(g) else {
                         continue;
                     };
@@ -1381,6 +1436,7 @@ impl Vm {
                 Value::Arr(g) => {
                     let n = self.arr_items(g).len();
                     self.charge_elems(n)?;
+                    self.charge_work(n, factor::PROPERTY)?;
                     // the index keys are made here: admitted (with the table they grow, at
                     // most twice their number) before the first is made
                     let digits = index_digits(n);

@@ -148,13 +148,19 @@ impl Vm {
 
     /// `Date(init?)`.
     pub(crate) fn date_new(&mut self, args: &[Value]) -> OpResult<Value> {
+        self.charge(crate::price::MILLI_PER_DATE_OP)?;
         let t = match args.first().copied() {
             None | Some(Value::Undefined) => self.now().trunc(),
             Some(v) => match self.time_of(v)? {
                 Some(t) => t,
                 None => {
+                    // a date string is at most 100 units: a longer one is shown by its start
                     let shown = match v {
                         Value::Arr(_) | Value::Obj(_) => self.render(v),
+                        Value::Str(g) if self.units(g).len() > 100 => {
+                            let head = String::from_utf16_lossy(&self.units(g)[..100]);
+                            format!("{head}… ({} characters)", self.units(g).len())
+                        }
                         v => String::from_utf16_lossy(&self.to_units(v, "Date")?),
                     };
                     return guest(format!("Invalid date: {shown}"));
@@ -201,6 +207,9 @@ impl Vm {
             _ => f64::NAN,
         };
         let a = |i: usize| args.get(i).copied().unwrap_or(Value::Undefined);
+        // calendar arithmetic (civil dates, formatting) on every method; `format` three times
+        let ops = if id == Format { 3 } else { 1 };
+        self.charge(ops * crate::price::MILLI_PER_DATE_OP)?;
         match id {
             GetTime => Ok(Value::Num(t)),
             ToIsoString | ToString => self.str_value(&iso_string(t)),

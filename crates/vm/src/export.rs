@@ -13,10 +13,11 @@ use std::mem::size_of;
 
 use indexmap::IndexMap;
 
-use super::{array_index, ordered_keys, LogLevel, LogLine, Vm, MILLI_PER_ELEMENT, UNITS_PER_MILLI};
+use super::{array_index, ordered_keys, LogLevel, LogLine, Vm, MILLI_PER_ELEMENT};
 use crate::error::{ErrorKind, Fault, OpResult, RunError};
 use crate::heap::{Cell, Gc, Heap, PropMap};
 use crate::number::number_to_string;
+use crate::price::MILLI_PER_UNIT;
 use crate::value::{JsValue, Value, MAX_BOUNDARY_DEPTH};
 
 /// Default cap on the bytes of text the run's log keeps (`maxLogBytes`): 1 MiB.
@@ -73,7 +74,7 @@ trait Sink {
     /// Whether a property whose value crosses out as `undefined` is kept (a copy keeps it;
     /// JSON text drops it).
     const KEEPS_UNDEFINED: bool;
-    /// The code units (or text bytes) handled so far, charged per [`UNITS_PER_MILLI`].
+    /// The code units (or text bytes) handled so far, charged [`MILLI_PER_UNIT`] each.
     fn units(&self) -> u64;
     fn leaf(&mut self, v: Leaf<'_>) -> Result<(), Stop>;
     fn open(&mut self, object: bool, len: usize) -> Result<(), Stop>;
@@ -109,7 +110,7 @@ impl<'h, S: Sink> Walk<'h, S> {
     fn spent(&self) -> u64 {
         self.elems
             .saturating_mul(MILLI_PER_ELEMENT)
-            .saturating_add(self.sink.units() / UNITS_PER_MILLI)
+            .saturating_add(self.sink.units().saturating_mul(MILLI_PER_UNIT))
     }
 
     /// Counts one value visited, and checks fuel before the work on it.
@@ -125,7 +126,7 @@ impl<'h, S: Sink> Walk<'h, S> {
     fn check_fuel(&self, more_units: usize) -> Result<(), Stop> {
         if self
             .spent()
-            .saturating_add(more_units as u64 / UNITS_PER_MILLI)
+            .saturating_add((more_units as u64).saturating_mul(MILLI_PER_UNIT))
             > self.fuel_cap
         {
             return Err(Stop::Fuel);
@@ -597,6 +598,13 @@ impl Vm {
         }
     }
 
+    /// Bytes of host memory a host answer (a fetched body, parsed) may take before it is
+    /// copied in: half the room under the heap's real-bytes ceiling, because the heap copy the
+    /// import makes lives beside the answer until the import ends.
+    pub fn answer_room(&self) -> usize {
+        self.export_budget().bytes / 2
+    }
+
     /// The boundary error of a copy over its budget; `what` names the value (`Result`, …).
     fn copy_limit_error(what: String, budget: Budget) -> RunError {
         RunError::new(
@@ -754,7 +762,7 @@ impl Vm {
     /// Appends `v` rendered as the log shows it to `out`, up to `cap` bytes in all: strings raw,
     /// a Date as its ISO string, other scalars as `String(v)`, containers as JSON text (a value
     /// that cannot cross is shown as the error's message). Stops where the values visited (a
-    /// milli-fuel each) and the bytes of `out` (per [`UNITS_PER_MILLI`]) would pass `fuel_cap`.
+    /// milli-fuel each) and the bytes of `out` ([`MILLI_PER_UNIT`] each) would pass `fuel_cap`.
     /// Returns how it ended and the milli-fuel of the values visited (the caller pays for the
     /// bytes).
     fn render_into(&self, out: &mut String, v: Value, cap: usize, fuel_cap: u64) -> (Ended, u64) {
@@ -781,7 +789,7 @@ impl Vm {
             let mut t = Text::new(std::mem::take(out), cap);
             let r = t.push(&s);
             *out = t.out;
-            let ended = if out.len() as u64 / UNITS_PER_MILLI > fuel_cap {
+            let ended = if (out.len() as u64).saturating_mul(MILLI_PER_UNIT) > fuel_cap {
                 Ended::Fuel
             } else if r.is_err() {
                 Ended::Cut
@@ -826,7 +834,7 @@ impl Vm {
     pub(crate) fn render(&mut self, v: Value) -> String {
         let mut out = String::new();
         let (ended, nodes) = self.render_into(&mut out, v, MAX_MESSAGE_BYTES, self.fuel.left());
-        let cost = nodes.saturating_add(out.len() as u64 / UNITS_PER_MILLI);
+        let cost = nodes.saturating_add((out.len() as u64).saturating_mul(MILLI_PER_UNIT));
         match ended {
             Ended::Whole => self.pay(cost),
             Ended::Cut => {
@@ -880,7 +888,7 @@ impl Vm {
                 break;
             }
         }
-        let cost = nodes.saturating_add(line.len() as u64 / UNITS_PER_MILLI);
+        let cost = nodes.saturating_add((line.len() as u64).saturating_mul(MILLI_PER_UNIT));
         if ended == Ended::Fuel || cost > self.fuel.left() {
             self.fuel.set(0);
             return Err(Fault::Fatal(RunError::out_of_fuel()));

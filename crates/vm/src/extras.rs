@@ -114,7 +114,7 @@ impl Vm {
                 .saturating_mul(log)
                 .saturating_mul(MILLI_PER_ELEMENT),
         )?;
-        let mut units = 0usize;
+        let (mut units, mut texts) = (0usize, 0usize);
         for &e in &items {
             match e {
                 Value::Arr(_) | Value::Obj(_) => {
@@ -124,9 +124,14 @@ impl Vm {
                 }
                 Value::Str(s) => units += self.units(s).len(),
                 Value::Pending(_) => return guest("Cannot sort a host result that has not settled"),
-                _ => units += 8,
+                _ => {
+                    units += 8;
+                    texts += 1;
+                }
             }
         }
+        // every other member is compared as a string made for it
+        self.charge_work(texts, crate::price::factor::NEW_STRING)?;
         // comparisons read the strings about log n times each
         self.charge_units(units.saturating_mul(log as usize))?;
         let mut keyed: Vec<(SortKey, Value)> = items
@@ -213,9 +218,14 @@ impl Vm {
             return guest("The normalization form should be one of NFC, NFD, NFKC, NFKD.");
         }
         let len = self.units(g).len();
-        // decomposition can grow a string (at most 18× per character for NFKD); pay for the
-        // reading now and for the output before storing it
-        self.charge_units(len.saturating_mul(4))?;
+        // ASCII text is in every normal form
+        if self.units(g).iter().all(|&u| u < 0x80) {
+            self.charge_units(len)?;
+            return Ok(Value::Str(g));
+        }
+        // decomposition can grow a string (at most 18× per character for NFKD): the price per
+        // input unit covers the output's making; the output is paid as a copy before storing
+        self.charge_work(len, crate::price::factor::NORMALIZE)?;
         // the copy of the input is held as scratch; the output grows only as admitted
         let scratch = crate::memory::alloc(2 * len);
         self.with_scratch(scratch, &[Value::Str(g)], |vm| {
@@ -234,6 +244,8 @@ impl Vm {
 
     /// `units` in normalization `form`, built as it streams out, its growth admitted first
     /// (`held`: the real bytes of its buffer now in the real count, the caller's to release).
+    /// Its making is paid ahead: the input's length, then doubling chunks (at most twice what
+    /// is made, and never more than `NORMALIZE_CHUNK` ahead).
     fn normalize_into(
         &mut self,
         units: &[u16],
@@ -243,6 +255,8 @@ impl Vm {
         use unicode_normalization::UnicodeNormalization;
         let mut out: Vec<u16> = Vec::new();
         let mut pending: Vec<u16> = Vec::with_capacity(NORMALIZE_CHUNK + 2);
+        let mut paid = 0usize;
+        let mut step = units.len().max(2);
         let mut rest = units;
         while !rest.is_empty() {
             // a run of valid characters, then a lone surrogate (kept as it is)
@@ -266,6 +280,11 @@ impl Vm {
                 _ => Box::new(chars.nfkd()),
             };
             for c in stream {
+                if out.len() + pending.len() + 2 > paid {
+                    self.charge_work(step, crate::price::factor::NORMALIZE_OUT)?;
+                    paid += step;
+                    step = paid.clamp(16, NORMALIZE_CHUNK);
+                }
                 pending.extend_from_slice(c.encode_utf16(&mut [0; 2]));
                 if pending.len() >= NORMALIZE_CHUNK {
                     self.grow_text(&mut out, &pending, held)?;
@@ -303,10 +322,14 @@ impl Vm {
     }
 
     /// Fuel for hashing one member (its characters when a string) plus the element charge.
+    /// (A set member is a hashed key and a value, twice a property's work.)
     fn key_cost(&self, v: Value) -> u64 {
         MILLI_PER_ELEMENT
+            + 2 * crate::price::factor::PROPERTY * crate::price::MILLI_PER_UNIT
             + match v {
-                Value::Str(g) => self.units(g).len() as u64 / crate::machine::UNITS_PER_MILLI,
+                Value::Str(g) => (self.units(g).len() as u64)
+                    .saturating_mul(crate::price::MILLI_PER_UNIT)
+                    .saturating_mul(2),
                 _ => 0,
             }
     }

@@ -6,7 +6,7 @@
 
 use crate::error::{guest, Fault, OpResult};
 use crate::heap::{arr_bytes, prop_bytes, str_bytes, Cell, Gc, Key, PropMap};
-use crate::machine::{array_index, ordered_keys, Vm, MILLI_PER_ELEMENT, UNITS_PER_MILLI};
+use crate::machine::{array_index, ordered_keys, Vm, MILLI_PER_ELEMENT};
 use crate::memory;
 use crate::number::number_to_string;
 use crate::value::{Value, MAX_BOUNDARY_DEPTH};
@@ -79,13 +79,14 @@ impl Out {
                 b.extend(digits[at..].iter().map(|&d| u16::from(d)));
             }
         } else {
+            self.spent += crate::price::MILLI_PER_NUMBER_TEXT;
             self.ascii(&number_to_string(n));
         }
     }
     fn pay(&mut self, elems: u64, units: usize) -> Result<(), Halt> {
         self.units_read += units as u64;
         self.spent += elems * MILLI_PER_ELEMENT;
-        if self.spent + self.units_read / UNITS_PER_MILLI > self.cap {
+        if self.spent + self.units_read * crate::price::MILLI_PER_UNIT > self.cap {
             return Err(Halt::Fuel);
         }
         if self.len > self.max_len {
@@ -585,7 +586,7 @@ impl Vm {
         };
         let mut path = Vec::new();
         let r = self.ser(v, &gap, &allow, &mut Vec::new(), &mut path, &mut out);
-        let cost = out.spent + out.units_read / UNITS_PER_MILLI;
+        let cost = out.spent + out.units_read * crate::price::MILLI_PER_UNIT;
         match r {
             Err(Halt::Fuel) => return Err(self.spend_all()),
             Err(Halt::TooLong) => {
@@ -766,7 +767,7 @@ impl Vm {
     /// `JSON.parse(text)`.
     pub(crate) fn json_parse(&mut self, text: Value) -> OpResult<Value> {
         if let Value::Str(g) = text {
-            self.charge_units(self.units(g).len())?;
+            self.charge_work(self.units(g).len(), crate::price::factor::PARSE_JSON)?;
         }
         // a flat string is read in place: its units are taken out of the cell (still counted,
         // the cell still rooted) while the parse stores new cells, and put back after

@@ -35,9 +35,11 @@ mod memory;
 mod natives;
 mod number;
 mod ops;
+mod price;
 mod regex_engine;
 mod regexp;
 mod schema;
+pub mod setup;
 mod spread;
 mod value;
 

@@ -10,6 +10,7 @@ use crate::error::{guest, ErrorKind, Fault, OpResult, RunError};
 use crate::heap::{prop_bytes, Cell, Gc, Heap, Key, PropMap};
 use crate::memory;
 use crate::ops::{type_index, TYPE_NAMES};
+use crate::setup::atoms_of;
 use crate::value::{JsValue, Value, MAX_BOUNDARY_DEPTH};
 
 #[path = "export.rs"]
@@ -30,10 +31,10 @@ pub const DEFAULT_MAX_HEAP_BYTES: usize = 64 * 1024 * 1024;
 pub const DEFAULT_MAX_CALL_DEPTH: usize = 256;
 /// Default number of log lines kept.
 pub const DEFAULT_MAX_LOG_LINES: usize = 1000;
-/// Milli-fuel charged per 8 UTF-16 code units a builtin reads or writes (≥ 0.0001 fuel/char).
+/// Code units per milli-fuel of a regex scan (regexp.rs only; strings: `price::MILLI_PER_UNIT`).
 pub const UNITS_PER_MILLI: u64 = 8;
-/// Milli-fuel charged per array element or object key a builtin touches (0.001 fuel each).
-pub const MILLI_PER_ELEMENT: u64 = 1;
+/// Milli-fuel charged per array element or object key a builtin touches (a copy, a trace).
+pub const MILLI_PER_ELEMENT: u64 = 96;
 
 /// What a host operation costs and how often it may be called.
 #[derive(Clone, Debug, PartialEq)]
@@ -388,7 +389,7 @@ enum Status {
 
 /// Registers a call always fills with `undefined` (a fixed-size copy; a bigger window is filled
 /// to its size).
-const WINDOW_FILL: usize = 8;
+pub(crate) const WINDOW_FILL: usize = 8;
 
 /// Fresh registers for a call's window.
 static UNDEFINED: [Value; WINDOW_FILL] = [Value::Undefined; WINDOW_FILL];
@@ -421,21 +422,6 @@ fn grown_window<const W: usize>(regs: &mut Vec<Value>, base: usize) -> &mut [Val
         Ok(w) => w,
         Err(_) => unreachable!("the slice is W long"),
     }
-}
-
-/// A callee's registers on `Call`'s general path (more than two parameters, or more than
-/// [`WINDOW_FILL`] registers): the register file grown to hold them, those after its `argc`
-/// arguments (in place at `new_base`) filled with `undefined`. Out of line (its loops and the
-/// growth's call kept out of the dispatch loop's allocation; with the two-parameter small
-/// path: array 8.87 -> 8.81 M instructions, template 8.39 -> 8.33 M, a two-parameter fib(25)
-/// 78.07 -> 58.40 M, fib unchanged).
-#[inline(never)]
-fn call_registers(regs: &mut Vec<Value>, new_base: usize, argc: usize, nregs: usize) {
-    let need = new_base + nregs.max(WINDOW_FILL);
-    if regs.len() < need {
-        regs.resize(need, Value::Undefined);
-    }
-    regs[new_base + argc..new_base + nregs].fill(Value::Undefined);
 }
 
 /// The window the dispatch loop reads `program`'s registers through: `SMALL_WINDOW` or
@@ -957,7 +943,10 @@ impl Vm {
         *random_seed = opts.random_seed;
         *max_parallel_items = opts.max_parallel_items;
         interrupt.clone_from(&opts.interrupt);
-        let r = self.load(args);
+        let r = match self.charge_start(nregs) {
+            Ok(()) => self.load(args),
+            Err(e) => Err(e),
+        };
         if r.is_err() {
             self.status = Status::Finished;
         }
@@ -1249,27 +1238,6 @@ impl Vm {
     }
 }
 
-/// The cost and quota of each atom the program calls, from the options.
-#[allow(clippy::type_complexity)]
-fn atom_table(
-    program: &VerifiedProgram,
-    opts: &VmOptions,
-) -> Result<(Vec<u64>, Vec<Option<u32>>), RunError> {
-    let mut atom_cost = Vec::with_capacity(program.atoms.len());
-    let mut atom_quota = Vec::with_capacity(program.atoms.len());
-    for a in &program.atoms {
-        let spec = opts.atoms.get(a).ok_or_else(|| {
-            RunError::new(
-                ErrorKind::Input,
-                format!("This program calls the atom '{a}', which this runner does not provide"),
-            )
-        })?;
-        atom_cost.push(spec.cost);
-        atom_quota.push(spec.quota);
-    }
-    Ok((atom_cost, atom_quota))
-}
-
 /// Empties `v`, tested first: the clear of an empty vector of values that need dropping is
 /// skipped (the common case at the end of a small run).
 #[inline(always)]
@@ -1284,21 +1252,6 @@ fn clear_vec<T>(v: &mut Vec<T>) {
 fn clear_option<T>(o: &mut Option<T>) {
     if o.is_some() {
         *o = None;
-    }
-}
-
-/// [`atom_table`] for a program that calls atoms; `None` (no lookups, nothing allocated) for
-/// one that calls none.
-#[allow(clippy::type_complexity)]
-#[inline]
-fn atoms_of(
-    program: &VerifiedProgram,
-    opts: &VmOptions,
-) -> Result<Option<(Vec<u64>, Vec<Option<u32>>)>, RunError> {
-    if program.atoms.is_empty() {
-        Ok(None)
-    } else {
-        atom_table(program, opts).map(Some)
     }
 }
 
@@ -1949,7 +1902,7 @@ impl Vm {
                             w[..WINDOW_FILL].copy_from_slice(&UNDEFINED);
                         }
                     } else {
-                        call_registers(&mut self.regs, new_base, argc, nregs);
+                        self.call_registers(new_base, argc, nregs);
                         w = window_at!(new_base);
                     }
                     enter_block!();
@@ -2113,14 +2066,14 @@ impl Vm {
                 let (x, y) = self.num_pair(r!(a), r!(b), "**")?;
                 r!(dst) = Value::Num(js_pow(x, y));
             }
-            Op::Eq { dst, a, b } => r!(dst) = Value::Bool(self.loose_eq(r!(a), r!(b))),
-            Op::Ne { dst, a, b } => r!(dst) = Value::Bool(!self.loose_eq(r!(a), r!(b))),
+            Op::Eq { dst, a, b } => r!(dst) = Value::Bool(self.eq_paid(r!(a), r!(b), true)?),
+            Op::Ne { dst, a, b } => r!(dst) = Value::Bool(!self.eq_paid(r!(a), r!(b), true)?),
             Op::Neg { dst, src } => {
-                let n = self.to_number(r!(src), "-")?;
+                let n = self.number_paid(r!(src), "-")?;
                 r!(dst) = Value::Num(-n);
             }
             Op::Pos { dst, src } => {
-                let n = self.to_number(r!(src), "+")?;
+                let n = self.number_paid(r!(src), "+")?;
                 r!(dst) = Value::Num(n);
             }
             Op::Not { dst, src } => r!(dst) = Value::Bool(!self.truthy(r!(src))),
@@ -2359,8 +2312,8 @@ impl Vm {
             Bin::Le => Value::Bool(self.compare(x, y, "<=")?.is_some_and(|o| o.is_le())),
             Bin::Gt => Value::Bool(self.compare(x, y, ">")?.is_some_and(|o| o.is_gt())),
             Bin::Ge => Value::Bool(self.compare(x, y, ">=")?.is_some_and(|o| o.is_ge())),
-            Bin::StrictEq => Value::Bool(self.strict_eq(x, y)),
-            Bin::StrictNe => Value::Bool(!self.strict_eq(x, y)),
+            Bin::StrictEq => Value::Bool(self.eq_paid(x, y, false)?),
+            Bin::StrictNe => Value::Bool(!self.eq_paid(x, y, false)?),
         })
     }
 
@@ -2394,7 +2347,7 @@ impl Vm {
 
     /// Charges for touching `units` UTF-16 code units.
     pub(crate) fn charge_units(&mut self, units: usize) -> OpResult<()> {
-        self.charge(units as u64 / UNITS_PER_MILLI)
+        self.charge((units as u64).saturating_mul(crate::price::MILLI_PER_UNIT))
     }
 
     /// Collects everything unreachable from the run's roots — registers, constants, deferred

@@ -126,10 +126,85 @@ pub(crate) fn is_ws_unit(u: u16) -> bool {
     char::from_u32(u as u32).is_some_and(is_js_whitespace)
 }
 
-/// The exact decimal digits of a finite, non-negative `x` in scientific form: the digits (no
-/// leading zero unless `x` is 0) and the exponent of the first one.
-fn exact_digits(x: f64) -> (Vec<u8>, i32) {
-    let s = format!("{:.1100e}", x);
+/// Guard digits formatted past the `need` digits [`exact_digits`] must get right.
+const GUARD_DIGITS: usize = 20;
+
+/// Most significant digits an `x` (finite, positive) can have exactly: those of its integer
+/// significand times `5^-q` (a power-of-two exponent `q < 0`) or times `2^q`.
+fn exact_len_bound(x: f64) -> usize {
+    if x == 0.0 || !x.is_finite() {
+        return 1;
+    }
+    let bits = x.abs().to_bits();
+    let (exp, frac) = ((bits >> 52) & 0x7ff, bits & ((1 << 52) - 1));
+    let (m, q) = if exp == 0 {
+        (frac, -1074i64)
+    } else {
+        (frac | (1 << 52), exp as i64 - 1075)
+    };
+    let m_digits = (64 - m.leading_zeros()) as f64 * std::f64::consts::LOG10_2;
+    let scale = if q < 0 {
+        -q as f64 * 0.69897
+    } else {
+        q as f64 * std::f64::consts::LOG10_2
+    };
+    (m_digits + scale) as usize + 3
+}
+
+/// Significant digits [`exact_digits`] formats for `x` when `need` are needed: the price of
+/// the call, in digits, before any is made.
+pub(crate) fn exact_digits_cost(x: f64, need: usize) -> usize {
+    exact_len_bound(x).min(need + GUARD_DIGITS)
+}
+
+/// Digits `to_fixed(x, f)` formats (its price; the same estimate of `x`'s exponent).
+pub(crate) fn to_fixed_cost(x: f64, f: usize) -> usize {
+    if !x.is_finite() || x.abs() >= 1e21 || x == 0.0 {
+        return 24;
+    }
+    let e = x.abs().log10().floor() as i32;
+    exact_digits_cost(x.abs(), (e + 3 + f as i32).max(1) as usize) + f
+}
+
+/// Digits `to_radix_string(x, radix)` can produce: the bits of `x`'s integer part and of its
+/// fraction down to its last significant bit, in base `radix`.
+pub(crate) fn radix_digits_bound(x: f64, radix: u32) -> usize {
+    if x == 0.0 || !x.is_finite() {
+        return 24;
+    }
+    let e2 = x.abs().log2().floor() as i64;
+    let frac = if x.fract() == 0.0 {
+        0
+    } else {
+        (53 - e2).clamp(0, 1127)
+    };
+    let bits = e2.max(0) + 1 + frac;
+    (bits as f64 / (radix as f64).log2()) as usize + 2
+}
+
+/// The first `need` exact decimal digits (truncated, not rounded) of a finite, non-negative
+/// `x` in scientific form: the digits (no leading zero unless `x` is 0; trailing zeros dropped)
+/// and the exponent of the first one. Formats `need` plus guard digits, rounded, unless
+/// rounding there could have carried into the first `need` (the guard digits all zero); then
+/// every digit `x` has, exactly.
+fn exact_digits(x: f64, need: usize) -> (Vec<u8>, i32) {
+    digits_guarded(x, need, GUARD_DIGITS)
+}
+
+/// [`exact_digits`] with `guard` guard digits.
+fn digits_guarded(x: f64, need: usize, guard: usize) -> (Vec<u8>, i32) {
+    let all = exact_len_bound(x);
+    let n = all.min(need + guard);
+    let (d, e) = sci_digits(x, n);
+    if n == all || d.len() > need {
+        return (d, e);
+    }
+    sci_digits(x, all)
+}
+
+/// `x` rounded to `n` significant digits: its digits, trailing zeros dropped, and exponent.
+fn sci_digits(x: f64, n: usize) -> (Vec<u8>, i32) {
+    let s = format!("{:.*e}", n.max(1) - 1, x);
     let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
     let mut digits: Vec<u8> = mant.bytes().filter(u8::is_ascii_digit).collect();
     while digits.len() > 1 && digits.last() == Some(&b'0') {
@@ -174,8 +249,13 @@ pub fn to_fixed(x: f64, f: usize) -> String {
         return format!("-{}", to_fixed(-x, f));
     }
     let x = x.abs(); // -0 prints as 0
-    let (d, e) = exact_digits(x);
-    // digits kept: integer digits (e + 1) plus f decimals
+    let e = if x == 0.0 {
+        0
+    } else {
+        x.log10().floor() as i32
+    };
+    // digits kept: integer digits (e + 1) plus f decimals, and one to round by
+    let (d, e) = exact_digits(x, (e + 3 + f as i32).max(1) as usize);
     let keep = e + 1 + f as i32;
     let (digits, e) = if x == 0.0 || keep < 0 {
         (Vec::new(), 0)
@@ -241,7 +321,7 @@ pub fn to_precision(x: f64, p: usize) -> String {
     let (digits, e) = if x == 0.0 {
         (vec![b'0'; p], 0)
     } else {
-        let (d, e) = exact_digits(x);
+        let (d, e) = exact_digits(x, p + 1);
         round_digits(d, e, p)
     };
     let ds = String::from_utf8_lossy(&digits).into_owned();
@@ -530,5 +610,62 @@ mod tests {
         assert_eq!(parse_float(".5"), 0.5);
         assert_eq!(parse_float("1e"), 1.0);
         assert!(parse_float(".").is_nan());
+    }
+
+    /// The digits `exact_digits` gives agree with every digit of `x` formatted exactly, on the
+    /// values where a shortcut could go wrong: short expansions, runs of 9s and 0s, denormals.
+    #[test]
+    fn exact_digits_agree_with_the_full_expansion() {
+        let mut xs = vec![
+            0.49999999999999994,
+            0.5,
+            0.1,
+            1.005,
+            5e-324,
+            1e21 - 65536.0,
+            9007199254740993.0,
+            1e-6,
+            123.456,
+            0.125,
+            2.5,
+            1.45,
+            8.345,
+            0.000001234,
+            1.7976931348623157e308,
+            2.2250738585072014e-308,
+            999.9999999999999,
+            0.9999999999999999,
+            4.35,
+            1.0 / 3.0,
+        ];
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        for _ in 0..300 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let x = f64::from_bits(seed >> 1);
+            if x.is_finite() && x > 0.0 {
+                xs.push(x);
+            }
+        }
+        for x in xs {
+            let (full, fe) = sci_digits(x, 1101);
+            for (need, guard) in [1, 2, 3, 5, 17, 18, 21, 40, 101, 123]
+                .into_iter()
+                .flat_map(|n| [(n, 1), (n, 2), (n, GUARD_DIGITS)])
+            {
+                let (d, e) = digits_guarded(x, need, guard);
+                let pad = |mut v: Vec<u8>| {
+                    v.resize(need.max(v.len()), b'0');
+                    v.truncate(need);
+                    v
+                };
+                assert_eq!(
+                    (pad(d), e),
+                    (pad(full.clone()), fe),
+                    "{x:e}, {need}+{guard} digits"
+                );
+            }
+        }
     }
 }

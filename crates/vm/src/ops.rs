@@ -7,6 +7,7 @@ use crate::error::{guest, OpResult};
 use crate::heap::{strbuf_bytes, Cell, Gc, SLICE_BYTES};
 use crate::machine::Vm;
 use crate::number::{number_to_string, string_to_number};
+use crate::price::cmp_units;
 use crate::value::Value;
 
 /// Shortest result of `+` on a string that is made a slice of a shared buffer ([`Cell::Slice`]);
@@ -83,8 +84,25 @@ impl Vm {
         })
     }
 
-    pub(crate) fn num_pair(&self, a: Value, b: Value, op: &str) -> OpResult<(f64, f64)> {
-        Ok((self.to_number(a, op)?, self.to_number(b, op)?))
+    /// `ToNumber` of both operands of an operator, strings paid for by their length.
+    pub(crate) fn num_pair(&mut self, a: Value, b: Value, op: &str) -> OpResult<(f64, f64)> {
+        Ok((self.number_paid(a, op)?, self.number_paid(b, op)?))
+    }
+
+    /// `ToNumber` for an operator, a string paid for by its length.
+    pub(crate) fn number_paid(&mut self, v: Value, op: &str) -> OpResult<f64> {
+        self.charge_to_number(v)?;
+        self.to_number(v, op)
+    }
+
+    /// `==` (`loose`) or `===`, two strings paid for by the length compared.
+    pub(crate) fn eq_paid(&mut self, a: Value, b: Value, loose: bool) -> OpResult<bool> {
+        self.charge_str_eq(a, b)?;
+        Ok(if loose {
+            self.loose_eq(a, b)
+        } else {
+            self.strict_eq(a, b)
+        })
     }
 
     /// `String(v)` for a primitive as code units; arrays and objects are refused with `op`.
@@ -110,12 +128,13 @@ impl Vm {
         if matches!(a, Value::Str(_)) || matches!(b, Value::Str(_)) {
             let la = self.units_len(a);
             let lb = self.units_len(b);
-            self.charge_units(la + lb)?;
             if let Value::Str(ga) = a {
                 if (SHARED_CONCAT_MIN..=u32::MAX as usize).contains(&(la + lb)) {
+                    // (append_shared charges for `b`, and for `a` only if it is copied)
                     return self.concat_shared(ga, b);
                 }
             }
+            self.charge_units(la + lb)?;
             self.reserve(crate::heap::str_bytes(la + lb), &[])?;
             let mut out = self.to_units(a, "+")?;
             out.extend(self.to_units(b, "+")?);
@@ -147,16 +166,24 @@ impl Vm {
         let Ok(len) = u32::try_from(la + tail.len()) else {
             return guest("Invalid string length");
         };
+        // room first, then fuel: a string past the heap's ceiling is refused as such
         if let Some(buf) = self.heap.appendable(ga) {
-            if !self.heap.append_in_place(buf, tail, SLICE_BYTES) {
+            // in place (within the buffer's capacity and under the next collection, so no
+            // ceiling is near) when the fuel is there; else room first, then fuel
+            let cost = (tail.len() as u64).saturating_mul(crate::price::MILLI_PER_UNIT);
+            if cost <= self.fuel.left() && self.heap.append_in_place(buf, tail, SLICE_BYTES) {
+                self.charge(cost)?;
+            } else {
                 let room = self.heap.growth(buf, tail.len()) + SLICE_BYTES;
                 self.reserve_real(strbuf_bytes(tail.len()) + SLICE_BYTES, room, roots)?;
+                self.charge_units(tail.len())?;
                 self.heap.append_to_buf(buf, tail);
             }
             return Ok(Value::Str(self.heap.insert(Cell::Slice { buf, len })));
         }
         let total = len as usize;
         self.reserve(strbuf_bytes(total) + SLICE_BYTES, roots)?;
+        self.charge_units(total)?;
         let mut units = Vec::with_capacity(total);
         units.extend_from_slice(self.units(ga));
         units.extend_from_slice(tail);
@@ -188,10 +215,10 @@ impl Vm {
                 _ => total += self.units_len(p),
             }
         }
-        self.charge_units(total)?;
         // `${s}…` with a long `s` (a string built up in a loop): shares `s`'s buffer, as `+` does
         if let [Value::Str(ga), rest @ ..] = parts {
             if (SHARED_CONCAT_MIN..=u32::MAX as usize).contains(&total) {
+                // (append_shared charges for the rest, and for `s` only if it is copied)
                 let mut tail: smallvec::SmallVec<[u16; 32]> = smallvec::SmallVec::new();
                 for &p in rest {
                     self.push_units(&mut tail, p)?;
@@ -199,6 +226,7 @@ impl Vm {
                 return self.append_shared(*ga, &tail, parts);
             }
         }
+        self.charge_units(total)?;
         self.reserve(crate::heap::str_bytes(total), &[])?;
         let mut out = Vec::with_capacity(total);
         for &p in parts {
@@ -239,9 +267,10 @@ impl Vm {
     }
 
     /// Relational comparison; `None` when unordered (NaN involved).
-    pub(crate) fn compare(&self, a: Value, b: Value, op: &str) -> OpResult<Option<Ordering>> {
+    pub(crate) fn compare(&mut self, a: Value, b: Value, op: &str) -> OpResult<Option<Ordering>> {
         if let (Value::Str(x), Value::Str(y)) = (a, b) {
-            return Ok(Some(self.units(x).cmp(self.units(y))));
+            self.charge_str_order(a, b)?;
+            return Ok(Some(cmp_units(self.units(x), self.units(y))));
         }
         let (x, y) = self.num_pair(a, b, op)?;
         Ok(x.partial_cmp(&y))
@@ -452,7 +481,11 @@ mod tests {
         vm.regs[0] = s;
         let mut failed = false;
         for _ in 0..100_000 {
-            let x = vm.str_value("0123456789").unwrap();
+            // (the ceiling may refuse the small string or the concatenation: either holds it)
+            let Ok(x) = vm.str_value("0123456789") else {
+                failed = true;
+                break;
+            };
             vm.regs[1] = x;
             match vm.add_slow(s, x) {
                 Ok(v) => {

@@ -65,6 +65,7 @@ impl Vm {
         let len = units.len();
         let n = char::decode_utf16(units.iter().copied()).count();
         self.charge(len as u64 * MILLI_PER_ELEMENT)?;
+        self.charge_work(len, crate::price::factor::NEW_STRING)?;
         self.reserve_pieces(target, n, len, &[arr, Value::Str(g)])?;
         self.heap.mutate(target, |c| {
             if let Cell::Arr(a) = c {
@@ -101,6 +102,7 @@ impl Vm {
                 Cell::Obj(m) => {
                     let n = m.len();
                     self.charge(n as u64 * MILLI_PER_ELEMENT)?;
+                    self.charge_work(n, crate::price::factor::PROPERTY)?;
                     match self.heap.get(g) {
                         Cell::Obj(m) => m.entries().map(|(k, v)| (k.clone(), *v)).collect(),
                         _ => Vec::new(),
@@ -114,6 +116,7 @@ impl Vm {
                     _ => Vec::new(),
                 };
                 self.charge(items.len() as u64 * MILLI_PER_ELEMENT)?;
+                self.charge_work(items.len(), crate::price::factor::PROPERTY)?;
                 items.into_iter().enumerate().map(|(i, v)| (i.to_string().encode_utf16().collect(), v)).collect()
             }
             other => {
@@ -153,6 +156,10 @@ impl Vm {
 
     /// A run-time value as a property key (`{ [k]: v }`), refusing forbidden names.
     pub(crate) fn init_index(&mut self, obj: Value, key: Value, val: Value) -> OpResult<()> {
+        if let Value::Str(g) = key {
+            // copied, hashed and compared with an existing key
+            self.charge_units(self.units(g).len().saturating_mul(3))?;
+        }
         let units: Vec<u16> = match key {
             Value::Str(g) => self.units(g).to_vec(),
             Value::Num(n) => number_to_string(n).encode_utf16().collect(),
