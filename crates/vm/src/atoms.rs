@@ -115,6 +115,9 @@ impl Vm {
                 self.charge_elems(vars.len())?;
                 let by_key: std::collections::HashMap<&[u16], Value> =
                     vars.iter().map(|(k, v)| (&k[..], *v)).collect();
+                // each placeholder is looked up by hash (at most one per 5 units: `{{a}}`):
+                // the most it can hold is affordable before the scan, and paid after it
+                self.afford_work(tmpl.len() / 5, crate::price::factor::PROPERTY)?;
                 // pass 1: pieces
                 let mut pieces: Vec<Result<(usize, usize), Value>> = Vec::new();
                 let mut i = 0;
@@ -149,6 +152,8 @@ impl Vm {
                     i += 1;
                 }
                 pieces.push(Ok((lit, tmpl.len())));
+                let holes = pieces.iter().filter(|p| p.is_err()).count();
+                self.charge_work(holes, crate::price::factor::PROPERTY)?;
                 // pass 2: the output's length (a variable used many times is not copied for
                 // it), paid and reserved before anything is built
                 let mut total = 0usize;

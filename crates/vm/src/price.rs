@@ -52,6 +52,15 @@ pub const MILLI_PER_NUMBER_TEXT: u64 = NEW_STRING_MILLI;
 /// Milli-fuel per string a native makes ([`factor::NEW_STRING`] in milli).
 pub const NEW_STRING_MILLI: u64 = factor::NEW_STRING * MILLI_PER_UNIT;
 
+/// Milli-fuel per value of the example `Schema.fromExample` and `Schema.response` read (its
+/// copy out of the VM is paid apart): the schema's maps, keys and required lists are built
+/// per value, and the schema is copied back in.
+pub const MILLI_PER_SCHEMA_NODE: u64 = 2048;
+
+/// Milli-fuel per value `filter` and `Schema.isValid` check (the data's values and twice the
+/// example's, whose schema is built first; their copies out are paid apart).
+pub const MILLI_PER_CHECKED_NODE: u64 = 1024;
+
 /// Milli-fuel per Date constructor or method call: civil-calendar arithmetic, a fixed amount
 /// of work per call (`format` pays it three times).
 pub const MILLI_PER_DATE_OP: u64 = 1000;

@@ -6,7 +6,7 @@ use ajs_bytecode::NativeId;
 use indexmap::IndexMap;
 
 use crate::error::{guest, ErrorKind, Fault, OpResult};
-use crate::machine::{Vm, MILLI_PER_ELEMENT};
+use crate::machine::Vm;
 use crate::value::{JsValue, Value};
 
 const SCHEMA_TYPES: &[&str] = &[
@@ -225,7 +225,7 @@ impl Vm {
         let out = match id {
             NativeId::SchemaFromExample => {
                 let ex = plain(self, arg(0))?;
-                self.charge(2 * nodes(&ex) * MILLI_PER_ELEMENT)?;
+                self.charge(nodes(&ex).saturating_mul(crate::price::MILLI_PER_SCHEMA_NODE))?;
                 from_example(&ex)
             }
             NativeId::SchemaResponse => {
@@ -238,7 +238,7 @@ impl Vm {
                     }
                 };
                 let ex = plain(self, arg(1))?;
-                self.charge(2 * nodes(&ex) * MILLI_PER_ELEMENT)?;
+                self.charge(nodes(&ex).saturating_mul(crate::price::MILLI_PER_SCHEMA_NODE))?;
                 obj(vec![
                     ("type", s("json_schema")),
                     (
@@ -254,7 +254,9 @@ impl Vm {
             NativeId::Filter | NativeId::SchemaIsValid => {
                 let data = plain(self, arg(0))?;
                 let ex = plain(self, arg(1))?;
-                self.charge((nodes(&data) + 2 * nodes(&ex)) * MILLI_PER_ELEMENT)?;
+                self.charge(
+                    (nodes(&data) + 2 * nodes(&ex)).saturating_mul(crate::price::MILLI_PER_CHECKED_NODE),
+                )?;
                 let result = filter(&data, &schema_of(&ex), "root");
                 match (id, result) {
                     (NativeId::SchemaIsValid, r) => JsValue::Bool(r.is_ok()),
