@@ -255,7 +255,8 @@ impl Vm {
                 let data = plain(self, arg(0))?;
                 let ex = plain(self, arg(1))?;
                 self.charge(
-                    (nodes(&data) + 2 * nodes(&ex)).saturating_mul(crate::price::MILLI_PER_CHECKED_NODE),
+                    (nodes(&data) + 2 * nodes(&ex))
+                        .saturating_mul(crate::price::MILLI_PER_CHECKED_NODE),
                 )?;
                 let result = filter(&data, &schema_of(&ex), "root");
                 match (id, result) {
