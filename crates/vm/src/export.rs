@@ -670,16 +670,10 @@ impl Vm {
                     self.pay_copy(spent);
                     return Ok(j);
                 }
-                Err(Stop::Fuel) => {
-                    self.pay_copy(u64::MAX);
-                    return Err(RunError::out_of_fuel());
-                }
-                Err(Stop::Refused(e)) => {
-                    self.pay_copy(spent);
-                    return Err(e);
-                }
-                Err(Stop::Full | Stop::Nodes) => {
-                    self.pay_copy(spent);
+                Err(stop) => {
+                    if let Some(e) = self.copy_stopped(stop, spent) {
+                        return Err(e);
+                    }
                     // garbage counts as live until a collection: collect once and try again
                     // when that leaves more room
                     if !collected {
@@ -691,6 +685,26 @@ impl Vm {
                     }
                     return Err(Vm::copy_limit_error(what(), budget));
                 }
+            }
+        }
+    }
+
+    /// Pays for a copy that stopped early (`spent` milli-fuel; all that is left when its fuel
+    /// ran out) and gives the error it ends with, or `None` when its budget was full (the
+    /// caller names the copy limit, or makes room and tries again).
+    fn copy_stopped(&mut self, stop: Stop, spent: u64) -> Option<RunError> {
+        match stop {
+            Stop::Fuel => {
+                self.pay_copy(u64::MAX);
+                Some(RunError::out_of_fuel())
+            }
+            Stop::Refused(e) => {
+                self.pay_copy(spent);
+                Some(e)
+            }
+            Stop::Full | Stop::Nodes => {
+                self.pay_copy(spent);
+                None
             }
         }
     }
@@ -724,17 +738,10 @@ impl Vm {
             let (r, spent) = self.copy_within(v, &mut budget, self.fuel.left());
             match r {
                 Ok(_) => self.pay_copy(spent),
-                Err(Stop::Fuel) => {
-                    self.pay_copy(u64::MAX);
-                    return Err(RunError::out_of_fuel());
-                }
-                Err(Stop::Refused(e)) => {
-                    self.pay_copy(spent);
-                    return Err(e);
-                }
-                Err(Stop::Full | Stop::Nodes) => {
-                    self.pay_copy(spent);
-                    return Err(Vm::copy_limit_error(what(), start));
+                Err(stop) => {
+                    return Err(self
+                        .copy_stopped(stop, spent)
+                        .unwrap_or_else(|| Vm::copy_limit_error(what(), start)))
                 }
             }
         }
