@@ -52,6 +52,54 @@ fn substr_and_normalize() {
 }
 
 #[test]
+fn locale_compare_treats_canonically_equivalent_strings_as_equal() {
+    for (code, want) in [
+        ("'o\\u0308'.localeCompare('\\u00f6')", 0),
+        ("'\\u00f6'.localeCompare('o\\u0308')", 0),
+        ("'a\\u0323\\u0308'.localeCompare('a\\u0308\\u0323')", 0),
+        ("'\\u1100\\u1161'.localeCompare('\\uac00')", 0),
+        ("'x\\u0308'.localeCompare('x')", 1),
+        ("'ab'.localeCompare('ab\\u0308')", -1),
+        ("'abc'.localeCompare('abd')", -1),
+    ] {
+        assert_eq!(ok(code, json!({})), Some(json!(want)), "{code}");
+    }
+}
+
+#[test]
+fn locale_compare_pays_for_normalizing_a_hostile_run() {
+    // two 2M-unit runs of combining marks in opposite canonical order: equal once normalized,
+    // and the normalizing is paid for by the units it reads (a plain compare would be cheap)
+    let code = "let a = 'o' + '\\u0308\\u0323'.repeat(1000000)\n\
+                let b = 'o' + '\\u0323\\u0308'.repeat(1000000)\n\
+                return a.localeCompare(b)";
+    let out = common::eval_with(
+        code,
+        json!({}),
+        ajs::Options {
+            fuel: 10_000_000.0,
+            ..Default::default()
+        },
+    );
+    assert_eq!(out.result.to_json(), Some(json!(0)), "{:?}", out.error);
+    assert!(
+        out.fuel_used > 400_000.0,
+        "normalizing 4M units cost only {}",
+        out.fuel_used
+    );
+    // over budget, it stops before normalizing
+    let out = common::eval_with(
+        code,
+        json!({}),
+        ajs::Options {
+            fuel: 100_000.0,
+            ..Default::default()
+        },
+    );
+    assert!(out.error.is_some());
+}
+
+#[test]
 fn regular_expressions() {
     assert_eq!(ok("/ab+c/i.test('xABBC')", json!({})), Some(json!(true)));
     assert_eq!(

@@ -15,7 +15,7 @@ use crate::number::{
     exact_digits_cost, is_ws_unit, number_to_string, parse_float, parse_int, radix_digits_bound,
     to_fixed, to_fixed_cost, to_int32, to_precision, to_radix_string, to_uint32,
 };
-use crate::price::{cmp_units, factor};
+use crate::price::factor;
 use crate::value::{Value, MAX_BOUNDARY_DEPTH};
 
 fn arg(args: &[Value], i: usize) -> Value {
@@ -790,7 +790,8 @@ impl Vm {
             LocaleCompare => {
                 let other = self.str_arg(a(1), name)?;
                 self.charge_units(len.min(other.len()))?;
-                Ok(Value::Num(match cmp_units(self.units(g), &other) {
+                let order = self.locale_compare(g, &other)?;
+                Ok(Value::Num(match order {
                     std::cmp::Ordering::Less => -1.0,
                     std::cmp::Ordering::Equal => 0.0,
                     std::cmp::Ordering::Greater => 1.0,

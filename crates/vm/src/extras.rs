@@ -242,6 +242,36 @@ impl Vm {
         })
     }
 
+    /// `localeCompare`'s order: code-unit order of the two strings in NFC, so that canonically
+    /// equivalent strings (`'o\u0308'` and `'\u00f6'`) compare equal. The caller paid for the
+    /// common prefix; normalizing (from the last safe boundary before the first difference) is
+    /// paid here, and only when it can change the order.
+    pub(crate) fn locale_compare(&mut self, g: Gc, other: &[u16]) -> OpResult<std::cmp::Ordering> {
+        use unicode_normalization::UnicodeNormalization;
+        let mine = self.units(g);
+        let Some(from) = normalize_from(mine, other) else {
+            return Ok(crate::price::cmp_units(mine, other));
+        };
+        let rest = mine.len() + other.len() - 2 * from;
+        self.charge_work(rest, crate::price::factor::NORMALIZE)?;
+        // compared as they stream out; a normalizer buffers at most a run of combining marks
+        // (a character and its class for each, once decomposed and once recomposed)
+        let scratch = crate::memory::alloc(16 * rest);
+        self.with_scratch(scratch, &[Value::Str(g)], |vm| {
+            fn nfc(s: &[u16]) -> impl Iterator<Item = u16> + '_ {
+                char::decode_utf16(s.iter().copied())
+                    .map(|r| r.unwrap_or(char::REPLACEMENT_CHARACTER))
+                    .nfc()
+                    .flat_map(|c| {
+                        let mut b = [0u16; 2];
+                        let n = c.encode_utf16(&mut b).len();
+                        b.into_iter().take(n)
+                    })
+            }
+            Ok(nfc(&vm.units(g)[from..]).cmp(nfc(&other[from..])))
+        })
+    }
+
     /// `units` in normalization `form`, built as it streams out, its growth admitted first
     /// (`held`: the real bytes of its buffer now in the real count, the caller's to release).
     /// Its making is paid ahead: the input's length, then doubling chunks (at most twice what
@@ -515,4 +545,18 @@ impl Vm {
             }
         }
     }
+}
+
+/// Where NFC can start to order `a` and `b` differently from their code units, or `None` when
+/// it cannot. Below U+0300 every character is a starter that is its own NFC and composes with
+/// nothing before it, so such a unit is a boundary NFC does not cross: when the first
+/// difference and the unit after it are below U+0300 in both, code units decide; otherwise
+/// normalizing from the last such unit of the common prefix does.
+fn normalize_from(a: &[u16], b: &[u16]) -> Option<usize> {
+    let i = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let low = |s: &[u16]| s[i..(i + 2).min(s.len())].iter().all(|&u| u < 0x300);
+    if low(a) && low(b) {
+        return None;
+    }
+    Some(a[..i].iter().rposition(|&u| u < 0x300).unwrap_or(0))
 }
