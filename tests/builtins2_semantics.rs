@@ -100,6 +100,26 @@ fn locale_compare_pays_for_normalizing_a_hostile_run() {
 }
 
 #[test]
+fn regex_group_names_are_javascript_identifiers() {
+    for (code, want) in [
+        ("'abc'.replace(/(?<$>b)/, '[$<$>]')", json!("a[b]c")),
+        ("'abc'.replace(/(?<π>b)/u, '[$<π>]')", json!("a[b]c")),
+        ("'abc'.replace(/(?<_x$1>b)/, '<$<_x$1>>')", json!("a<b>c")),
+        (
+            "'2020-01'.replace(/(?<y>\\d+)-(?<m>\\d+)/, '$<m>/$<y>')",
+            json!("01/2020"),
+        ),
+        ("/x/.exec()", json!(null)),
+        ("/und/.test()", json!(true)),
+    ] {
+        assert_eq!(ok(code, json!({})), Some(want), "{code}");
+    }
+    assert!(err("/(?<a>x)(?<a>y)/", json!({})).contains("Duplicate capture group name"));
+    assert!(err("/(?<1a>x)/", json!({})).contains("Invalid capture group name"));
+    assert!(err("/(?<a-b>x)/", json!({})).contains("Invalid capture group name"));
+}
+
+#[test]
 fn regular_expressions() {
     assert_eq!(ok("/ab+c/i.test('xABBC')", json!({})), Some(json!(true)));
     assert_eq!(

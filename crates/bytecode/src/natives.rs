@@ -241,9 +241,9 @@ define_natives! {
     /// A regular-expression literal: (pattern, flags) → a regex value. Not callable by name.
     RegexNew = "%regex", 2..=2;
     /// `re.test(s)`.
-    Test = ".test", 2..=2;
+    Test = ".test", 1..=2;
     /// `re.exec(s)`.
-    Exec = ".exec", 2..=2;
+    Exec = ".exec", 1..=2;
     /// `s.match(re)`.
     Match = ".match", 1..=2;
     /// `s.matchAll(re)`: an array of match arrays.

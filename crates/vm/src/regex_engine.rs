@@ -255,7 +255,7 @@ pub(crate) fn compile(pattern: &str) -> Result<Compiled, String> {
         .group_info()
         .pattern_names(regex_automata::PatternID::ZERO)
         .skip(1)
-        .map(|n| n.map(str::to_string))
+        .map(|n| n.and_then(ajs_bytecode::natives::jsregex::js_group_name))
         .collect();
     let build = |nfa: &NFA| MICRO_PER_BUILD_16B * (1 + nfa.memory_usage() as u64 / 16);
     let cache_bytes = fwd.get_config().get_cache_capacity()

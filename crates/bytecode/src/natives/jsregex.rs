@@ -70,6 +70,7 @@ pub fn translate(pattern: &str, flags: &str) -> Result<JsRegex, String> {
         *slot = true;
     }
     let mut p = Parser {
+        names: Vec::new(),
         s: pattern.chars().collect(),
         i: 0,
         out: String::new(),
@@ -90,11 +91,48 @@ pub fn translate(pattern: &str, flags: &str) -> Result<JsRegex, String> {
 }
 
 struct Parser<'r> {
+    /// Capture group names seen so far (JavaScript refuses a name twice).
+    names: Vec<String>,
     s: Vec<char>,
     i: usize,
     out: String,
     re: &'r mut JsRegex,
     depth: usize,
+}
+
+/// A character that may start a JavaScript group name (IdentifierStartChar).
+fn id_start(c: char) -> bool {
+    c == '$' || c == '_' || unicode_ident::is_xid_start(c)
+}
+
+/// A character that may continue a JavaScript group name (IdentifierPartChar).
+fn id_continue(c: char) -> bool {
+    c == '$' || c == '\u{200C}' || c == '\u{200D}' || unicode_ident::is_xid_continue(c)
+}
+
+/// The engine's name for the JavaScript capture group `name` (any identifier, `$` and `π`
+/// included): `g` and the hex digits of its UTF-8, which every engine accepts and
+/// [`js_group_name`] reverses.
+pub fn engine_group_name(name: &str) -> String {
+    let mut out = String::with_capacity(1 + 2 * name.len());
+    out.push('g');
+    for b in name.bytes() {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
+}
+
+/// The JavaScript name behind a group name [`engine_group_name`] made (`None` for any other).
+pub fn js_group_name(engine: &str) -> Option<String> {
+    let hex = engine.strip_prefix('g')?;
+    if hex.len() % 2 != 0 {
+        return None;
+    }
+    let bytes: Option<Vec<u8>> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect();
+    String::from_utf8(bytes?).ok()
 }
 
 fn lit(c: char) -> String {
@@ -281,18 +319,26 @@ impl Parser<'_> {
                         self.out.push_str("(?:");
                     } else if self.eat('<') {
                         let st = self.i;
-                        while self
-                            .peek()
-                            .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$')
-                        {
+                        while self.peek().is_some_and(|c| {
+                            if self.i == st {
+                                id_start(c)
+                            } else {
+                                id_continue(c)
+                            }
+                        }) {
                             self.i += 1;
                         }
                         let name: String = self.s[st..self.i].iter().collect();
-                        if name.is_empty() || !self.eat('>') || name.contains('$') {
+                        if name.is_empty() || !self.eat('>') {
                             return Err(self.err("Invalid capture group name"));
                         }
+                        if self.names.contains(&name) {
+                            return Err(self.err("Duplicate capture group name"));
+                        }
                         self.re.groups += 1;
-                        self.out.push_str(&format!("(?P<{name}>"));
+                        self.out
+                            .push_str(&format!("(?P<{}>", engine_group_name(&name)));
+                        self.names.push(name);
                     } else {
                         return Err(self.err("Invalid group"));
                     }
