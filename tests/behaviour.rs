@@ -927,3 +927,28 @@ fn logical_tests_match_node() {
     let cases: Vec<&str> = cases.iter().map(String::as_str).collect();
     common::compare_with_node(&cases, common::Form::Block);
 }
+
+/// Spread into a builtin call counts arguments as JavaScript does: any number for the variadic
+/// ones, extra arguments ignored and missing ones `undefined` for the others.
+#[test]
+fn spread_into_builtins_takes_any_number_of_arguments() {
+    let make = "const a = []\nlet i = 0\nwhile (i < 300) { a.push(i % 277)\n i = i + 1 }\n";
+    let cases: Vec<String> = [
+        "return Math.max(...a)",
+        "return Math.min(...a, -1)",
+        "const b = [1]\nb.push(...a)\nreturn [b.length, b[2999], b[3000]]",
+        "const b = [1, 2]\nb.splice(1, 0, ...a)\nreturn [b.length, b[0], b[1], b[3001]]",
+        "const b = [9]\nb.unshift(...a)\nreturn [b.length, b[0], b[3000]]",
+        "return [0].concat(...[a, a]).length",
+        "return String.fromCharCode(...a.slice(0, 300).map(x => 65 + x % 26)).length",
+        "return 'x'.padStart(...[3, 'ab', 'ignored'])",
+        "return 'abc'.charAt(...[1, 2, 3])",
+        "return 'x'.padStart(...[])",
+        "return Math.max(...[])",
+    ]
+    .iter()
+    .map(|c| format!("{make}{c}"))
+    .collect();
+    let cases: Vec<&str> = cases.iter().map(String::as_str).collect();
+    common::compare_with_node(&cases, common::Form::Block);
+}

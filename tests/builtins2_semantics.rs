@@ -369,3 +369,41 @@ fn pure_atoms() {
         Some(json!(3))
     );
 }
+
+#[test]
+fn spread_of_a_million_arguments_is_paid_per_element() {
+    let code =
+        "const a = Array.from({ length: 1000000 })\nreturn [Math.max(...a.map((x, i) => i)), 1]";
+    let run = |fuel: f64| {
+        common::eval_with(
+            code,
+            json!({}),
+            ajs::Options {
+                fuel,
+                ..Default::default()
+            },
+        )
+    };
+    let out = run(10_000_000.0);
+    assert_eq!(
+        out.result.to_json(),
+        Some(json!([999_999, 1])),
+        "{:?}",
+        out.error
+    );
+    // the spread itself pays per element: the same program without it is cheaper by about that
+    let without = common::eval_with(
+        "const a = Array.from({ length: 1000000 })\nreturn [a.map((x, i) => i).length, 1]",
+        json!({}),
+        ajs::Options {
+            fuel: 10_000_000.0,
+            ..Default::default()
+        },
+    );
+    assert!(
+        out.fuel_used - without.fuel_used >= 90_000.0,
+        "{} vs {}",
+        out.fuel_used,
+        without.fuel_used
+    );
+}

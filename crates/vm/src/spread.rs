@@ -273,7 +273,9 @@ impl Vm {
         Ok(Value::Arr(self.heap.insert(Cell::Arr(items))))
     }
 
-    /// `native(...array)`.
+    /// `native(...array)`, with JavaScript's counting: a native declared with at most 255
+    /// arguments takes any number this way (`Math.max(...a)`, `b.push(...a)` with thousands of
+    /// elements); others ignore arguments past their last and see missing ones as `undefined`.
     pub(crate) fn call_native_array(&mut self, id: NativeId, args: Value) -> OpResult<Value> {
         let Value::Arr(g) = args else {
             return guest("spread arguments must be an array");
@@ -284,21 +286,22 @@ impl Vm {
         };
         self.charge(n as u64 * MILLI_PER_ELEMENT)?;
         let (min, max) = id.arity();
-        if n < min as usize || n > max as usize {
-            return guest(format!(
-                "{} called with {} arguments (allowed {}..={})",
-                id.js_name().trim_start_matches('.'),
-                n,
-                min,
-                max
-            ));
-        }
-        // (at most `max` arguments: a small copy)
-        let items: Vec<Value> = match self.heap.get(g) {
-            Cell::Arr(a) => a.clone(),
-            _ => Vec::new(),
+        let take = if max == u8::MAX {
+            n
+        } else {
+            n.min(max as usize)
         };
-        self.call_native(id, &items)
+        let len = take.max(min as usize);
+        // the arguments are copied out of the array (it may change under the call): admitted
+        let real = memory::alloc(len * std::mem::size_of::<Value>());
+        self.with_scratch(real, &[args], |vm| {
+            let mut items: Vec<Value> = match vm.heap.get(g) {
+                Cell::Arr(a) => a[..take].to_vec(),
+                _ => Vec::new(),
+            };
+            items.resize(len, Value::Undefined);
+            vm.call_native(id, &items)
+        })
     }
 
     fn describe(&self, v: Value) -> String {
