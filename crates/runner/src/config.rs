@@ -172,7 +172,8 @@ impl ServerConfig {
             path,
             crate::cli::MAX_CONFIG_BYTES,
             "MAX_CONFIG_BYTES: a configuration is a few kilobytes; is this the right file?",
-        )?;
+        )
+        .map_err(String::from)?;
         let text = String::from_utf8(bytes).map_err(|_| format!("{path} is not UTF-8"))?;
         ServerConfig::parse(&text, path.ends_with(".toml")).map_err(|e| format!("{path}: {e}"))
     }
