@@ -2,12 +2,12 @@
 
 use std::process::ExitCode;
 
-use ajs::{ErrorInfo, ErrorKind, Eval, JsValue, Options, Outcome};
+use ajs::{Eval, Options};
 use ajs_runner::cli::{at_least_one, fuel};
-use ajs_runner::exit::{outcome_code, print_json, Usage};
+use ajs_runner::exit::{outcome_code, print_json, Usage, REFUSED};
 use ajs_runner::outcome_json;
 use clap::Args;
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
 use crate::{parse_context, read_stdin, runtime};
 
@@ -58,24 +58,24 @@ pub fn cmd_eval(a: &EvalArgs) -> Result<ExitCode, Usage> {
     options.validate().map_err(|e| Usage(e.to_string()))?;
     let code = if a.code == "-" {
         let max = options.max_source_bytes;
+        let refused = |message: String| {
+            let mut out =
+                json!({ "fuelUsed": 0, "error": { "message": message, "kind": "input" } });
+            if a.log {
+                out["log"] = json!([]);
+            }
+            Ok(print_json(&out, REFUSED))
+        };
         let Some(bytes) = read_stdin(max)? else {
             // the same outcome as a long CODE argument, without reading the rest
-            let out = Outcome {
-                result: JsValue::Undefined,
-                fuel_used: 0.0,
-                error: Some(ErrorInfo {
-                    message: format!(
-                        "Source on stdin is over the {max}-byte limit (maxSourceBytes); raise it with --max-source-bytes"
-                    ),
-                    kind: ErrorKind::Input,
-                    pos: None,
-                }),
-                log: Vec::new(),
-            };
-            return Ok(print_json(&outcome_json(&out, a.log), outcome_code(&out)));
+            return refused(format!(
+                "Source on stdin is over the {max}-byte limit (maxSourceBytes); raise it with --max-source-bytes"
+            ));
         };
-        String::from_utf8(bytes)
-            .map_err(|_| Usage("the code on stdin is not valid UTF-8".into()))?
+        match String::from_utf8(bytes) {
+            Ok(code) => code,
+            Err(_) => return refused("The code on stdin is not valid UTF-8".into()),
+        }
     } else {
         a.code.clone()
     };

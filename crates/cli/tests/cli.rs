@@ -14,7 +14,7 @@ fn ajs(args: &[&str]) -> Output {
         .expect("run ajs")
 }
 
-fn ajs_stdin(args: &[&str], input: &str) -> Output {
+fn ajs_stdin(args: &[&str], input: impl AsRef<[u8]>) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_ajs"))
         .args(args)
         .stdin(Stdio::piped())
@@ -26,7 +26,7 @@ fn ajs_stdin(args: &[&str], input: &str) -> Output {
         .stdin
         .take()
         .unwrap()
-        .write_all(input.as_bytes())
+        .write_all(input.as_ref())
         .unwrap();
     child.wait_with_output().unwrap()
 }
@@ -274,6 +274,18 @@ fn eval_refuses_oversize_source_in_the_json() {
     let o = ajs_stdin(&["eval", "-", "--max-source-bytes=3"], "'aaaa'");
     assert_eq!(o.status.code(), Some(3));
     assert!(stdout(&o).contains("over the 3-byte limit"));
+    // code on stdin that is not UTF-8 is refused the same way
+    let o = ajs_stdin(&["eval", "-"], b"1 + \xff");
+    assert_eq!(o.status.code(), Some(3));
+    let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["error"]["kind"], "input", "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not valid UTF-8"),
+        "{v}"
+    );
 }
 
 #[test]
