@@ -74,11 +74,12 @@ fn main() -> ExitCode {
         Some(Command::Replay(a)) => gated::cmd_replay(a),
     };
     ajs_runner::cli::report_peak_rss();
-    let name = match &cli.command {
-        Some(c) => format!("ajs {}", c.name()),
-        None => "ajs".to_string(),
-    };
-    result.unwrap_or_else(|u| u.report(&name))
+    result.unwrap_or_else(|u| {
+        u.report(
+            <Cli as clap::CommandFactory>::command(),
+            cli.command.as_ref().map(Command::name),
+        )
+    })
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, Usage> {

@@ -27,9 +27,17 @@ pub const REFUSED: u8 = 3;
 pub struct Usage(pub String);
 
 impl Usage {
-    /// Prints `prog: message` and how to get help on stderr; the exit code [`USAGE`].
-    pub fn report(&self, prog: &str) -> ExitCode {
-        eprintln!("{prog}: {}\nRun '{prog} --help' for usage.", self.0);
+    /// Prints the message the way clap prints its own usage errors (`error: …`, the usage line
+    /// of `subcommand` in `command`, where to find help) on stderr; the exit code [`USAGE`].
+    pub fn report(&self, mut command: clap::Command, subcommand: Option<&str>) -> ExitCode {
+        command.build();
+        let command = match subcommand.and_then(|s| command.find_subcommand_mut(s)) {
+            Some(sub) => sub,
+            None => &mut command,
+        };
+        let _ = command
+            .error(clap::error::ErrorKind::ValueValidation, &self.0)
+            .print();
         ExitCode::from(USAGE)
     }
 }

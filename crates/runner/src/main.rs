@@ -50,11 +50,12 @@ fn main() -> ExitCode {
         Some(Command::Serve(a)) => cli::serve("ajs-run", a),
     };
     cli::report_peak_rss();
-    let name = match &cli.command {
-        Some(c) => format!("ajs-run {}", c.name()),
-        None => "ajs-run".to_string(),
-    };
-    result.unwrap_or_else(|u| u.report(&name))
+    result.unwrap_or_else(|u| {
+        u.report(
+            <Cli as clap::CommandFactory>::command(),
+            cli.command.as_ref().map(Command::name),
+        )
+    })
 }
 
 impl Command {
