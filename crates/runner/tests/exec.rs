@@ -215,6 +215,30 @@ fn version_help_and_usage_errors() {
     assert!(!String::from_utf8_lossy(&o.stderr).contains("panicked"));
 }
 
+/// A limit of 0 is refused, on the command line and in a configuration, never "unlimited".
+#[test]
+fn a_limit_of_zero_is_bad_usage() {
+    let d = Dir::new("zero");
+    let cfg = d.write("zero.json", br#"{"limits": {"maxSourceBytes": 0}}"#);
+    let artifact = d.write(
+        "a.ajsb",
+        &Runner::compile_agent(AGENT, &Options::default())
+            .unwrap()
+            .to_bytes(),
+    );
+    for args in [
+        &["exec", &artifact, "--config", &cfg][..],
+        &["serve", "--config", &cfg][..],
+        &["exec", &artifact, "--timeout-ms", "0"][..],
+    ] {
+        let o = ajs_run(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("must be at least 1"), "{args:?}: {err}");
+        assert!(o.stdout.is_empty(), "{args:?}");
+    }
+}
+
 /// A closed stdout ends `ajs-run exec` quietly with the run's exit code.
 #[test]
 fn a_closed_stdout_is_a_quiet_exit() {
