@@ -23,8 +23,8 @@ Exit codes: 0 the run succeeded, 1 the run failed (guest error, fuel, timeout…
 3 input refused (a compile error, source over --max-source-bytes, a context too large)."
 )]
 pub struct EvalArgs {
-    /// The code to run; '-' reads it from stdin (code starting with '-' goes after `--`).
-    #[arg(value_name = "CODE")]
+    /// The code to run; '-' reads it from stdin.
+    #[arg(value_name = "CODE", allow_hyphen_values = true, value_parser = code_arg)]
     code: String,
     /// The context: a JSON object whose keys the code reads as names.
     #[arg(long, value_name = "JSON", value_parser = parse_context)]
@@ -41,6 +41,14 @@ pub struct EvalArgs {
     /// Include the guest's console lines in the outcome: "log": [{"level", "message"}].
     #[arg(long)]
     log: bool,
+}
+
+/// CODE may start with `-` (`ajs eval -1`); a `--name` in its place is an unknown option.
+fn code_arg(v: &str) -> Result<String, String> {
+    if v.starts_with("--") && v.len() > 2 {
+        return Err(format!("unknown option '{v}'"));
+    }
+    Ok(v.to_string())
 }
 
 /// `ajs eval`.

@@ -143,6 +143,12 @@ fn exit_codes_of_eval() {
         (code, v),
         (Some(0), json!({ "result": 2, "fuelUsed": 0.3 }))
     );
+    // CODE may start with '-'
+    let (code, v) = code_and_json(&["eval", "-1", "--fuel", "5"]);
+    assert_eq!(
+        (code, v),
+        (Some(0), json!({ "result": -1, "fuelUsed": 0.2 }))
+    );
     let (code, v) = code_and_json(&["eval", "Error('no')"]);
     assert_eq!(code, Some(1), "{v}");
     assert_eq!(v["error"]["kind"], "guest", "{v}");
@@ -162,6 +168,7 @@ fn exit_codes_of_eval() {
         &["eval", "1", "--timeout-ms", "0"][..],
         &["eval", "1", "--fuel", "-1"][..],
         &["eval", "1", "--bogus"][..],
+        &["eval", "--bogus"][..],
     ] {
         let o = ajs(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
