@@ -570,6 +570,21 @@ fn compile_reports_errors_with_the_file_name() {
         stderr(&o)
     );
     assert!(stderr(&o).contains(src.path()), "{}", stderr(&o));
+    // `ajs run` refuses it in its JSON line, the body POST /run answers with
+    let o = ajs(&["run", src.path()]);
+    assert_eq!(o.status.code(), Some(3));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["error"]["kind"], "compileError", "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("'lookup' is not defined"),
+        "{v}"
+    );
+    let o = ajs(&["run", "/nonexistent/agent.ajs"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stdout(&o).is_empty());
     let o = ajs(&["compile", src.path(), "-o", &out, "--atoms", "lookup"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let o = ajs(&["exec", &out]);
