@@ -436,9 +436,10 @@ fn limit_for(opts: &Options) -> Duration {
     Duration::from_millis(opts.timeout_ms).saturating_add(GRACE)
 }
 
-/// A readable form of an outcome (its JSON line), cut to a readable length.
+/// A readable form of an outcome (its JSON line, as `ajs eval` prints it), cut to a readable
+/// length.
 fn show_outcome(o: &Outcome) -> String {
-    short(&o.to_json())
+    short(&ajs_runner::outcome_json(o, false))
 }
 
 /// JSON text cut to 300 characters.
