@@ -9,6 +9,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod exit;
 pub mod output;
 pub mod server;
 
