@@ -2,7 +2,7 @@
 //! program its `NAME.dis` lists (constants, atoms, functions, every instruction with its operands
 //! and source position, the agent signature, the verifier's verdict), or fails to compile with
 //! exactly the message of its `NAME.err`. Any change to code generation shows up as a reviewed
-//! diff. Regenerate with `AJS_BLESS=1 cargo test --release -p ajs --test golden_bytecode`.
+//! diff. Regenerate with `AJS_BLESS=1 cargo test --release -p ajs --test ajs_tests golden_bytecode`.
 //!
 //! A source's first line is its header, `// golden {"mode": "eval"|"function"|"agent",
 //! "externals": [names], "atoms": [extra atoms]}`; the rest is compiled as the case runner

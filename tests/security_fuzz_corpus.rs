@@ -5,8 +5,6 @@
 //! through the text and artifact paths, and the generator's printer is exercised on seeded
 //! programs (`ast::Program::random`).
 
-#![allow(unexpected_cfgs)] // fuzz/src/ast.rs derives `Arbitrary` under `--cfg fuzzing` only
-
 #[path = "../fuzz/src/ast.rs"]
 mod ast;
 #[path = "../fuzz/src/harness.rs"]

@@ -6,7 +6,7 @@
 Each case becomes `tests/golden/bytecode/NAME.ajs` (NAME: the case name, sanitised), whose first
 line is a `// golden {json}` header giving how it compiles (mode, externals, extra atoms); a
 source already present under another name is skipped. Then
-`AJS_BLESS=1 cargo test --release -p ajs --test golden_bytecode` writes each `.dis`
+`AJS_BLESS=1 cargo test --release -p ajs --test ajs_tests golden_bytecode` writes each `.dis`
 (or `.err` for a program that does not compile). Existing files are never overwritten.
 """
 import json
