@@ -2,6 +2,7 @@
 //! hostile property names, memory-growing methods, callbacks, spreads, JSON text, capability
 //! calls) printed to source → compile → run, as a function body or as an agent with a (possibly
 //! recursive) helper. Invariants in `src/harness.rs`.
+#![forbid(unsafe_code)]
 #![no_main]
 
 #[path = "../src/harness.rs"]

@@ -1,6 +1,7 @@
 //! Arbitrary bytes → load/verify → run under a small budget. Invariants (in `src/harness.rs`,
 //! shared with the stable replay test): no panic; fuel and heap stay within their limits; the run
 //! ends within a bounded number of slices.
+#![forbid(unsafe_code)]
 #![no_main]
 
 #[path = "../src/harness.rs"]

@@ -15,6 +15,7 @@
 //! let err = admit(&req, &policy, true, 0).unwrap_err();
 //! assert_eq!(err, "Fetch blocked: domain not in allowlist. Allowed: api.example.com");
 //! ```
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 pub mod http;
