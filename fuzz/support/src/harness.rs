@@ -1,5 +1,5 @@
 //! The code paths the fuzz targets exercise, shared with the stable-toolchain replay test
-//! (`tests/security_fuzz_corpus.rs` includes this file with `#[path]`), so a corpus file runs the
+//! (`tests/security_fuzz_corpus.rs`, through this crate), so a corpus file runs the
 //! same way under `cargo fuzz` and under `cargo test`.
 //!
 //! Invariants checked after every slice: fuel used never exceeds the budget; the heap counter

@@ -1,12 +1,13 @@
 //! A structured generator of AJS programs: an AST whose every value prints to source that is
 //! close to valid AJS, so the fuzzer spends its time in the VM rather than in the parser.
-//! Under `cargo fuzz` (which sets `--cfg fuzzing`) the types derive `arbitrary::Arbitrary`; the
+//! With the `arbitrary` feature (the `generated` fuzz target's) the types derive
+//! `arbitrary::Arbitrary`; the
 //! stable replay test builds them from a seeded generator (`Program::random`) instead.
-#![allow(dead_code, unexpected_cfgs)]
+#![allow(dead_code)]
 
 use std::fmt::Write;
 
-#[cfg_attr(fuzzing, derive(arbitrary::Arbitrary))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[derive(Clone, Copy, Debug)]
 pub enum Var {
     A,
@@ -33,7 +34,7 @@ impl Var {
 }
 
 /// Property names, hostile ones included.
-#[cfg_attr(fuzzing, derive(arbitrary::Arbitrary))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[derive(Clone, Copy, Debug)]
 pub enum Key {
     Length,
@@ -63,7 +64,7 @@ impl Key {
     }
 }
 
-#[cfg_attr(fuzzing, derive(arbitrary::Arbitrary))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[derive(Clone, Copy, Debug)]
 pub enum BinOp {
     Add,
@@ -106,7 +107,7 @@ impl BinOp {
 }
 
 /// Methods with no callback, with their arity.
-#[cfg_attr(fuzzing, derive(arbitrary::Arbitrary))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[derive(Clone, Copy, Debug)]
 pub enum Method {
     Repeat,
@@ -153,7 +154,7 @@ impl Method {
 }
 
 /// Methods that take a callback.
-#[cfg_attr(fuzzing, derive(arbitrary::Arbitrary))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[derive(Clone, Copy, Debug)]
 pub enum CbMethod {
     Map,
@@ -182,7 +183,7 @@ impl CbMethod {
 }
 
 /// Global functions.
-#[cfg_attr(fuzzing, derive(arbitrary::Arbitrary))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[derive(Clone, Copy, Debug)]
 pub enum Global {
     JsonParse,
@@ -221,7 +222,7 @@ impl Global {
     }
 }
 
-#[cfg_attr(fuzzing, derive(arbitrary::Arbitrary))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[derive(Clone, Debug)]
 pub enum Expr {
     Num(i16),
@@ -251,7 +252,7 @@ pub enum Expr {
     Item,
 }
 
-#[cfg_attr(fuzzing, derive(arbitrary::Arbitrary))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[derive(Clone, Debug)]
 pub enum Stmt {
     Let(Var, Expr),
@@ -268,7 +269,7 @@ pub enum Stmt {
 }
 
 /// A program: a list of statements, optionally wrapped in a helper called from an agent entry.
-#[cfg_attr(fuzzing, derive(arbitrary::Arbitrary))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[derive(Clone, Debug)]
 pub struct Program {
     pub stmts: Vec<Stmt>,
