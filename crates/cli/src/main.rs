@@ -1,5 +1,7 @@
 //! `ajs`: run AJS snippets, conformance cases and disassemble programs.
 
+#![forbid(unsafe_code)]
+
 mod cases;
 mod cases_parallel;
 mod compile;

@@ -5,6 +5,7 @@
 //! only artifacts that `ajs compile` wrote, loaded through the verifier. See
 //! `docs/deployment.md` for the split deployment, the server's configuration and its request
 //! and response formats.
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 pub mod cli;

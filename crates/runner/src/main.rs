@@ -1,5 +1,7 @@
 //! `ajs-run`: runs compiled AJS artifacts and serves them; contains no parser.
 
+#![forbid(unsafe_code)]
+
 use std::process::ExitCode;
 
 use ajs_runner::cli::{self, ExecArgs, ServeArgs};

@@ -1,6 +1,8 @@
 //! Compile on one side (the library, standing in for `ajs compile` on a trusted host), run the
 //! artifact with the parser-free `ajs-run` on the other.
 
+#![forbid(unsafe_code)]
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
