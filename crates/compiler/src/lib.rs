@@ -120,9 +120,11 @@ pub fn compile(source: &str, opts: &CompileOptions) -> Result<Program, CompileEr
     } else {
         opts.source_name
     };
-    let run = || {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| compile_inner(source, opts)))
-            .unwrap_or_else(|_| Err(Fail::new(0, "internal compiler error")))
+    let run = |bodies: &[stack::Body]| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            compile_inner(source, opts, bodies)
+        }))
+        .unwrap_or_else(|_| Err(Fail::new(0, "internal compiler error")))
     };
     stack::guarded(source, run).map_err(|f| to_error(source, name, f))
 }
@@ -138,8 +140,13 @@ fn to_error(source: &str, name: &str, f: Fail) -> CompileError {
     }
 }
 
-/// Compiles `source` (on a stack [`stack::guarded`] found big enough).
-fn compile_inner(source: &str, opts: &CompileOptions) -> Result<Program, Fail> {
+/// Compiles `source` (on a stack [`stack::guarded`] found big enough; `bodies` are the top-level
+/// brackets its scan read, for the parameter rewrite).
+fn compile_inner(
+    source: &str,
+    opts: &CompileOptions,
+    bodies: &[stack::Body],
+) -> Result<Program, Fail> {
     if source.len() > u32::MAX as usize / 2 {
         return Err(Fail::new(0, "source is too large"));
     }
@@ -155,7 +162,7 @@ fn compile_inner(source: &str, opts: &CompileOptions) -> Result<Program, Fail> {
     };
     match opts.mode {
         Mode::Agent => {
-            let (rewritten, raw) = params::rewrite(source);
+            let (rewritten, raw) = params::rewrite_with(source, bodies);
             with_arena(|alloc| {
                 let ret = Parser::new(alloc, &rewritten, SourceType::script())
                     .with_options(plain_opts)

@@ -5,6 +5,8 @@
 
 use std::borrow::Cow;
 
+use crate::stack::Body;
+
 /// One parameter as written.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct RawParam<'s> {
@@ -380,12 +382,24 @@ impl Scanner<'_> {
 /// Rewrites the parameter lists of top-level `function` declarations; returns the rewritten
 /// source (same length, same positions; borrowed when nothing is rewritten) and each function's
 /// parameters in source order.
+#[cfg(test)]
 pub(crate) fn rewrite(source: &str) -> (Cow<'_, str>, Vec<RawFunction<'_>>) {
+    rewrite_with(source, &[])
+}
+
+/// [`rewrite`], skipping `bodies` (top-level brackets of [`crate::stack`]'s scan, in source
+/// order, which this scan would read the same way).
+pub(crate) fn rewrite_with<'s>(
+    source: &'s str,
+    bodies: &[Body],
+) -> (Cow<'s, str>, Vec<RawFunction<'s>>) {
     let mut s = Scanner::new(source);
     let b = s.b;
     let mut fns = Vec::new();
     let mut depth = 0usize;
     let mut i = 0;
+    // the next of `bodies` that may open at or after `i`
+    let mut next_body = 0;
     while i < b.len() {
         if depth > 0 {
             i = s.body(i, &mut depth);
@@ -401,7 +415,18 @@ pub(crate) fn rewrite(source: &str) -> (Cow<'_, str>, Vec<RawFunction<'_>>) {
                 i = s.ws(i);
                 continue;
             }
-            b'(' | b'[' | b'{' => depth += 1,
+            b'(' | b'[' | b'{' => {
+                while bodies.get(next_body).is_some_and(|o| (o.open as usize) < i) {
+                    next_body += 1;
+                }
+                if let Some(body) = bodies.get(next_body).filter(|o| o.open as usize == i) {
+                    if body.end as usize > i && body.end as usize <= b.len() {
+                        i = body.end as usize;
+                        continue;
+                    }
+                }
+                depth += 1;
+            }
             b')' | b']' | b'}' => depth = depth.saturating_sub(1),
             _ if depth == 0 && is_ident_start(c) && (i == 0 || !is_ident(b[i - 1])) => {
                 let Some((word, j)) = s.ident(i) else {
@@ -628,5 +653,94 @@ mod tests {
         assert_eq!(out, "function h(a, b= 'x') { return a }\nfunction main(q= { a: 1, b: [1, 2] }, z = 'a:b') {}");
         assert_eq!(fns.len(), 2);
         assert!(fns[1].params[0].required && !fns[1].params[1].required);
+    }
+
+    #[test]
+    fn skipping_the_scans_bodies_changes_nothing() {
+        let same = |src: &str| {
+            let Ok((_, bodies)) = crate::stack::bound(src, usize::MAX) else {
+                return;
+            };
+            assert_eq!(rewrite_with(src, &bodies), rewrite(src), "{src:?}");
+        };
+        let pieces = [
+            "function f(",
+            "function (",
+            "function* g(",
+            "a: 1",
+            "b = 2",
+            ", ",
+            ")",
+            "(",
+            " {",
+            "{",
+            "}",
+            "[",
+            "]",
+            "`",
+            "${",
+            "'",
+            "\"",
+            "\\",
+            "\n",
+            "//",
+            "/*",
+            "*/",
+            "/",
+            "x",
+            " return { y: 1 } ",
+            ":",
+            "é",
+            "\r",
+            "`${ /* } */ }`",
+            "`a${ '}' }b`",
+            "`${ { } }`",
+            "`${ ( }`",
+            "// `\n",
+            "'`'",
+            "function h(a: `x`) { ",
+            "function k(s = '}') {",
+            // simple substitutions, and ones that are nearly so (a bracket of another kind, a
+            // brace, a template or a comment inside)
+            "`a${x}b`",
+            "`${ f(x)[1] }`",
+            "`${ a ) }`",
+            "`${ (a }`",
+            "`${ [ }`",
+            "`${ a ${ b } }`",
+            "`${ `x` }`",
+            "`${ x // }\n }`",
+            "`${ a\\}",
+            "${",
+            "$",
+            "}`",
+            "/[)]/",
+            "a / (b)",
+            ") / (",
+            "\u{2028}",
+            "<!--",
+            "-->",
+            "#!",
+            "\\u0028",
+            "`t$${y}`",
+            "`\\${z}`",
+            " function m(a: 1) { return `${a.b(c)}` } ",
+        ];
+        let mut next = crate::test_rng::xorshift(0x2545_f491_4f6c_dd1d_u64);
+        for _ in 0..100_000 {
+            let src = crate::test_rng::soup(&mut next, &pieces, 30);
+            same(&src);
+        }
+        // the agent, and the agent with a piece put in, in many places
+        let agent = include_str!("../../../benches/programs/agent_8k.js");
+        same(agent);
+        for _ in 0..1_000 {
+            let mut at = next() % agent.len();
+            while !agent.is_char_boundary(at) {
+                at -= 1;
+            }
+            let piece = pieces[next() % pieces.len()];
+            same(&format!("{}{piece}{}", &agent[..at], &agent[at..]));
+        }
     }
 }

@@ -90,8 +90,12 @@ impl<'s> LineIndex<'s> {
     }
 }
 
+/// Lines [`Cursor`] looks through, forwards, before it searches.
+const WALK_LINES: usize = 4;
+
 /// See [`LineIndex::cursor`]: it remembers the line of the last offset (of an ASCII source), so
-/// an offset on that line or the next (the usual order of an instruction stream) takes no search.
+/// an offset on that line or one of the next few (the usual order of an instruction stream)
+/// takes no search.
 pub(crate) struct Cursor<'i, 's> {
     idx: &'i LineIndex<'s>,
     /// The line last found (0-based), its first byte and its length (zero when not known).
@@ -121,13 +125,19 @@ impl Cursor<'_, '_> {
             return idx.pos(o);
         }
         let off = o as usize;
-        let (start, end) = idx.line_range(self.line + 1);
-        let line = if start <= off && off < end {
-            self.line + 1
-        } else {
-            let p = idx.pos(o);
-            p.line as usize - 1
-        };
+        // one of the next few lines (the usual move), else a search
+        let mut line = self.line;
+        loop {
+            line += 1;
+            let (start, end) = idx.line_range(line);
+            if off < start || line > self.line + WALK_LINES {
+                line = idx.pos(o).line as usize - 1;
+                break;
+            }
+            if off < end {
+                break;
+            }
+        }
         let (start, end) = idx.line_range(line);
         self.line = line;
         self.start = start;

@@ -54,16 +54,17 @@ const MAX_OPERATOR_RUN: usize = 4 * MAX_BRACKET_DEPTH;
 /// `src` as nested too deeply.
 pub(crate) fn guarded<T: Send>(
     src: &str,
-    compile: impl FnOnce() -> Result<T, Fail> + Send,
+    compile: impl FnOnce(&[Body]) -> Result<T, Fail> + Send,
 ) -> Result<T, Fail> {
     // (`SHORT_SOURCE` is zero in a debug build)
     #[allow(clippy::absurd_extreme_comparisons)]
-    let units = if src.len() <= SHORT_SOURCE {
-        src.len() * BRACKET_UNITS
+    let (units, bodies) = if src.len() <= SHORT_SOURCE {
+        (src.len() * BRACKET_UNITS, Vec::new())
     } else {
-        std::panic::catch_unwind(|| units(src, MAX_UNITS))
+        std::panic::catch_unwind(|| bound(src, MAX_UNITS))
             .unwrap_or_else(|_| Err(Fail::new(0, "internal compiler error")))?
     };
+    let compile = move || compile(&bodies);
     let stack = BASE_STACK + units * STACK_PER_UNIT;
     if stack <= INLINE_STACK {
         return compile();
@@ -96,8 +97,21 @@ enum Prev {
     Unknown,
 }
 
+/// A bracket the scan read at the top level, from its index to the index after the bracket that
+/// closed it, with nothing between them that [`crate::params`] could read otherwise: no template,
+/// regex, uncertain part, or `//` comment ended by anything but LF (strings end at their quote
+/// on their line, brackets are brackets), so the parameter rewrite may skip it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Body {
+    pub open: u32,
+    pub end: u32,
+}
+
 /// An open bracket of [`units`] (or the top level).
 struct Frame {
+    /// Where it opened, and [`Scan::murky`] then.
+    at: usize,
+    murky: usize,
     /// The units where it opened, and right after it opened.
     base: usize,
     floor: usize,
@@ -121,15 +135,27 @@ struct Scan<'s> {
     depth: usize,
     /// Consecutive prefix or right-associative operator characters.
     run: usize,
+    /// How many parts [`Body`] excludes the scan has read.
+    murky: usize,
+    /// The top-level brackets that closed with nothing murky inside.
+    bodies: Vec<Body>,
 }
 
 /// How many stack units compiling `src` may take (see the module comment), or a refusal: more
 /// than `max_units`, brackets nested deeper than [`MAX_BRACKET_DEPTH`] or a run of more than
 /// [`MAX_OPERATOR_RUN`] operator characters.
+#[cfg(test)]
 fn units(src: &str, max_units: usize) -> Result<usize, Fail> {
+    bound(src, max_units).map(|(u, _)| u)
+}
+
+/// [`units`], and the top-level [`Body`]s.
+pub(crate) fn bound(src: &str, max_units: usize) -> Result<(usize, Vec<Body>), Fail> {
     let b = src.as_bytes();
     let mut open = Vec::with_capacity(16);
     open.push(Frame {
+        at: 0,
+        murky: 0,
         base: 0,
         floor: 0,
         statements: 0,
@@ -143,7 +169,16 @@ fn units(src: &str, max_units: usize) -> Result<usize, Fail> {
         max_units,
         depth: 0,
         run: 0,
+        murky: 0,
+        bodies: Vec::new(),
     };
+    let u = scan(&mut s)?;
+    Ok((u, s.bodies))
+}
+
+/// The scan of [`bound`].
+fn scan(s: &mut Scan) -> Result<usize, Fail> {
+    let b = s.b;
     let mut prev = Prev::Expr;
     let mut i = 0;
     // a hashbang comment (like HTML-like comments below) is read as uncertain
@@ -199,7 +234,7 @@ fn units(src: &str, max_units: usize) -> Result<usize, Fail> {
                 } else {
                     Prev::Unknown
                 };
-                if s.close() {
+                if s.close(i) {
                     let (next, ended) = s.template_text(i)?;
                     i = next;
                     prev = if ended { Prev::Value } else { Prev::Expr };
@@ -233,6 +268,9 @@ fn units(src: &str, max_units: usize) -> Result<usize, Fail> {
                 while i < b.len() && !line_end(b, i) {
                     i += 1;
                 }
+                if b.get(i).is_some_and(|&c| c != b'\n') {
+                    s.murky += 1;
+                }
             }
             SLASH if b.get(i + 1) == Some(&b'*') => {
                 i = match memchr::memmem::find(b.get(i + 2..).unwrap_or(&[]), b"*/") {
@@ -250,6 +288,7 @@ fn units(src: &str, max_units: usize) -> Result<usize, Fail> {
                 Prev::Expr => {
                     // a regex literal: up to the `/` that is not escaped or in a class
                     s.run = 0;
+                    s.murky += 1;
                     let mut class = false;
                     i += 1;
                     loop {
@@ -404,6 +443,8 @@ impl Scan<'_> {
         let base = self.units;
         self.units += BRACKET_UNITS;
         self.open.push(Frame {
+            at,
+            murky: self.murky,
             base,
             floor: self.units,
             statements: 0,
@@ -415,8 +456,9 @@ impl Scan<'_> {
         Ok(())
     }
 
-    /// Closes the innermost frame; true when it was a template substitution.
-    fn close(&mut self) -> bool {
+    /// Closes the innermost frame with the bracket before `end`; true when it was a template
+    /// substitution.
+    fn close(&mut self, end: usize) -> bool {
         if self.open.len() < 2 {
             return false;
         }
@@ -424,6 +466,12 @@ impl Scan<'_> {
             Some(top) => {
                 self.peak = self.peak.max(self.units);
                 self.units = top.base;
+                if self.open.len() == 1 && top.murky == self.murky && !top.template {
+                    self.bodies.push(Body {
+                        open: top.at as u32,
+                        end: end as u32,
+                    });
+                }
                 top.template
             }
             None => false,
@@ -434,6 +482,7 @@ impl Scan<'_> {
     /// closing backtick (and true) or after a `${`, whose frame is then open (and false).
     fn template_text(&mut self, mut i: usize) -> Result<(usize, bool), Fail> {
         let b = self.b;
+        self.murky += 1;
         loop {
             let rest = b.get(i..).unwrap_or(&[]);
             match memchr::memchr3(b'\\', b'`', b'$', rest) {
@@ -468,7 +517,16 @@ impl Scan<'_> {
     /// stops after the line (LF or CR, unless escaped: no string or regex goes past one) and
     /// returns the index there; a backtick or a block comment may span lines, so after one the
     /// rest of the source is counted this way.
-    fn uncertain(&mut self, mut i: usize, mut line: bool) -> Result<usize, Fail> {
+    fn uncertain(&mut self, i: usize, line: bool) -> Result<usize, Fail> {
+        // (what opened in it is murky too)
+        self.murky += 1;
+        let r = self.uncertain_from(i, line);
+        self.murky += 1;
+        r
+    }
+
+    /// [`Self::uncertain`].
+    fn uncertain_from(&mut self, mut i: usize, mut line: bool) -> Result<usize, Fail> {
         let b = self.b;
         while i < b.len() {
             let c = b[i];
@@ -644,28 +702,108 @@ enum Nesting {
     Statement,
 }
 
-/// Whether plain word `w` can open a nesting level without a bracket, and what it says about a
-/// following `/`: after a reserved word that takes an expression it starts a regex; after a word
-/// that a line break may end a statement after, it may do either; after any other word it
-/// divides.
+/// The words [`keyword`] knows: whether each can open a nesting level without a bracket, and
+/// what it says about a following `/`: after a reserved word that takes an expression it starts
+/// a regex; after a word that a line break may end a statement after, it may do either. (Any
+/// other word is no nesting and divides.)
+const KEYWORDS: [(&[u8], Nesting, Prev); 44] = {
+    use Nesting::{Expression as E, None as N, Statement as S};
+    use Prev::{Expr as X, Unknown as U, Value as V};
+    [
+        (b"case", E, X),
+        (b"delete", E, X),
+        (b"in", E, X),
+        (b"instanceof", E, X),
+        (b"new", E, X),
+        (b"return", E, X),
+        (b"throw", E, X),
+        (b"typeof", E, X),
+        (b"void", E, X),
+        (b"extends", E, X),
+        (b"do", S, X),
+        (b"else", S, X),
+        (b"yield", E, U),
+        (b"await", E, U),
+        (b"of", E, U),
+        (b"async", E, U),
+        (b"if", S, V),
+        (b"while", S, V),
+        (b"for", S, V),
+        (b"with", S, V),
+        (b"this", N, V),
+        (b"super", N, V),
+        (b"null", N, V),
+        (b"true", N, V),
+        (b"false", N, V),
+        (b"let", N, U),
+        (b"static", N, U),
+        (b"get", N, U),
+        (b"set", N, U),
+        (b"break", N, U),
+        (b"continue", N, U),
+        (b"debugger", N, U),
+        (b"default", N, U),
+        (b"var", N, U),
+        (b"const", N, U),
+        (b"function", N, U),
+        (b"class", N, U),
+        (b"try", N, U),
+        (b"catch", N, U),
+        (b"finally", N, U),
+        (b"switch", N, U),
+        (b"import", N, U),
+        (b"export", N, U),
+        (b"enum", N, U),
+    ]
+};
+
+/// Per first byte, the lengths (as bits) of the [`KEYWORDS`] that start with it: most words
+/// are no keyword, and this says so without comparing.
+static KEYWORD_LENGTHS: [u16; 256] = {
+    let mut t = [0u16; 256];
+    let mut k = 0;
+    while k < KEYWORDS.len() {
+        let w = KEYWORDS[k].0;
+        t[w[0] as usize] |= 1 << w.len();
+        k += 1;
+    }
+    t
+};
+
+/// The bytes of a word of at most 16 as one number (zeros after it).
+const fn packed(w: &[u8]) -> u128 {
+    let mut v = 0u128;
+    let mut k = 0;
+    while k < w.len() && k < 16 {
+        v |= (w[k] as u128) << (8 * k);
+        k += 1;
+    }
+    v
+}
+
+/// [`KEYWORDS`]' words, [`packed`] (compared as numbers, not byte by byte).
+static KEYWORDS_PACKED: [u128; KEYWORDS.len()] = {
+    let mut t = [0u128; KEYWORDS.len()];
+    let mut k = 0;
+    while k < KEYWORDS.len() {
+        t[k] = packed(KEYWORDS[k].0);
+        k += 1;
+    }
+    t
+};
+
+/// What plain word `w` is (see [`KEYWORDS`]).
+#[inline]
 fn keyword(w: &[u8]) -> (Nesting, Prev) {
-    if w.len() > 10 || !w.first().is_some_and(u8::is_ascii_lowercase) {
-        return (Nesting::None, Prev::Value);
-    }
-    match w {
-        b"case" | b"delete" | b"in" | b"instanceof" | b"new" | b"return" | b"throw" | b"typeof"
-        | b"void" | b"extends" => (Nesting::Expression, Prev::Expr),
-        b"do" | b"else" => (Nesting::Statement, Prev::Expr),
-        b"yield" | b"await" | b"of" | b"async" => (Nesting::Expression, Prev::Unknown),
-        b"if" | b"while" | b"for" | b"with" => (Nesting::Statement, Prev::Value),
-        b"this" | b"super" | b"null" | b"true" | b"false" => (Nesting::None, Prev::Value),
-        b"let" | b"static" | b"get" | b"set" | b"break" | b"continue" | b"debugger"
-        | b"default" | b"var" | b"const" | b"function" | b"class" | b"try" | b"catch"
-        | b"finally" | b"switch" | b"import" | b"export" | b"enum" => {
-            (Nesting::None, Prev::Unknown)
+    let lengths = w.first().map_or(0, |&c| KEYWORD_LENGTHS[c as usize]);
+    if w.len() < 16 && lengths & (1 << w.len()) != 0 {
+        let v = packed(w);
+        if let Some(k) = KEYWORDS_PACKED.iter().position(|&p| p == v) {
+            let (_, n, p) = KEYWORDS[k];
+            return (n, p);
         }
-        _ => (Nesting::None, Prev::Value),
     }
+    (Nesting::None, Prev::Value)
 }
 
 /// Whether the statements before a `;` have all ended when the source goes on at `i`: the next
