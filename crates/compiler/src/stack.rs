@@ -757,14 +757,15 @@ const KEYWORDS: [(&[u8], Nesting, Prev); 44] = {
     ]
 };
 
-/// Per first byte, the lengths (as bits) of the [`KEYWORDS`] that start with it: most words
-/// are no keyword, and this says so without comparing.
-static KEYWORD_LENGTHS: [u16; 256] = {
-    let mut t = [0u16; 256];
+/// Per first byte and per last byte, the lengths (as bits) of the [`KEYWORDS`] that start or
+/// end with it: most words are no keyword, and these say so without comparing.
+static KEYWORD_LENGTHS: [[u16; 256]; 2] = {
+    let mut t = [[0u16; 256]; 2];
     let mut k = 0;
     while k < KEYWORDS.len() {
         let w = KEYWORDS[k].0;
-        t[w[0] as usize] |= 1 << w.len();
+        t[0][w[0] as usize] |= 1 << w.len();
+        t[1][w[w.len() - 1] as usize] |= 1 << w.len();
         k += 1;
     }
     t
@@ -795,7 +796,10 @@ static KEYWORDS_PACKED: [u128; KEYWORDS.len()] = {
 /// What plain word `w` is (see [`KEYWORDS`]).
 #[inline]
 fn keyword(w: &[u8]) -> (Nesting, Prev) {
-    let lengths = w.first().map_or(0, |&c| KEYWORD_LENGTHS[c as usize]);
+    let (Some(&first), Some(&last)) = (w.first(), w.last()) else {
+        return (Nesting::None, Prev::Value);
+    };
+    let lengths = KEYWORD_LENGTHS[0][first as usize] & KEYWORD_LENGTHS[1][last as usize];
     if w.len() < 16 && lengths & (1 << w.len()) != 0 {
         let v = packed(w);
         if let Some(k) = KEYWORDS_PACKED.iter().position(|&p| p == v) {
