@@ -202,11 +202,8 @@ fn scan(s: &mut Scan) -> Result<usize, Fail> {
                     j += 1;
                 }
                 if b.get(j).is_some_and(|&c| odd_byte(c)) {
-                    let (end, odd) = word_end(b, j);
-                    for _ in 0..=odd {
-                        s.statement_unit(p)?;
-                    }
-                    prev = Prev::Unknown;
+                    let (end, hidden) = word_end(b, j);
+                    prev = s.odd_word(p, hidden)?;
                     i = end;
                     continue;
                 }
@@ -359,13 +356,8 @@ fn scan(s: &mut Scan) -> Result<usize, Fail> {
             }
             ODD_WORD => {
                 s.run = 0;
-                let (j, odd) = word_end(b, i + 1);
-                // (escapes and non-ASCII characters may hide keywords and the white space between
-                // them: one unit per piece they may split the word into)
-                for _ in 0..=odd {
-                    s.statement_unit(p)?;
-                }
-                prev = Prev::Unknown;
+                let (j, hidden) = word_end(b, i + usize::from(matches!(c, b'#' | b'@')));
+                prev = s.odd_word(p, hidden)?;
                 i = j;
             }
             // a byte the lexer rejects: its recovery is not followed
@@ -399,6 +391,20 @@ impl Scan<'_> {
             top.statements += 1;
         }
         self.unit(at)
+    }
+
+    /// A word at `at` with escapes or non-ASCII characters, `hidden` places in it that may
+    /// split it into words (see [`word_end`]): one unit per piece they may split it into, each of
+    /// which may be a keyword; what a following `/` does.
+    fn odd_word(&mut self, at: usize, hidden: usize) -> Result<Prev, Fail> {
+        if hidden == 0 {
+            // (an identifier: no keyword is spelled with non-ASCII letters)
+            return Ok(Prev::Value);
+        }
+        for _ in 0..=hidden {
+            self.statement_unit(at)?;
+        }
+        Ok(Prev::Unknown)
     }
 
     /// An operator character at `at`.
@@ -557,15 +563,15 @@ impl Scan<'_> {
                 _ if is_operator(c) => self.operator(i)?,
                 _ if is_word_start(c) => {
                     self.run = 0;
-                    let (j, odd) = word_end(b, i + 1);
-                    if odd > 0 || !word_byte(c) {
-                        for _ in 0..=odd {
+                    let (j, hidden) = word_end(b, i + usize::from(matches!(c, b'#' | b'@')));
+                    if hidden > 0 {
+                        for _ in 0..=hidden {
                             self.unit(i)?;
                         }
                     } else if keyword(&b[i..j]).0 != Nesting::None {
                         self.unit(i)?;
                     }
-                    i = j;
+                    i = j.max(i + 1);
                     continue;
                 }
                 _ => self.run = 0,
@@ -667,18 +673,36 @@ fn is_word_start(c: u8) -> bool {
     word_byte(c) || odd_byte(c) || matches!(c, b'#' | b'@')
 }
 
-/// The end of the word going on at `i`, and how many of its bytes are [`odd_byte`]s.
+/// The end of the word going on at `i`, and how many places in it may split it into words (a
+/// `\` escape, which may spell a keyword, or a non-ASCII white space or line terminator).
 fn word_end(b: &[u8], mut i: usize) -> (usize, usize) {
-    let mut odd = 0;
+    let mut hidden = 0;
     while let Some(&c) = b.get(i) {
-        if odd_byte(c) {
-            odd += 1;
-        } else if !word_byte(c) {
+        if c == b'\\' || c >= 0x80 && unicode_space(b, i) {
+            hidden += 1;
+        } else if !word_byte(c) && !odd_byte(c) {
             break;
         }
         i += 1;
     }
-    (i, odd)
+    (i, hidden)
+}
+
+/// Whether a non-ASCII white space or line terminator of JavaScript (or U+180E, which once was
+/// one) starts at `i`.
+fn unicode_space(b: &[u8], i: usize) -> bool {
+    let at = |k: usize| b.get(i + k).copied().unwrap_or(0);
+    match at(0) {
+        0xC2 => at(1) == 0xA0,
+        0xE1 => matches!((at(1), at(2)), (0x9A, 0x80) | (0xA0, 0x8E)),
+        0xE2 => matches!(
+            (at(1), at(2)),
+            (0x80, 0x80..=0x8A | 0xA8 | 0xA9 | 0xAF) | (0x81, 0x9F)
+        ),
+        0xE3 => at(1) == 0x80 && at(2) == 0x80,
+        0xEF => at(1) == 0xBB && at(2) == 0xBF,
+        _ => false,
+    }
 }
 
 /// The end of the number going on at `i`.
@@ -944,6 +968,9 @@ mod tests {
         assert!(u(&flat) <= 3, "{}", u(&flat));
         let args = format!("f({})", "!a, ".repeat(1000));
         assert!(u(&args) <= 6, "{}", u(&args));
+        // identifiers with non-ASCII letters are no keywords
+        let accents = format!("[{}]", "café, ".repeat(1000));
+        assert!(u(&accents) <= 6, "{}", u(&accents));
         // an `if` waits past its `;` for an `else`, a `do` for its `while`
         assert!(u(&"if (a) x = 1; else ".repeat(100)) >= 200);
         assert!(
