@@ -960,6 +960,79 @@ mod tests {
         at_least(&"a = (b) / ( /)/\n".repeat(100), 100);
     }
 
+    /// Sources made of one random motif repeated thousands of times: each compiles on the stack
+    /// the guard grants it (an under-estimate would overflow it and abort the test binary).
+    #[test]
+    fn repeated_random_motifs_never_overflow() {
+        let pieces = [
+            "(",
+            ")",
+            "[",
+            "]",
+            "{",
+            "}",
+            "${",
+            "`",
+            "!",
+            "-",
+            "~",
+            "+",
+            "=",
+            ":",
+            "?",
+            "typeof ",
+            "if (a) ",
+            "else ",
+            "do ",
+            "a",
+            "/",
+            "'",
+            "//",
+            "\n",
+            "<!--",
+            ";",
+            ",",
+            "\u{a0}",
+            "x => ",
+            "...",
+            "new ",
+            "a.b",
+            "f(",
+            "**",
+            "while (a) ",
+            "a: ",
+            "return ",
+            "1",
+            "function f() {",
+            "{a: ",
+            "`${",
+            "}`",
+            "/x/",
+            "async ",
+            "yield ",
+        ];
+        let mut next = crate::test_rng::xorshift(0x9e37_79b9_7f4a_7c15_u64);
+        let externals = ["a".to_string(), "f".to_string()];
+        for round in 0..300 {
+            let motif = crate::test_rng::soup(&mut next, &pieces, 6);
+            if motif.is_empty() {
+                continue;
+            }
+            let src = motif.repeat(60_000 / motif.len());
+            let mode = if round % 2 == 0 {
+                crate::Mode::Eval
+            } else {
+                crate::Mode::FunctionBody
+            };
+            let opts = crate::CompileOptions {
+                mode,
+                externals: &externals,
+                ..Default::default()
+            };
+            let _ = crate::compile(&src, &opts);
+        }
+    }
+
     #[test]
     fn separators_end_what_they_can() {
         let u = |src: &str| units(src, usize::MAX).unwrap_or(usize::MAX);
