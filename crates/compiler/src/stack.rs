@@ -960,6 +960,63 @@ mod tests {
         at_least(&"a = (b) / ( /)/\n".repeat(100), 100);
     }
 
+    /// Deep and long sources, the parser's recursion at its worst: each gives an error or a
+    /// program, never a stack overflow (which would abort the test binary), in debug builds too.
+    #[test]
+    fn deep_and_long_sources_give_an_error_or_a_program() {
+        let deep = |open: &str, mid: &str, close: &str, n: usize| {
+            format!("{}{mid}{}", open.repeat(n), close.repeat(n))
+        };
+        let mut sources = Vec::new();
+        for n in [1_000, 100_000] {
+            for (open, mid, close) in [
+                ("(", "1", ")"),
+                ("[", "1", "]"),
+                ("{", "x", "}"),
+                ("`${", "1", "}`"),
+                ("({a:", "1", "})"),
+                ("function f(){", "", "}"),
+                ("f(x => ", "x", ")"),
+                ("!", "a", ""),
+                ("typeof ", "a", ""),
+                ("typeof\u{a0}", "a", ""),
+                ("a = ", "a", ""),
+                ("a ** ", "a", ""),
+                ("a ? 1 : ", "1", ""),
+                ("x => ", "x", ""),
+                ("if (a) ", "x", ""),
+                ("if (a) x; else ", "x", ""),
+                ("while (a) ", "x", ""),
+                ("a: ", "x", ""),
+                ("new ", "a", ""),
+                ("a + ", "a", ""),
+                ("a.b", "", ""),
+                ("//\u{2028}(", "", ""),
+            ] {
+                sources.push(deep(open, mid, close, n));
+            }
+        }
+        // about 4 MB each
+        sources.push(deep("(", "1", ")", 2_000_000));
+        sources.push(deep("typeof ", "a", "", 600_000));
+        sources.push(deep("if (a) x; else ", "x", "", 270_000));
+        sources.push(deep("a + ", "a", "", 1_000_000));
+        sources.push(format!("[{}]", "1,".repeat(2_000_000)));
+        let externals = vec!["a".to_string(), "f".to_string()];
+        for src in &sources {
+            for mode in [crate::Mode::Eval, crate::Mode::FunctionBody] {
+                let opts = crate::CompileOptions {
+                    mode,
+                    externals: &externals,
+                    ..crate::CompileOptions::default()
+                };
+                if let Ok(p) = crate::compile(src, &opts) {
+                    p.verify().unwrap_or_else(|e| panic!("{}: {e}", &src[..60]));
+                }
+            }
+        }
+    }
+
     /// Sources made of one random motif repeated thousands of times: each compiles on the stack
     /// the guard grants it (an under-estimate would overflow it and abort the test binary).
     #[test]
