@@ -7,10 +7,11 @@
 //! character and per keyword that can nest without a bracket (`typeof typeof …`, `else if …`),
 //! counted for everything written directly inside each open bracket before the deepest point.
 //! What a bracket contained stops counting when it closes (the parser's frames for it have
-//! returned). Strings, comments, template text and regexes are skipped as oxc's lexer skips them;
+//! returned), and a `,` or `;` ends the levels it can end ([`Scan::separator`]). Strings, comments, template text and regexes are skipped as oxc's lexer skips them;
 //! where the scan cannot tell what the parser reads (a `/` that may divide or start a regex, an
 //! HTML-like comment, an unterminated literal, a byte the lexer rejects) it counts every opening
-//! bracket and no closing one, which can only over-estimate.
+//! bracket and no closing one, which can only over-estimate. The scan also hands the parameter
+//! rewrite the top-level brackets it read plainly ([`Body`]), which that rewrite may skip.
 
 use crate::{Fail, MAX_BRACKET_DEPTH};
 
