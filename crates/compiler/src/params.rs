@@ -379,16 +379,16 @@ impl Scanner<'_> {
     }
 }
 
-/// Rewrites the parameter lists of top-level `function` declarations; returns the rewritten
-/// source (same length, same positions; borrowed when nothing is rewritten) and each function's
-/// parameters in source order.
+/// [`rewrite_with`], skipping nothing.
 #[cfg(test)]
 pub(crate) fn rewrite(source: &str) -> (Cow<'_, str>, Vec<RawFunction<'_>>) {
     rewrite_with(source, &[])
 }
 
-/// [`rewrite`], skipping `bodies` (top-level brackets of [`crate::stack`]'s scan, in source
-/// order, which this scan would read the same way).
+/// Rewrites the parameter lists of top-level `function` declarations; returns the rewritten
+/// source (same length, same positions; borrowed when nothing is rewritten) and each function's
+/// parameters in source order. `bodies` (top-level brackets of [`crate::stack`]'s scan, in
+/// source order, which this scan would read the same way) are skipped.
 pub(crate) fn rewrite_with<'s>(
     source: &'s str,
     bodies: &[Body],

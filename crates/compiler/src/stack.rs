@@ -108,7 +108,7 @@ pub(crate) struct Body {
     pub end: u32,
 }
 
-/// An open bracket of [`units`] (or the top level).
+/// An open bracket of [`bound`] (or the top level).
 struct Frame {
     /// Where it opened, and [`Scan::murky`] then.
     at: usize,
@@ -122,7 +122,7 @@ struct Frame {
     template: bool,
 }
 
-/// The state of [`units`].
+/// The state of [`bound`].
 struct Scan<'s> {
     b: &'s [u8],
     /// The open frames, the top level first.
@@ -142,15 +142,15 @@ struct Scan<'s> {
     bodies: Vec<Body>,
 }
 
-/// How many stack units compiling `src` may take (see the module comment), or a refusal: more
-/// than `max_units`, brackets nested deeper than [`MAX_BRACKET_DEPTH`] or a run of more than
-/// [`MAX_OPERATOR_RUN`] operator characters.
+/// The units of [`bound`] alone.
 #[cfg(test)]
 fn units(src: &str, max_units: usize) -> Result<usize, Fail> {
     bound(src, max_units).map(|(u, _)| u)
 }
 
-/// [`units`], and the top-level [`Body`]s.
+/// How many stack units compiling `src` may take (see the module comment), and the top-level
+/// [`Body`]s; or a refusal: more than `max_units`, brackets nested deeper than
+/// [`MAX_BRACKET_DEPTH`] or a run of more than [`MAX_OPERATOR_RUN`] operator characters.
 pub(crate) fn bound(src: &str, max_units: usize) -> Result<(usize, Vec<Body>), Fail> {
     let b = src.as_bytes();
     let mut open = Vec::with_capacity(16);
@@ -589,7 +589,7 @@ impl Scan<'_> {
     }
 }
 
-// Byte classes of [`units`] (a word's bytes are the classes up to `DIGIT`).
+// Byte classes of [`bound`] (a word's bytes are the classes up to `DIGIT`).
 const WORD: u8 = 0;
 const DIGIT: u8 = 1;
 const SPACE: u8 = 2;
