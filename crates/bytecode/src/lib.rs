@@ -25,10 +25,12 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod forbidden;
 pub mod isa;
 pub mod natives;
 pub mod program;
 
+pub use forbidden::{forbidden_message, FORBIDDEN_NAMES};
 pub use isa::{Op, ISA_HASH};
 pub use natives::NativeId;
 pub use program::{

@@ -21,6 +21,7 @@ macro_rules! first_diag {
 mod lower;
 mod params;
 mod pos;
+mod stack;
 #[cfg(test)]
 mod test_rng;
 
@@ -89,12 +90,10 @@ pub struct CompileError {
     pub column: u32,
 }
 
-/// Most levels of bracket nesting the source may have (bounds the parser's recursion).
+/// Most levels of bracket nesting the source may have.
 pub const MAX_BRACKET_DEPTH: usize = 256;
 /// Most levels of expression/statement nesting the compiler recurses through.
 pub const MAX_NESTING: u32 = 200;
-/// Stack given to the thread that parses and compiles.
-const COMPILE_STACK: usize = 256 * 1024 * 1024;
 
 /// An error before line/column resolution: message and byte offset into the source.
 #[derive(Debug, Clone)]
@@ -122,60 +121,14 @@ pub fn compile(source: &str, opts: &CompileOptions) -> Result<Program, CompileEr
     } else {
         opts.source_name
     };
-    // One pass over the source: how deeply the parser could recurse on it, or why its nesting is
-    // refused before parsing.
-    // (a short source needs no scan: see `SHORT_SOURCE`)
-    // (with the top-level brackets it read, for the parameter rewrite)
-    let scan = if source.len() <= SHORT_SOURCE {
-        Ok((source.len() * pos::BRACKET_UNITS, Vec::new()))
-    } else {
-        std::panic::catch_unwind(|| pos::prescan_bodies(source, MAX_BRACKET_DEPTH))
-            .unwrap_or_else(|_| Err(Fail::new(0, "internal compiler error")))
-    };
-    let inline = scan
-        .as_ref()
-        .map_or(true, |&(units, _)| units <= INLINE_UNITS);
-    let run = || {
+    let run = |bodies: &[stack::Body]| {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            compile_inner(source, opts, &scan)
+            compile_inner(source, opts, bodies)
         }))
         .unwrap_or_else(|_| Err(Fail::new(0, "internal compiler error")))
     };
-    // Parse and compile on a thread with a large stack, so that deep (but bounded) nesting never
-    // overflows; fall back to the current thread if one cannot be started. A source that cannot
-    // make the parser recurse deeply (every ordinary program), or that is refused before parsing,
-    // compiles on the current thread, which saves starting a thread (and mapping its stack) per
-    // compile.
-    if inline {
-        return run().map_err(|f| to_error(source, name, f));
-    }
-    let result = std::thread::scope(|s| {
-        match std::thread::Builder::new()
-            .name("ajs-compile".into())
-            .stack_size(COMPILE_STACK)
-            .spawn_scoped(s, run)
-        {
-            Ok(h) => h
-                .join()
-                .unwrap_or_else(|_| Err(Fail::new(0, "internal compiler error"))),
-            Err(_) => run(),
-        }
-    });
-    result.map_err(|f| to_error(source, name, f))
+    stack::guarded(source, run).map_err(|f| to_error(source, name, f))
 }
-
-/// Most units of [`pos::recursion_bound`] (each about half a kilobyte of parser stack at most)
-/// for which compiling stays on the caller's stack: at most about 160 KB of it, measured on the
-/// deepest sources that stay under the bound (nested calls with callbacks, brackets, `a = a = …`).
-const INLINE_UNITS: usize = 256;
-
-/// The longest source compiled without [`pos::prescan`]: each byte opens at most one nesting
-/// level, and a level costs the parser at most [`pos::BRACKET_UNITS`] units of stack, so a source
-/// this short can neither nest deeper than [`MAX_BRACKET_DEPTH`] nor need the big stack (a test
-/// checks that the prescan agrees on 200,000 short sources).
-const SHORT_SOURCE: usize = INLINE_UNITS / pos::BRACKET_UNITS;
-
-const _: () = assert!(SHORT_SOURCE <= MAX_BRACKET_DEPTH);
 
 fn to_error(source: &str, name: &str, f: Fail) -> CompileError {
     let idx = LineIndex::new(source);
@@ -188,20 +141,16 @@ fn to_error(source: &str, name: &str, f: Fail) -> CompileError {
     }
 }
 
-/// Compiles `source`; `nesting` is [`pos::prescan_bodies`]'s verdict on it (its top-level
-/// brackets when it passes).
+/// Compiles `source` (on a stack [`stack::guarded`] found big enough; `bodies` are the top-level
+/// brackets its scan read, for the parameter rewrite).
 fn compile_inner(
     source: &str,
     opts: &CompileOptions,
-    nesting: &Result<pos::Scan, Fail>,
+    bodies: &[stack::Body],
 ) -> Result<Program, Fail> {
     if source.len() > u32::MAX as usize / 2 {
         return Err(Fail::new(0, "source is too large"));
     }
-    let bodies = match nesting {
-        Ok((_, bodies)) => bodies.as_slice(),
-        Err(f) => return Err(f.clone()),
-    };
     // (identifier hashes are for maps keyed by oxc's `Ident`: neither the parser nor the
     // lowering keys any map by one, names are compared as strings)
     let plain_opts = ParseOptions {
@@ -351,55 +300,5 @@ fn stmt_has_return(s: &Statement, depth: u32) -> bool {
         }
         Statement::SwitchStatement(sw) => sw.cases.iter().any(|c| has_own_return(&c.consequent, d)),
         _ => false,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// What `compile` assumes of a short source without scanning it, checked on the nastiest
-    /// short sources: brackets, template holes, prefix operators, keywords, strings, comments,
-    /// regexes and a hashbang, at every length up to `SHORT_SOURCE`.
-    #[test]
-    fn a_short_source_passes_the_prescan_on_the_callers_stack() {
-        let pieces: [&str; 24] = [
-            "(", "[", "{", "${", "`", "!", "-", "~", "+", "typeof ", "if", "else ", "a", "/", "'",
-            "\"", "//", "/*", "*/", "\n", "#!", "<!--", "-->", "\\",
-        ];
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
-        for round in 0..200_000 {
-            let mut src = String::new();
-            let target = 1 + round % SHORT_SOURCE;
-            while src.len() < target {
-                let piece = pieces[(next() % pieces.len() as u64) as usize];
-                if src.len() + piece.len() > target {
-                    break;
-                }
-                src.push_str(piece);
-            }
-            for s in [
-                src.clone(),
-                "(".repeat(target),
-                "!".repeat(target),
-                "${".repeat(target / 2),
-            ] {
-                let units = pos::prescan(&s, MAX_BRACKET_DEPTH)
-                    .unwrap_or_else(|e| panic!("{s:?} refused by the prescan: {}", e.message));
-                assert!(units <= INLINE_UNITS, "{s:?}: {units} units");
-            }
-        }
-    }
-
-    #[test]
-    fn an_ordinary_agent_compiles_on_the_callers_stack() {
-        let agent = include_str!("../../../benches/programs/agent_8k.js");
-        assert!(pos::recursion_bound(agent) <= INLINE_UNITS / 2);
     }
 }

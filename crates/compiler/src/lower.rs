@@ -55,14 +55,12 @@ fn fail_at<T>(offset: u32, msg: impl Into<String>) -> R<T> {
     Err(Box::new(Fail::new(offset, msg)))
 }
 
-const FORBIDDEN: [&str; 3] = ["constructor", "__proto__", "prototype"];
-
 fn forbidden(name: &str) -> bool {
-    FORBIDDEN.contains(&name)
+    ajs_bytecode::FORBIDDEN_NAMES.contains(&name)
 }
 
 fn forbidden_msg(name: &str) -> String {
-    format!("Security Error: Access to '{name}' is forbidden")
+    ajs_bytecode::forbidden_message(name)
 }
 
 /// Shortest name of [`is_builtin_name`] and [`unsupported_builtin`]: a shorter name (most

@@ -5,7 +5,7 @@
 
 use std::borrow::Cow;
 
-use crate::pos::Body;
+use crate::stack::Body;
 
 /// One parameter as written.
 #[derive(Clone, Debug, PartialEq)]
@@ -25,7 +25,18 @@ pub(crate) struct RawFunction<'s> {
 
 /// The bytes that matter in a template literal ([`Scanner::string`]): `\\`, the backtick, `$`,
 /// braces and quotes.
-static TEMPLATE_BYTES: [bool; 256] = crate::pos::byte_set(b"\\`${}'\"");
+static TEMPLATE_BYTES: [bool; 256] = byte_set(b"\\`${}'\"");
+
+/// The table of the bytes in `bytes`.
+const fn byte_set(bytes: &[u8]) -> [bool; 256] {
+    let mut t = [false; 256];
+    let mut k = 0;
+    while k < bytes.len() {
+        t[bytes[k] as usize] = true;
+        k += 1;
+    }
+    t
+}
 
 struct Scanner<'a> {
     /// The source, and its bytes.
@@ -366,31 +377,23 @@ impl Scanner<'_> {
     }
 }
 
-/// Rewrites the parameter lists of top-level `function` declarations; returns the rewritten
-/// source (same length, same positions; borrowed when nothing is rewritten) and each function's
-/// parameters in source order.
+/// [`rewrite_with`], skipping nothing.
 #[cfg(test)]
 pub(crate) fn rewrite(source: &str) -> (Cow<'_, str>, Vec<RawFunction<'_>>) {
     rewrite_with(source, &[])
 }
 
-/// [`rewrite`]: `bodies` are the top-level brackets of [`crate::pos::prescan_bodies`] (in
-/// source order; none is fine): a body whose opening bracket is one of them is read from its
-/// first template on, or not at all when it has none (that scan read the rest as this one
-/// would).
+/// Rewrites the parameter lists of top-level `function` declarations; returns the rewritten
+/// source (same length, same positions; borrowed when nothing is rewritten) and each function's
+/// parameters in source order. `bodies` (top-level brackets of [`crate::stack`]'s scan, in
+/// source order, which this scan would read the same way) are skipped.
 pub(crate) fn rewrite_with<'s>(
     source: &'s str,
     bodies: &[Body],
 ) -> (Cow<'s, str>, Vec<RawFunction<'s>>) {
     let mut s = Scanner::new(source);
     let b = s.b;
-    // sized for the top-level parentheses (each a function's parameter list at most): its
-    // elements are large, so it is never grown
-    let lists = bodies
-        .iter()
-        .filter(|o| b.get(o.open as usize) == Some(&b'('))
-        .count();
-    let mut fns = Vec::with_capacity(lists);
+    let mut fns = Vec::new();
     let mut depth = 0usize;
     let mut i = 0;
     // the next of `bodies` that may open at or after `i`
@@ -415,20 +418,9 @@ pub(crate) fn rewrite_with<'s>(
                     next_body += 1;
                 }
                 if let Some(body) = bodies.get(next_body).filter(|o| o.open as usize == i) {
-                    let end = body.end as usize;
-                    match body.tick {
-                        // (no template, or only simple ones: see `Body::simple`)
-                        _ if (body.tick.is_none() || body.simple) && end > i && end <= b.len() => {
-                            i = end;
-                            continue;
-                        }
-                        Some((t, d)) if (t as usize) > i && (t as usize) < end && d >= 1 => {
-                            // on from the template, inside `d` brackets
-                            i = t as usize;
-                            depth = d as usize;
-                            continue;
-                        }
-                        _ => {}
+                    if body.end as usize > i && body.end as usize <= b.len() {
+                        i = body.end as usize;
+                        continue;
                     }
                 }
                 depth += 1;
@@ -591,87 +583,6 @@ mod tests {
     }
 
     #[test]
-    fn skipping_the_prescans_bodies_changes_nothing() {
-        let same = |src: &str| {
-            let Ok((_, bodies)) = crate::pos::prescan_bodies(src, 256) else {
-                return;
-            };
-            assert_eq!(rewrite_with(src, &bodies), rewrite(src), "{src:?}");
-        };
-        let pieces = [
-            "function f(",
-            "function (",
-            "function* g(",
-            "a: 1",
-            "b = 2",
-            ", ",
-            ")",
-            "(",
-            " {",
-            "{",
-            "}",
-            "[",
-            "]",
-            "`",
-            "${",
-            "'",
-            "\"",
-            "\\",
-            "\n",
-            "//",
-            "/*",
-            "*/",
-            "/",
-            "x",
-            " return { y: 1 } ",
-            ":",
-            "é",
-            "\r",
-            "`${ /* } */ }`",
-            "`a${ '}' }b`",
-            "`${ { } }`",
-            "`${ ( }`",
-            "// `\n",
-            "'`'",
-            "function h(a: `x`) { ",
-            "function k(s = '}') {",
-            // simple substitutions, and ones that are nearly so (a bracket of another kind, a
-            // brace, a template or a comment inside)
-            "`a${x}b`",
-            "`${ f(x)[1] }`",
-            "`${ a ) }`",
-            "`${ (a }`",
-            "`${ [ }`",
-            "`${ a ${ b } }`",
-            "`${ `x` }`",
-            "`${ x // }\n }`",
-            "`${ a\\}",
-            "${",
-            "$",
-            "}`",
-            "`t$${y}`",
-            "`\\${z}`",
-            " function m(a: 1) { return `${a.b(c)}` } ",
-        ];
-        let mut next = crate::test_rng::xorshift(0x2545_f491_4f6c_dd1d_u64);
-        for _ in 0..100_000 {
-            let src = crate::test_rng::soup(&mut next, &pieces, 30);
-            same(&src);
-        }
-        // the agent, and the agent with a piece put in, in many places
-        let agent = include_str!("../../../benches/programs/agent_8k.js");
-        same(agent);
-        for _ in 0..1_000 {
-            let mut at = next() % agent.len();
-            while !agent.is_char_boundary(at) {
-                at -= 1;
-            }
-            let piece = pieces[next() % pieces.len()];
-            same(&format!("{}{piece}{}", &agent[..at], &agent[at..]));
-        }
-    }
-
-    #[test]
     fn a_body_ends_where_its_reference_says() {
         let pieces = [
             "(",
@@ -740,5 +651,94 @@ mod tests {
         assert_eq!(out, "function h(a, b= 'x') { return a }\nfunction main(q= { a: 1, b: [1, 2] }, z = 'a:b') {}");
         assert_eq!(fns.len(), 2);
         assert!(fns[1].params[0].required && !fns[1].params[1].required);
+    }
+
+    #[test]
+    fn skipping_the_scans_bodies_changes_nothing() {
+        let same = |src: &str| {
+            let Ok((_, bodies)) = crate::stack::bound(src, usize::MAX) else {
+                return;
+            };
+            assert_eq!(rewrite_with(src, &bodies), rewrite(src), "{src:?}");
+        };
+        let pieces = [
+            "function f(",
+            "function (",
+            "function* g(",
+            "a: 1",
+            "b = 2",
+            ", ",
+            ")",
+            "(",
+            " {",
+            "{",
+            "}",
+            "[",
+            "]",
+            "`",
+            "${",
+            "'",
+            "\"",
+            "\\",
+            "\n",
+            "//",
+            "/*",
+            "*/",
+            "/",
+            "x",
+            " return { y: 1 } ",
+            ":",
+            "é",
+            "\r",
+            "`${ /* } */ }`",
+            "`a${ '}' }b`",
+            "`${ { } }`",
+            "`${ ( }`",
+            "// `\n",
+            "'`'",
+            "function h(a: `x`) { ",
+            "function k(s = '}') {",
+            // simple substitutions, and ones that are nearly so (a bracket of another kind, a
+            // brace, a template or a comment inside)
+            "`a${x}b`",
+            "`${ f(x)[1] }`",
+            "`${ a ) }`",
+            "`${ (a }`",
+            "`${ [ }`",
+            "`${ a ${ b } }`",
+            "`${ `x` }`",
+            "`${ x // }\n }`",
+            "`${ a\\}",
+            "${",
+            "$",
+            "}`",
+            "/[)]/",
+            "a / (b)",
+            ") / (",
+            "\u{2028}",
+            "<!--",
+            "-->",
+            "#!",
+            "\\u0028",
+            "`t$${y}`",
+            "`\\${z}`",
+            " function m(a: 1) { return `${a.b(c)}` } ",
+        ];
+        let mut next = crate::test_rng::xorshift(0x2545_f491_4f6c_dd1d_u64);
+        for _ in 0..100_000 {
+            let src = crate::test_rng::soup(&mut next, &pieces, 30);
+            same(&src);
+        }
+        // the agent, and the agent with a piece put in, in many places
+        let agent = include_str!("../../../benches/programs/agent_8k.js");
+        same(agent);
+        for _ in 0..1_000 {
+            let mut at = next() % agent.len();
+            while !agent.is_char_boundary(at) {
+                at -= 1;
+            }
+            let piece = pieces[next() % pieces.len()];
+            same(&format!("{}{piece}{}", &agent[..at], &agent[at..]));
+        }
     }
 }

@@ -327,7 +327,7 @@ impl Vm {
         if k.len() <= 11 {
             for f in FORBIDDEN {
                 if k.iter().copied().eq(f.encode_utf16()) {
-                    return guest(format!("Security Error: Access to '{f}' is forbidden"));
+                    return guest(ajs_bytecode::forbidden_message(f));
                 }
             }
         }

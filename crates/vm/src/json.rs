@@ -231,9 +231,9 @@ impl Parser<'_> {
             owned = self.string()?;
             &owned
         };
-        for f in ["constructor", "__proto__", "prototype"] {
+        for f in ajs_bytecode::FORBIDDEN_NAMES {
             if k.len() == f.len() && k.iter().copied().eq(f.encode_utf16()) {
-                return Err(format!("Security Error: Access to '{f}' is forbidden"));
+                return Err(ajs_bytecode::forbidden_message(f));
             }
         }
         self.ws();

@@ -469,7 +469,7 @@ fn type_name_index(units: &[u16]) -> Option<usize> {
         .position(|n| n.len() == units.len() && n.bytes().zip(units).all(|(b, &u)| b as u16 == u))
 }
 
-pub(crate) const FORBIDDEN: [&str; 3] = ["constructor", "__proto__", "prototype"];
+pub(crate) const FORBIDDEN: [&str; 3] = ajs_bytecode::FORBIDDEN_NAMES;
 
 // `get_member` tests a key's length before comparing it with the forbidden names
 const _: () = {
@@ -2471,7 +2471,7 @@ impl Vm {
                 if matches!(key.len(), 9 | 11) {
                     for f in FORBIDDEN {
                         if key.iter().copied().eq(f.encode_utf16()) {
-                            return guest(format!("Security Error: Access to '{f}' is forbidden"));
+                            return guest(ajs_bytecode::forbidden_message(f));
                         }
                     }
                 }

@@ -175,7 +175,7 @@ impl Vm {
         };
         for f in FORBIDDEN {
             if units.iter().copied().eq(f.encode_utf16()) {
-                return guest(format!("Security Error: Access to '{f}' is forbidden"));
+                return guest(ajs_bytecode::forbidden_message(f));
             }
         }
         let k = self.alloc_str(units)?;
