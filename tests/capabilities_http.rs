@@ -19,13 +19,13 @@ fn policy(domains: &[&str], methods: &[&str]) -> Option<FetchPolicy> {
     Some(FetchPolicy {
         domains: Some(domains.iter().map(|s| s.to_string()).collect()),
         methods: methods.iter().map(|s| s.to_string()).collect(),
-        headers: vec![],
+        ..FetchPolicy::default()
     })
 }
 
 fn opts() -> Options {
     Options {
-        fetch_policy: policy(&["127.0.0.1"], &["POST"]),
+        fetch_policy: policy(&["127.0.0.1:*"], &["POST"]),
         ..Options::default()
     }
 }
@@ -158,7 +158,7 @@ async fn refused_header_or_method_opens_no_connection() {
     let server = serve(None, |_| json_ok("{}")).await;
     let url = server.url("http", "/x");
     let strict = Options {
-        fetch_policy: policy(&["127.0.0.1"], &[]),
+        fetch_policy: policy(&["127.0.0.1:*"], &[]),
         ..Options::default()
     };
     for code in [
@@ -390,4 +390,283 @@ async fn a_refused_connection_is_catchable() {
     )
     .await;
     assert_eq!(out.result, JsValue::String("offline".into()));
+}
+
+fn caught(out: &Outcome) -> String {
+    match result(out) {
+        Value::String(s) => s,
+        other => panic!("expected a message, got {other}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn compressed_bodies_are_decoded_and_a_bomb_is_refused_at_the_decoded_cap() {
+    let server = serve(None, |r| {
+        if r.line().starts_with("GET /bomb") {
+            // 64 MiB of zeros in about 64 KB
+            return support::raw_response(
+                "200 OK",
+                &[("content-type", "text/plain"), ("content-encoding", "gzip")],
+                &support::gzip(&vec![0u8; 64 << 20]),
+            );
+        }
+        support::raw_response(
+            "200 OK",
+            &[
+                ("content-type", "application/json"),
+                ("content-encoding", "gzip"),
+            ],
+            &support::gzip(br#"{"gzipped":true}"#),
+        )
+    })
+    .await;
+    let url = server.url("http", "/gz");
+    let out = eval(
+        "let r = httpFetch({ url, responseType: 'full' })\nreturn [httpFetch({ url }).gzipped, r.body.gzipped, r.headers['content-encoding']]",
+        json!({ "url": url }),
+        opts(),
+    )
+    .await;
+    assert_eq!(result(&out), json!([true, true, "gzip"]));
+    let r = &server.recorded()[0];
+    assert_eq!(
+        r.header("accept-encoding").as_deref(),
+        Some("gzip, deflate, br")
+    );
+    let options = Options {
+        membrane_max_bytes: 1 << 20,
+        ..opts()
+    };
+    let out = eval(
+        "try { return httpFetch({ url }) } catch (e) { return 'caught' }",
+        json!({ "url": server.url("http", "/bomb") }),
+        options,
+    )
+    .await;
+    let e = out.error.expect("the bomb ends the run");
+    assert_eq!(e.kind, ErrorKind::Boundary);
+    assert!(
+        e.message
+            .ends_with("the response body is over the 1048576-byte limit (membraneMaxBytes)"),
+        "{}",
+        e.message
+    );
+    // the guest may ask for the body unencoded
+    let out = eval(
+        "httpFetch({ url, headers: { 'Accept-Encoding': 'identity' } })\nreturn 1",
+        json!({ "url": url }),
+        opts(),
+    )
+    .await;
+    result(&out);
+    let last = server.recorded().pop().unwrap();
+    assert_eq!(last.header("accept-encoding").as_deref(), Some("identity"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn response_types_text_full_data_url_and_charsets() {
+    let server = serve(None, |r| {
+        let line = r.line();
+        if line.starts_with("GET /latin1") {
+            support::raw_response(
+                "200 OK",
+                &[("content-type", "text/plain; charset=ISO-8859-1")],
+                b"caf\xe9",
+            )
+        } else if line.starts_with("GET /bogus") {
+            support::raw_response(
+                "200 OK",
+                &[("content-type", "text/plain; charset=no-such-charset")],
+                "café".as_bytes(),
+            )
+        } else if line.starts_with("GET /bin") {
+            support::raw_response(
+                "200 OK",
+                &[("content-type", "image/png")],
+                b"\x89PNG\x00\xff",
+            )
+        } else {
+            response(
+                "502 Bad Gateway",
+                &[("content-type", "application/json")],
+                "<html>bad gateway</html>",
+            )
+        }
+    })
+    .await;
+    let ctx = json!({ "base": server.url("http", "") });
+    let out = eval(
+        "let r = httpFetch({ url: base + '/502', responseType: 'full' })\nreturn [r.status, r.ok, r.body, typeof r.parseError, httpFetch({ url: base + '/latin1' }), httpFetch({ url: base + '/latin1', responseType: 'text' }), httpFetch({ url: base + '/bogus' }), httpFetch({ url: base + '/bin', responseType: 'dataUrl' }), httpFetch({ url: base + '/502', responseType: 'text' })]",
+        ctx.clone(),
+        opts(),
+    )
+    .await;
+    assert_eq!(
+        result(&out),
+        json!([
+            502,
+            false,
+            "<html>bad gateway</html>",
+            "string",
+            "café",
+            "café",
+            "café",
+            "data:image/png;base64,iVBORwD/",
+            "<html>bad gateway</html>"
+        ])
+    );
+    let out = eval(
+        "try { return httpFetch({ url: base + '/502' }) } catch (e) { return e }",
+        ctx.clone(),
+        opts(),
+    )
+    .await;
+    assert!(caught(&out).contains("responseType 'text' or 'full'"));
+    let before = server.recorded().len();
+    let out = eval(
+        "try { return httpFetch({ url: base + '/latin1', responseType: 'blob' }) } catch (e) { return e }",
+        ctx.clone(),
+        opts(),
+    )
+    .await;
+    assert_eq!(
+        caught(&out),
+        "httpFetch: responseType 'blob' is not one of 'json', 'text', 'full', 'dataUrl'"
+    );
+    assert_eq!(
+        server.recorded().len(),
+        before,
+        "a refused call sends nothing"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn default_user_agent_empty_post_length_and_header_value_types() {
+    let server = serve(None, |_| json_ok("{}")).await;
+    let url = server.url("http", "/p");
+    let out = eval(
+        "httpFetch({ url, method: 'POST' })\nhttpFetch({ url, headers: { 'User-Agent': 'mine', 'x-request-id': 7 } })\ntry { httpFetch({ url, headers: { 'x-request-id': null } }) } catch (e) { return e }",
+        json!({ "url": url }),
+        opts(),
+    )
+    .await;
+    assert_eq!(
+        caught(&out),
+        "httpFetch: header 'x-request-id' must be a string, number or boolean, got null; write the value as a string"
+    );
+    let reqs = server.recorded();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs[0].header("content-length").as_deref(), Some("0"));
+    let ua = reqs[0].header("user-agent").unwrap();
+    assert_eq!(ua, format!("ajs/{}", env!("CARGO_PKG_VERSION")));
+    assert_eq!(reqs[1].header("user-agent").as_deref(), Some("mine"));
+    assert_eq!(reqs[1].header("x-request-id").as_deref(), Some("7"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn fetched_json_nests_to_the_boundary_depth() {
+    let deep = format!("{}1{}", "[".repeat(900), "]".repeat(900));
+    let server = serve(None, move |_| json_ok(&deep)).await;
+    let out = eval(
+        "let v = httpFetch({ url })\nlet n = 0\nwhile (Array.isArray(v)) { v = v[0]\n n = n + 1 }\nreturn n",
+        json!({ "url": server.url("http", "/deep") }),
+        opts(),
+    )
+    .await;
+    assert_eq!(result(&out), json!(900));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn allowlist_ports_and_names_resolving_to_private_addresses() {
+    let server = serve(None, |_| json_ok(r#""reached""#)).await;
+    let port = server.addr.port();
+    let fetch = |domains: Vec<String>, allow: Vec<String>| Options {
+        fetch_policy: Some(FetchPolicy {
+            domains: Some(domains),
+            allow_addresses: allow,
+            ..FetchPolicy::default()
+        }),
+        ..Options::default()
+    };
+    let code = "try { return httpFetch({ url }) } catch (e) { return e }";
+    // an entry with a port opens that port only; without one, only the default port
+    let other = format!("http://127.0.0.1:{}/", port.wrapping_add(1).max(1));
+    let out = eval(
+        code,
+        json!({ "url": other }),
+        fetch(vec![format!("127.0.0.1:{port}")], vec![]),
+    )
+    .await;
+    assert!(
+        caught(&out).starts_with("Fetch blocked: port"),
+        "{}",
+        caught(&out)
+    );
+    let out = eval(
+        code,
+        json!({ "url": server.url("http", "/") }),
+        fetch(vec!["127.0.0.1".into()], vec![]),
+    )
+    .await;
+    assert!(
+        caught(&out).contains(&format!(
+            "Add '127.0.0.1:{port}' or '127.0.0.1:*' to fetch.domains"
+        )),
+        "{}",
+        caught(&out)
+    );
+    let out = eval(
+        code,
+        json!({ "url": server.url("http", "/") }),
+        fetch(vec![format!("127.0.0.1:{port}")], vec![]),
+    )
+    .await;
+    assert_eq!(result(&out), json!("reached"));
+    // a name that resolves to loopback is refused unless allowed by address
+    let by_name = format!("http://localhost:{port}/");
+    let out = eval(
+        code,
+        json!({ "url": by_name }),
+        fetch(vec!["localhost:*".into()], vec![]),
+    )
+    .await;
+    let msg = caught(&out);
+    assert!(
+        msg.starts_with("Fetch blocked: localhost resolved to ")
+            && msg.contains("a loopback address"),
+        "{msg}"
+    );
+    assert_eq!(
+        server.accepted.load(Ordering::SeqCst),
+        1,
+        "only the allowed fetch connected"
+    );
+    let out = eval(
+        code,
+        json!({ "url": by_name }),
+        fetch(
+            vec!["localhost:*".into()],
+            vec!["127.0.0.0/8".into(), "::1".into()],
+        ),
+    )
+    .await;
+    assert_eq!(result(&out), json!("reached"));
+    // entries that can never match are refused when the options are built
+    for bad in ["http://127.0.0.1", "*.0.0.1", "::1", " 127.0.0.1", "*"] {
+        let out = eval("1", json!({}), fetch(vec![bad.into()], vec![])).await;
+        let e = out.error.expect("refused");
+        assert!(
+            e.message.starts_with(&format!(
+                "Invalid option fetchPolicy.domains: entry '{bad}'"
+            )),
+            "{bad}: {}",
+            e.message
+        );
+    }
+    let out = eval("1", json!({}), fetch(vec![], vec!["10.0.0.0/40".into()])).await;
+    assert!(out
+        .error
+        .unwrap()
+        .message
+        .contains("fetchPolicy.allowAddresses: range '10.0.0.0/40'"));
 }

@@ -61,6 +61,29 @@ pub fn response(status: &str, headers: &[(&str, &str)], body: &str) -> Reply {
     Reply::Raw(s.into_bytes())
 }
 
+/// A complete response whose body is any bytes.
+pub fn raw_response(status: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
+    let mut s = format!(
+        "HTTP/1.1 {status}\r\ncontent-length: {}\r\nconnection: close\r\n",
+        body.len()
+    )
+    .into_bytes();
+    for (k, v) in headers {
+        s.extend_from_slice(format!("{k}: {v}\r\n").as_bytes());
+    }
+    s.extend_from_slice(b"\r\n");
+    s.extend_from_slice(body);
+    Reply::Raw(s)
+}
+
+/// `data` gzip-compressed.
+pub fn gzip(data: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    e.write_all(data).unwrap();
+    e.finish().unwrap()
+}
+
 /// A JSON 200 response.
 pub fn json_ok(body: &str) -> Reply {
     response("200 OK", &[("content-type", "application/json")], body)

@@ -26,6 +26,7 @@ use ajs_vm::{
 
 use crate::answer::{guest_value, parse_json, AnswerError, Room};
 use crate::approvals::{ApprovalHandler, Journal, PendingCall, Policy, ReplayMismatch, Verdict};
+use crate::atom_inputs::{fetch_headers, ResponseType};
 use crate::capabilities::{AtomDecl, FetchCall, QuotaLedger};
 use crate::{Options, Outcome};
 
@@ -1123,19 +1124,9 @@ fn http_fetch(
         Some(JsValue::String(s)) => s.to_ascii_uppercase(),
         _ => "GET".to_string(),
     };
-    let headers: Vec<(String, String)> = match field(&input, "headers") {
-        Some(JsValue::Object(m)) => m
-            .iter()
-            .filter(|(_, v)| !matches!(v, JsValue::Undefined))
-            .map(|(k, v)| (k.clone(), v.display()))
-            .collect(),
-        _ => Vec::new(),
-    };
+    let headers = fetch_headers(&input)?;
     let body = field(&input, "body").cloned().unwrap_or(JsValue::Undefined);
-    let response_type = match field(&input, "responseType") {
-        Some(JsValue::String(s)) => Some(s.clone()),
-        _ => None,
-    };
+    let response_type = ResponseType::of(&input)?;
     let req = FetchRequest {
         url,
         method,
@@ -1176,11 +1167,12 @@ fn http_fetch(
         method: req.method,
         headers,
         body: bytes,
+        screen: Some(policy.address_screen()?),
     };
     let room = room.clone();
     let fut = async move {
         match client.send(request).await {
-            Ok(resp) => match guest_value(&resp, response_type.as_deref(), &room) {
+            Ok(resp) => match guest_value(&resp, response_type, &room) {
                 Ok(v) => Ok(v),
                 Err(AnswerError::Invalid(m)) => Err(HostErr::Catch(m)),
                 Err(AnswerError::Over) => Err(HostErr::End(answer_over(

@@ -32,6 +32,7 @@ pub struct EmbeddingGuide;
 
 mod answer;
 mod approvals;
+mod atom_inputs;
 mod capabilities;
 mod driver;
 mod signature;
@@ -184,6 +185,17 @@ impl Options {
                 field: "maxConcurrentCalls",
                 value: "0".into(),
                 bound: "must be at least 1",
+            });
+        }
+        if let Some(Err((field, message))) = self.fetch_policy.as_ref().map(FetchPolicy::validate) {
+            return Err(OptionError {
+                field: if field == "domains" {
+                    "fetchPolicy.domains"
+                } else {
+                    "fetchPolicy.allowAddresses"
+                },
+                value: message,
+                bound: "the forms are listed in docs/capabilities.md, 'The allowlist'",
             });
         }
         Ok(())

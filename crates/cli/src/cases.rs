@@ -261,6 +261,7 @@ pub fn parse_options(m: &Map<String, Value>, at: &str) -> Result<RunOptions, Str
             domains: list("domains")?,
             methods: list("methods")?.unwrap_or_default(),
             headers: list("headers")?.unwrap_or_default(),
+            allow_addresses: list("allowAddresses")?.unwrap_or_default(),
         });
     }
     o.invalid = invalid;
@@ -722,7 +723,8 @@ mod tests {
             Some(FetchPolicy {
                 domains: Some(vec!["api.example.com".into()]),
                 methods: vec!["POST".into()],
-                headers: vec!["x-k".into()]
+                headers: vec!["x-k".into()],
+                allow_addresses: vec![]
             })
         );
         assert!(o.invalid.is_none() && o.uses_runner());

@@ -65,7 +65,7 @@ fn setup(name: &str) -> (PathBuf, Arc<AtomicUsize>) {
     std::fs::write(dir.join("agent.ajs"), agent).unwrap();
     std::fs::write(
         dir.join("cfg.json"),
-        r#"{"fetch": {"domains": ["127.0.0.1"]}}"#,
+        r#"{"fetch": {"domains": ["127.0.0.1:*"]}}"#,
     )
     .unwrap();
     (dir, hits)

@@ -179,6 +179,7 @@ impl LlmClient {
                 method: "POST".into(),
                 headers,
                 body: Some(body.to_string().into_bytes()),
+                screen: None,
             })
             .await
             .map_err(|e| match e {

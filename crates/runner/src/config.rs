@@ -63,13 +63,18 @@ pub enum LogFormat {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct FetchConfig {
-    /// Allowed hosts (`api.example.com`, `*.example.com`, `127.0.0.1`); setting it turns on
-    /// the built-in client.
+    /// Allowed hosts and ports (decision 35): `api.example.com` (the scheme's default port
+    /// only), `api.example.com:8443`, `api.example.com:*`, `*.example.com`, `10.0.0.5:8080`,
+    /// `[::1]:*`; setting it turns on the built-in client. An entry that could never match is
+    /// refused when the configuration is loaded.
     pub domains: Option<Vec<String>>,
     /// Methods allowed besides GET and HEAD (e.g. `["POST"]`).
     pub methods: Vec<String>,
     /// Request headers allowed besides the built-in list.
     pub headers: Vec<String>,
+    /// Address ranges (`10.0.0.0/8`, `127.0.0.1`) an allowed name may resolve to although they
+    /// are loopback, private, link-local or unspecified (default none: such a name is refused).
+    pub allow_addresses: Vec<String>,
 }
 
 /// An OpenAI-compatible chat-completions endpoint.
@@ -201,6 +206,9 @@ impl ServerConfig {
         if l.default_timeout_ms == 0 || l.default_timeout_ms > l.max_timeout_ms {
             return Err("limits.defaultTimeoutMs must be between 1 and limits.maxTimeoutMs".into());
         }
+        if let Err((field, message)) = self.fetch_policy().validate() {
+            return Err(format!("fetch.{field}: {message}"));
+        }
         if l.max_heap_bytes < ajs::MIN_HEAP_BYTES {
             return Err(format!(
                 "limits.maxHeapBytes must be at least {}",
@@ -231,15 +239,21 @@ impl ServerConfig {
             timeout_ms: self.limits.default_timeout_ms,
             max_source_bytes: self.limits.max_source_bytes,
             args_max_bytes: self.limits.args_max_bytes,
-            fetch_policy: Some(FetchPolicy {
-                domains: self.fetch.domains.clone(),
-                methods: self.fetch.methods.clone(),
-                headers: self.fetch.headers.clone(),
-            }),
+            fetch_policy: Some(self.fetch_policy()),
             capabilities: caps,
             max_parallel_items: self.limits.max_parallel_items,
             max_concurrent_calls: self.limits.max_concurrent_calls,
             ..Options::default()
+        }
+    }
+
+    /// The `httpFetch` policy of `fetch`.
+    pub fn fetch_policy(&self) -> FetchPolicy {
+        FetchPolicy {
+            domains: self.fetch.domains.clone(),
+            methods: self.fetch.methods.clone(),
+            headers: self.fetch.headers.clone(),
+            allow_addresses: self.fetch.allow_addresses.clone(),
         }
     }
 
