@@ -3,7 +3,6 @@
 
 use ajs_vm::JsValue;
 
-
 /// What `httpFetch` hands back (decision 20 and the reference's `dataUrl`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ResponseType {

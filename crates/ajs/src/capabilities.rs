@@ -160,7 +160,14 @@ impl Capabilities {
     pub fn decl(&self, name: &str) -> Option<AtomDecl> {
         match name {
             "httpFetch" => Some(AtomDecl::http_fetch()),
-            "llmPredict" => Some(AtomDecl::llm_predict()),
+            "llmPredict" => {
+                let mut d = AtomDecl::llm_predict();
+                // a model client given more time than the atom raises the atom's own timeout
+                if let Some(c) = &self.llm_client {
+                    d.timeout = d.timeout.max(c.config().timeout);
+                }
+                Some(d)
+            }
             _ => self.decls.get(name).cloned().or_else(|| {
                 self.atoms
                     .contains_key(name)
