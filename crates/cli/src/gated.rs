@@ -88,7 +88,7 @@ fn policies(text: &str) -> Result<Vec<(String, Policy)>, Usage> {
 }
 
 fn gated(c: &Common, policies: &[(String, Policy)], journal: bool) -> Result<GatedRunner, Usage> {
-    let mut options = c.config.base_options();
+    let mut options = c.config.command_options();
     if let Some(f) = c.fuel {
         options.fuel = f;
     }

@@ -227,7 +227,7 @@ pub fn exec(prog: &str, args: &[String]) -> Result<ExitCode, Usage> {
             _ => {}
         }
     }
-    let mut options = config.base_options();
+    let mut options = config.command_options();
     if let Some(f) = fuel {
         options.fuel = f;
     }

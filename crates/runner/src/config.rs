@@ -9,6 +9,9 @@ use std::time::Duration;
 use ajs::{Capabilities, FetchPolicy, LlmClient, LlmConfig, Options, Runner};
 use serde::Deserialize;
 
+/// `serve`'s run timeout when neither the request nor `limits.defaultTimeoutMs` names one.
+pub const SERVE_DEFAULT_TIMEOUT_MS: u64 = 30_000;
+
 /// The whole configuration. Every field has a default; unknown fields are refused.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
@@ -114,8 +117,10 @@ pub struct Limits {
     pub default_fuel: f64,
     /// Most fuel a request may ask for (default 100 000); more is a 400.
     pub max_fuel: f64,
-    /// Timeout when the request names none (default 30 000 ms).
-    pub default_timeout_ms: u64,
+    /// Timeout when the request names none (default [`SERVE_DEFAULT_TIMEOUT_MS`], 30 000 ms,
+    /// for `serve`; `ajs run` and `exec` use the library's [`ajs::DEFAULT_TIMEOUT_MS`], 4
+    /// minutes, unless this is set).
+    pub default_timeout_ms: Option<u64>,
     /// Longest timeout a request may ask for (default 120 000 ms); longer is a 400.
     pub max_timeout_ms: u64,
     /// Live-heap ceiling per run (default 64 MiB).
@@ -141,7 +146,7 @@ impl Default for Limits {
             request_read_timeout_ms: 30_000,
             default_fuel: ajs::DEFAULT_FUEL,
             max_fuel: 100_000.0,
-            default_timeout_ms: 30_000,
+            default_timeout_ms: None,
             max_timeout_ms: 120_000,
             max_heap_bytes: 64 * 1024 * 1024,
             args_max_bytes: 1024 * 1024,
@@ -203,7 +208,9 @@ impl ServerConfig {
         if !(l.default_fuel.is_finite() && l.default_fuel >= 0.0 && l.default_fuel <= l.max_fuel) {
             return Err("limits.defaultFuel must be between 0 and limits.maxFuel".into());
         }
-        if l.default_timeout_ms == 0 || l.default_timeout_ms > l.max_timeout_ms {
+        if l.default_timeout_ms
+            .is_some_and(|t| t == 0 || t > l.max_timeout_ms)
+        {
             return Err("limits.defaultTimeoutMs must be between 1 and limits.maxTimeoutMs".into());
         }
         if let Err((field, message)) = self.fetch_policy().validate() {
@@ -223,9 +230,22 @@ impl ServerConfig {
         Ok(())
     }
 
-    /// The options every run starts from: capabilities (built-in fetch client when domains are
-    /// set, the model client when configured), the fetch policy and the default limits.
+    /// The options a `serve` run starts from: [`ServerConfig::command_options`] with `serve`'s
+    /// own default timeout ([`SERVE_DEFAULT_TIMEOUT_MS`] unless `limits.defaultTimeoutMs`).
     pub fn base_options(&self) -> Options {
+        Options {
+            timeout_ms: self
+                .limits
+                .default_timeout_ms
+                .unwrap_or(SERVE_DEFAULT_TIMEOUT_MS),
+            ..self.command_options()
+        }
+    }
+
+    /// The options `ajs run` and `exec` start from: capabilities (built-in fetch client when
+    /// domains are set, the model client when configured), the fetch policy and the limits, with
+    /// the library's run timeout ([`ajs::DEFAULT_TIMEOUT_MS`]) unless `limits.defaultTimeoutMs`.
+    pub fn command_options(&self) -> Options {
         let mut caps = Capabilities::default();
         if let Some(m) = &self.model {
             let mut cfg = LlmConfig::new(&m.base_url, &m.model, m.api_key_env.as_deref());
@@ -236,7 +256,10 @@ impl ServerConfig {
         }
         Options {
             fuel: self.limits.default_fuel,
-            timeout_ms: self.limits.default_timeout_ms,
+            timeout_ms: self
+                .limits
+                .default_timeout_ms
+                .unwrap_or(ajs::DEFAULT_TIMEOUT_MS),
             max_source_bytes: self.limits.max_source_bytes,
             args_max_bytes: self.limits.args_max_bytes,
             fetch_policy: Some(self.fetch_policy()),
@@ -295,5 +318,48 @@ impl ServerConfig {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_use_the_library_timeout_and_serve_its_own() {
+        let c = ServerConfig::default();
+        assert_eq!(c.command_options().timeout_ms, ajs::DEFAULT_TIMEOUT_MS);
+        assert_eq!(ajs::DEFAULT_TIMEOUT_MS, 240_000);
+        assert_eq!(c.base_options().timeout_ms, SERVE_DEFAULT_TIMEOUT_MS);
+        assert_eq!(c.command_options().fuel, ajs::DEFAULT_FUEL);
+        let c = ServerConfig::parse(r#"{"limits": {"defaultTimeoutMs": 5000}}"#, false).unwrap();
+        assert_eq!(c.command_options().timeout_ms, 5000);
+        assert_eq!(c.base_options().timeout_ms, 5000);
+        assert!(ServerConfig::parse(r#"{"limits": {"defaultTimeoutMs": 0}}"#, false).is_err());
+    }
+
+    #[test]
+    fn fetch_entries_are_checked_when_the_configuration_loads() {
+        let e = ServerConfig::parse(
+            r#"{"fetch": {"domains": ["https://api.example.com"]}}"#,
+            false,
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with("fetch.domains: entry 'https://api.example.com' is a URL"),
+            "{e}"
+        );
+        let e =
+            ServerConfig::parse(r#"{"fetch": {"allowAddresses": ["10/8"]}}"#, false).unwrap_err();
+        assert!(e.starts_with("fetch.allowAddresses: range '10/8'"), "{e}");
+        let c = ServerConfig::parse(
+            r#"{"fetch": {"domains": ["api.example.com:8443", "*.example.org"], "allowAddresses": ["10.0.0.0/8"]}}"#,
+            false,
+        )
+        .unwrap();
+        assert_eq!(
+            c.fetch_policy().allow_addresses,
+            vec!["10.0.0.0/8".to_string()]
+        );
     }
 }
