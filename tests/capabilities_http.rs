@@ -670,3 +670,44 @@ async fn allowlist_ports_and_names_resolving_to_private_addresses() {
         .message
         .contains("fetchPolicy.allowAddresses: range '10.0.0.0/40'"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unknown_inputs_are_ignored_but_never_silently() {
+    let server = serve(None, |_| json_ok(r#"{"v":1}"#)).await;
+    let url = server.url("http", "/w");
+    // run time: the input object is built where the compiler cannot see it
+    let out = eval(
+        "let a = httpFetch(req)\nlet b = httpFetch({ ...req })\nreturn a.v + b.v",
+        json!({ "req": { "url": url, "header": { "x-api-key": "k" }, "cache": 3600 } }),
+        opts(),
+    )
+    .await;
+    assert_eq!(result(&out), json!(2));
+    assert_eq!(
+        out.warnings,
+        vec![
+            "httpFetch: input 'header' is not known and is ignored (inputs: url, method, headers, body, responseType)".to_string(),
+            "httpFetch: input 'cache' is not known and is ignored (inputs: url, method, headers, body, responseType)".to_string(),
+        ]
+    );
+    assert_eq!(out.to_json()["warnings"].as_array().map(Vec::len), Some(2));
+    assert_eq!(
+        server.recorded()[0].header("x-api-key"),
+        None,
+        "the misspelt input sent nothing"
+    );
+    // compile time: the literal is visible, the warning says where
+    let (_, warnings) = Runner::compile_agent_with_warnings(
+        "function main() {\n  return httpFetch({ url: 'http://127.0.0.1:1/', header: {} })\n}",
+        &opts(),
+    )
+    .unwrap();
+    assert_eq!(warnings.len(), 1);
+    assert_eq!(
+        warnings[0].to_string(),
+        "warning: httpFetch: input 'header' is not known and is ignored (inputs: url, method, headers, body, responseType) at <source>:2:49"
+    );
+    // a plain run has no warnings and the JSON has no key for them
+    let out = eval("return httpFetch({ url }).v", json!({ "url": url }), opts()).await;
+    assert!(out.warnings.is_empty() && out.to_json().get("warnings").is_none());
+}

@@ -176,6 +176,64 @@ impl Capabilities {
         }
     }
 
+    /// The inputs every atom declares, for the compile-time warnings (decision 39); with the
+    /// built-in model client, also the `llmPredict` options it reads.
+    #[cfg(feature = "compiler")]
+    pub fn atom_inputs(&self) -> ajs_compiler::AtomInputs {
+        let mut inputs = ajs_compiler::AtomInputs::default();
+        for name in self.atom_names() {
+            if let Some(d) = self.decl(&name) {
+                let names: Vec<&str> = d.inputs.iter().map(|f| f.name.as_str()).collect();
+                inputs.declare(&name, &names);
+            }
+        }
+        if self.llm_client.is_some() {
+            let members: Vec<&str> = ajs_io::llm::LLM_OPTIONS
+                .iter()
+                .flat_map(|(n, alias)| std::iter::once(*n).chain(alias.iter().copied()))
+                .collect();
+            inputs.declare_nested("llmPredict", "options", &members);
+        }
+        inputs
+    }
+
+    /// The run-time warnings (decision 29) for a call of `atom` with `input`: inputs it does
+    /// not declare and, with the built-in model client, `llmPredict` options it does not read.
+    pub(crate) fn input_warnings(&self, atom: &str, input: &JsValue) -> Vec<String> {
+        let (Some(decl), JsValue::Object(m)) = (self.decl(atom), input) else {
+            return Vec::new();
+        };
+        if decl.inputs.is_empty() {
+            return Vec::new();
+        }
+        let known: Vec<String> = decl.inputs.iter().map(|f| f.name.clone()).collect();
+        let mut out: Vec<String> = m
+            .keys()
+            .filter(|k| !known.contains(k))
+            .map(|k| unknown_input(atom, k, &known))
+            .collect();
+        if atom == "llmPredict" && self.llm_client.is_some() {
+            if let Some(JsValue::Object(o)) = m.get("options") {
+                let members: Vec<String> = ajs_io::llm::LLM_OPTIONS
+                    .iter()
+                    .flat_map(|(n, alias)| std::iter::once(*n).chain(alias.iter().copied()))
+                    .map(str::to_string)
+                    .collect();
+                out.extend(
+                    o.keys()
+                        .filter(|k| !ajs_io::llm::is_llm_option(k))
+                        .map(|k| {
+                            format!(
+                            "{atom}: options member '{k}' is not known and is ignored (known: {})",
+                            members.join(", ")
+                        )
+                        }),
+                );
+            }
+        }
+        out
+    }
+
     /// [`Capabilities::atom_names`], shared when there are no host atoms (the two built-ins).
     pub(crate) fn atom_names_cow(&self) -> std::borrow::Cow<'static, [String]> {
         static BUILTINS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
@@ -198,6 +256,14 @@ impl Capabilities {
         v.extend(custom.into_iter().cloned());
         v
     }
+}
+
+/// The message for an input `atom` does not declare (the compiler's warning says the same).
+fn unknown_input(atom: &str, key: &str, known: &[String]) -> String {
+    format!(
+        "{atom}: input '{key}' is not known and is ignored (inputs: {})",
+        known.join(", ")
+    )
 }
 
 /// The type an atom input must have.

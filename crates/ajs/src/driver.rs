@@ -165,6 +165,7 @@ pub(crate) fn finish(vm: &Vm, r: Result<JsValue, RunError>) -> Outcome {
             fuel_used: vm.fuel_used(),
             error: None,
             log,
+            warnings: Vec::new(),
         },
         Err(e) => {
             let pos = e.pos.or_else(|| vm.position());
@@ -236,6 +237,7 @@ fn finish_done(vm: Box<Vm>, v: JsValue) -> Outcome {
         fuel_used,
         error: None,
         log,
+        warnings: Vec::new(),
     }
 }
 
@@ -463,6 +465,8 @@ pub(crate) struct Control<'a> {
     pub max_journal_bytes: usize,
     /// a replay divergence that ended the run
     pub mismatch: Option<ReplayMismatch>,
+    /// the run-time warnings so far (decision 39), each once
+    pub warnings: Vec<String>,
 }
 
 pub(crate) enum DriveEnd {
@@ -498,6 +502,15 @@ impl Control<'_> {
                 self.max_journal_bytes,
             ),
             None => Ok(()),
+        }
+    }
+
+    /// Notes the warnings of a call about to be decided (inputs its atom ignores).
+    fn note(&mut self, caps: &crate::Capabilities, atom: &str, input: &JsValue) {
+        for w in caps.input_warnings(atom, input) {
+            if !self.warnings.contains(&w) {
+                self.warnings.push(w);
+            }
         }
     }
 
@@ -628,7 +641,8 @@ async fn drive_from(
     let is_cancelled = || cancel.as_ref().is_some_and(|t| t.is_cancelled());
     macro_rules! end {
         ($r:expr) => {{
-            let o = finish(&vm, $r);
+            let mut o = finish(&vm, $r);
+            o.warnings = std::mem::take(&mut ctl.warnings);
             return DriveEnd::Finished(o, vm);
         }};
     }
@@ -676,6 +690,7 @@ async fn drive_from(
                 Err(e) => end!(Err(e)),
             },
             Step::Host(call) => {
+                ctl.note(&options.capabilities, &call.atom, &call.input);
                 let index = vm.awaiting_call_id().unwrap_or(0);
                 if let Some(max) = ctl.max_calls {
                     if vm.host_calls() > max {
@@ -781,6 +796,9 @@ async fn unblock(
         ));
     }
     let fuel = vm.fuel_used_milli();
+    for p in &pending {
+        ctl.note(&options.capabilities, &p.atom, &p.input);
+    }
     if let Some((journal, next)) = &mut ctl.replay {
         for p in pending {
             let call = HostCall {

@@ -43,7 +43,7 @@ use std::sync::Arc;
 pub use ajs_bytecode::program::MAX_ARTIFACT_BYTES;
 pub use ajs_bytecode::{LoadError, Program, SourcePos, VerifiedProgram};
 #[cfg(feature = "compiler")]
-pub use ajs_compiler::CompileError;
+pub use ajs_compiler::{AtomInputs, CompileError, Warning};
 pub use ajs_io::{FetchPolicy, HttpClient, LlmClient, LlmConfig, SAFE_RESPONSE_HEADERS};
 pub use ajs_vm::{ErrorKind, JsValue, LogLevel, LogLine, RunError};
 pub use ajs_vm::{SnapshotError, TraceStep, DEFAULT_MAX_LOG_BYTES, MAX_TRACE_STEPS};
@@ -330,6 +330,9 @@ pub struct Outcome {
     pub error: Option<ErrorInfo>,
     /// The run's log (`console.*`), which `Eval` and `SafeFunction` users may ignore.
     pub log: Vec<LogLine>,
+    /// Run-time warnings (decision 39), each once: an atom input the atom does not declare
+    /// (decision 29: ignored), an `llmPredict` option the model client does not read.
+    pub warnings: Vec<String>,
 }
 
 impl Outcome {
@@ -348,6 +351,7 @@ impl Outcome {
                 pos,
             }),
             log: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 
@@ -366,6 +370,9 @@ impl Outcome {
         );
         if let Some(e) = &self.error {
             m.insert("error".into(), serde_json::json!({ "message": e.message }));
+        }
+        if !self.warnings.is_empty() {
+            m.insert("warnings".into(), serde_json::json!(self.warnings));
         }
         serde_json::Value::Object(m)
     }
@@ -819,10 +826,23 @@ impl Runner {
     /// # Errors
     /// [`CreateError`] when an option is invalid, the source is too large or does not compile.
     pub fn compile_agent(source: &str, options: &Options) -> Result<VerifiedProgram, CreateError> {
+        Runner::compile_agent_with_warnings(source, options).map(|(p, _)| p)
+    }
+
+    #[cfg(feature = "compiler")]
+    /// [`Runner::compile_agent`], with the compile-time warnings (decision 39) beside the
+    /// program: atom calls whose written-out input names an input the atom does not declare.
+    ///
+    /// # Errors
+    /// As [`Runner::compile_agent`].
+    pub fn compile_agent_with_warnings(
+        source: &str,
+        options: &Options,
+    ) -> Result<(VerifiedProgram, Vec<Warning>), CreateError> {
         options.validate()?;
         source_check(source, options).map_err(CreateError::SourceTooLarge)?;
         let atoms = options.atom_names();
-        let program = compile(
+        let (program, warnings) = ajs_compiler::compile_with_warnings(
             source,
             &CompileOptions {
                 mode: Mode::Agent,
@@ -830,15 +850,17 @@ impl Runner {
                 atoms: &atoms,
                 source_name: "<source>",
             },
+            &options.capabilities.atom_inputs(),
         )?;
-        program.verify().map_err(|e| {
+        let program = program.verify().map_err(|e| {
             CreateError::Compile(CompileError {
                 message: format!("internal compiler error: {e}"),
                 source_name: "<source>".into(),
                 line: 1,
                 column: 0,
             })
-        })
+        })?;
+        Ok((program, warnings))
     }
 
     #[cfg(feature = "compiler")]

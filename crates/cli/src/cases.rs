@@ -403,6 +403,7 @@ fn refused(e: &OptionError) -> Outcome {
             pos: None,
         }),
         log: Vec::new(),
+        warnings: Vec::new(),
     }
 }
 

@@ -140,8 +140,17 @@ fn compile(path: &str, c: &Common) -> Result<Option<ajs::VerifiedProgram>, Usage
     )
     .map_err(Usage)?;
     let source = String::from_utf8(bytes).map_err(|_| Usage(format!("{path} is not UTF-8")))?;
-    match Runner::compile_agent(&source, &c.config.base_options()) {
-        Ok(p) => Ok(Some(p)),
+    match Runner::compile_agent_with_warnings(&source, &c.config.base_options()) {
+        Ok((p, warnings)) => {
+            for w in warnings {
+                eprintln!(
+                    "{}",
+                    w.to_string()
+                        .replace(" at <source>:", &format!(" at {path}:"))
+                );
+            }
+            Ok(Some(p))
+        }
         Err(e) => {
             println!(
                 "{}",

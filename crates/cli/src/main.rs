@@ -288,8 +288,17 @@ fn cmd_compile(args: &[String]) -> Result<ExitCode, Usage> {
             return Ok(ExitCode::from(1));
         }
     };
-    let program = match ajs::Runner::compile_agent(&source, &options) {
-        Ok(p) => p,
+    let program = match ajs::Runner::compile_agent_with_warnings(&source, &options) {
+        Ok((p, warnings)) => {
+            for w in warnings {
+                eprintln!(
+                    "{}",
+                    w.to_string()
+                        .replace(" at <source>:", &format!(" at {file}:"))
+                );
+            }
+            p
+        }
         Err(ajs::CreateError::Compile(e)) => {
             eprintln!(
                 "ajs compile: {}",

@@ -22,6 +22,7 @@ mod params;
 mod pos;
 #[cfg(test)]
 mod test_rng;
+mod warnings;
 
 use ajs_bytecode::Program;
 use oxc_allocator::Allocator;
@@ -31,6 +32,7 @@ use oxc_span::SourceType;
 
 pub use lower::recycle;
 pub use pos::LineIndex;
+pub use warnings::{unknown_input, unknown_member, AtomInputs, Warning};
 
 /// How the source is read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,6 +118,47 @@ impl Fail {
 /// # Errors
 /// [`CompileError`] naming what is refused and where; never panics.
 pub fn compile(source: &str, opts: &CompileOptions) -> Result<Program, CompileError> {
+    compile_checked(source, opts, None).map(|(p, _)| p)
+}
+
+/// Compiles `source` and returns the warnings (decision 39) beside the program: an atom call
+/// whose input object, written out, names an input `inputs` does not declare for that atom.
+///
+/// # Errors
+/// As [`compile`].
+pub fn compile_with_warnings(
+    source: &str,
+    opts: &CompileOptions,
+    inputs: &AtomInputs,
+) -> Result<(Program, Vec<Warning>), CompileError> {
+    let name = if opts.source_name.is_empty() {
+        "<source>"
+    } else {
+        opts.source_name
+    };
+    let (program, found) = compile_checked(source, opts, Some(inputs))?;
+    let idx = LineIndex::new(source);
+    let warnings = found
+        .into_iter()
+        .map(|(offset, message)| {
+            let p = idx.pos(offset);
+            Warning {
+                message,
+                source_name: name.to_string(),
+                line: p.line,
+                column: p.col,
+            }
+        })
+        .collect();
+    Ok((program, warnings))
+}
+
+/// [`compile`], collecting the warnings (byte offset, message) when `inputs` is given.
+fn compile_checked(
+    source: &str,
+    opts: &CompileOptions,
+    inputs: Option<&AtomInputs>,
+) -> Result<(Program, Vec<(u32, String)>), CompileError> {
     let name = if opts.source_name.is_empty() {
         "<source>"
     } else {
@@ -135,8 +178,12 @@ pub fn compile(source: &str, opts: &CompileOptions) -> Result<Program, CompileEr
         .as_ref()
         .map_or(true, |&(units, _)| units <= INLINE_UNITS);
     let run = || {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            compile_inner(source, opts, &scan)
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match inputs {
+            None => compile_inner(source, opts, &scan).map(|p| (p, Vec::new())),
+            Some(inputs) => {
+                let (r, found) = warnings::collect(inputs, || compile_inner(source, opts, &scan));
+                r.map(|p| (p, found))
+            }
         }))
         .unwrap_or_else(|_| Err(Fail::new(0, "internal compiler error")))
     };
