@@ -711,3 +711,104 @@ async fn unknown_inputs_are_ignored_but_never_silently() {
     let out = eval("return httpFetch({ url }).v", json!({ "url": url }), opts()).await;
     assert!(out.warnings.is_empty() && out.to_json().get("warnings").is_none());
 }
+
+// ---- against a real server: httpbin under gunicorn (.ci/python-deps.sh) ----
+
+fn to_httpbin(port: u16) -> Options {
+    Options {
+        fetch_policy: Some(FetchPolicy {
+            domains: Some(vec![format!("127.0.0.1:{port}")]),
+            methods: vec!["POST".into()],
+            ..FetchPolicy::default()
+        }),
+        ..Options::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn httpbin_compressed_bodies_are_decoded() {
+    let Some(hb) = support::httpbin() else { return };
+    let out = eval(
+        "let g = httpFetch({ url: base + '/gzip', responseType: 'full' })\nreturn [g.body.gzipped, g.headers['content-encoding'], httpFetch({ url: base + '/deflate' }).deflated, httpFetch({ url: base + '/brotli' }).brotli]",
+        json!({ "base": hb.url("") }),
+        to_httpbin(hb.port),
+    )
+    .await;
+    assert_eq!(result(&out), json!([true, "gzip", true, true]));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn httpbin_ports_and_a_name_resolving_to_loopback() {
+    let Some(hb) = support::httpbin() else { return };
+    let code = "try { return httpFetch({ url }).url } catch (e) { return e }";
+    let out = eval(code, json!({ "url": hb.url("/get") }), to_httpbin(hb.port)).await;
+    assert_eq!(result(&out), json!(hb.url("/get")));
+    // a second port on the allowed host (another httpbin, really listening)
+    let Some(other) = support::httpbin() else {
+        return;
+    };
+    let out = eval(
+        code,
+        json!({ "url": other.url("/get") }),
+        to_httpbin(hb.port),
+    )
+    .await;
+    assert!(
+        caught(&out).starts_with(&format!(
+            "Fetch blocked: port {} of 127.0.0.1 is not allowed",
+            other.port
+        )),
+        "{}",
+        caught(&out)
+    );
+    // allowed by name, resolving to loopback: refused unless allowed by address
+    let by_name = |allow: Vec<String>| Options {
+        fetch_policy: Some(FetchPolicy {
+            domains: Some(vec![format!("localhost:{}", hb.port)]),
+            allow_addresses: allow,
+            ..FetchPolicy::default()
+        }),
+        ..Options::default()
+    };
+    let url = format!("http://localhost:{}/get", hb.port);
+    let out = eval(code, json!({ "url": url }), by_name(vec![])).await;
+    let msg = caught(&out);
+    assert!(
+        msg.starts_with("Fetch blocked: localhost resolved to ") && msg.contains("loopback"),
+        "{msg}"
+    );
+    let out = eval(
+        code,
+        json!({ "url": url }),
+        by_name(vec!["127.0.0.1".into(), "::1".into()]),
+    )
+    .await;
+    assert_eq!(result(&out), json!(url));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn httpbin_full_text_user_agent_empty_post_and_unknown_inputs() {
+    let Some(hb) = support::httpbin() else { return };
+    let out = eval(
+        "let s = httpFetch({ url: base + '/status/502', responseType: 'full' })\nlet t = httpFetch({ url: base + '/encoding/utf8', responseType: 'text' })\nlet ua = httpFetch({ url: base + '/user-agent' })['user-agent']\nlet p = httpFetch({ url: base + '/anything', method: 'POST' })\nlet h = httpFetch({ url: base + '/headers', header: { 'X-Request-Id': 'lost' } })\nreturn [s.status, s.ok, typeof t, t.includes('∮ E⋅da = Q'), ua, p.headers['Content-Length'], h.headers['X-Request-Id'] === undefined]",
+        json!({ "base": hb.url("") }),
+        to_httpbin(hb.port),
+    )
+    .await;
+    assert_eq!(
+        result(&out),
+        json!([
+            502,
+            false,
+            "string",
+            true,
+            format!("ajs/{}", env!("CARGO_PKG_VERSION")),
+            "0",
+            true
+        ])
+    );
+    assert_eq!(
+        out.warnings,
+        vec!["httpFetch: input 'header' is not known and is ignored (inputs: url, method, headers, body, responseType)".to_string()]
+    );
+}

@@ -289,3 +289,71 @@ fn a_model_timeout_above_the_atom_timeout_raises_the_atom_timeout() {
         Duration::from_secs(120)
     );
 }
+
+// ---- against a real server: llmock (.ci/python-deps.sh) ----
+
+fn journal(port: u16) -> Vec<Value> {
+    let (status, body) = support::http_get(port, "/_llmock/requests").expect("llmock answers");
+    assert_eq!(status, 200);
+    let v: Value = serde_json::from_slice(&body).unwrap();
+    v["requests"].as_array().cloned().unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn llmock_receives_either_spelling_and_wrong_types_send_nothing() {
+    let Some(mock) = support::llmock(&[]) else {
+        return;
+    };
+    let caps = caps_for(mock.url("/v1"));
+    let out = eval_with(
+        "let a = llmPredict({ prompt: 'hi', options: { max_tokens: 5, response_format: { type: 'json_object' } } })\nlet b = llmPredict({ prompt: 'yo', options: { maxTokens: 7, responseFormat: { type: 'json_object' }, temperature: 0.5 } })\nreturn [typeof a.message, typeof b.message]",
+        caps.clone(),
+    )
+    .await;
+    assert_eq!(
+        out.result.to_json(),
+        Some(json!(["string", "string"])),
+        "{:?}",
+        out.error
+    );
+    let reqs = journal(mock.port);
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs[0]["body"]["max_tokens"], json!(5));
+    assert_eq!(
+        reqs[0]["body"]["response_format"],
+        json!({ "type": "json_object" })
+    );
+    assert_eq!(reqs[1]["body"]["max_tokens"], json!(7));
+    assert_eq!(reqs[1]["body"]["temperature"], json!(0.5));
+    let out = eval_with(
+        "try { return llmPredict({ prompt: 'x', options: { temperature: '0.2' } }) } catch (e) { return e }",
+        caps,
+    )
+    .await;
+    assert_eq!(
+        out.result.to_json(),
+        Some(json!(
+            "llmPredict: option 'temperature' must be a number, got string"
+        ))
+    );
+    assert_eq!(journal(mock.port).len(), 2, "the refused call sent nothing");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn llmock_errors_carry_the_provider_message_and_retry_after() {
+    let Some(mock) = support::llmock(&["--error-rate", "429=1"]) else {
+        return;
+    };
+    let out = eval_with(
+        "try { return llmPredict({ prompt: 'x' }) } catch (e) { return e }",
+        caps_for(mock.url("/v1")),
+    )
+    .await;
+    let msg = out.result.to_json().unwrap();
+    let msg = msg.as_str().unwrap();
+    assert!(
+        msg.starts_with("llmPredict: the model endpoint answered HTTP 429 (rate_limit_exceeded): ")
+            && msg.ends_with("(retry after 1 s)"),
+        "{msg}"
+    );
+}
