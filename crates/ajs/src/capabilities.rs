@@ -203,7 +203,10 @@ impl Capabilities {
         let (Some(decl), JsValue::Object(m)) = (self.decl(atom), input) else {
             return Vec::new();
         };
-        if decl.inputs.is_empty() {
+        let declared = |k: &String| decl.inputs.iter().any(|f| &f.name == k);
+        let llm_options = atom == "llmPredict" && self.llm_client.is_some();
+        // the common case (every input declared) allocates nothing
+        if decl.inputs.is_empty() || (m.keys().all(declared) && !llm_options) {
             return Vec::new();
         }
         let known: Vec<String> = decl.inputs.iter().map(|f| f.name.clone()).collect();
@@ -212,7 +215,7 @@ impl Capabilities {
             .filter(|k| !known.contains(k))
             .map(|k| unknown_input(atom, k, &known))
             .collect();
-        if atom == "llmPredict" && self.llm_client.is_some() {
+        if llm_options {
             if let Some(JsValue::Object(o)) = m.get("options") {
                 let members: Vec<String> = ajs_io::llm::LLM_OPTIONS
                     .iter()
