@@ -148,6 +148,7 @@ fn compile(path: &str, c: &Common) -> Result<Option<ajs::VerifiedProgram>, Usage
                     w.to_string()
                         .replace(" at <source>:", &format!(" at {path}:"))
                 );
+                shown().push(w.message);
             }
             Ok(Some(p))
         }
@@ -159,6 +160,17 @@ fn compile(path: &str, c: &Common) -> Result<Option<ajs::VerifiedProgram>, Usage
             Ok(None)
         }
     }
+}
+
+/// The compile-time warnings already printed: the run's own copies are left out of its
+/// outcome (decision 39: a compile-time warning where the literal is visible, a run-time one
+/// otherwise).
+static SHOWN: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+fn shown() -> std::sync::MutexGuard<'static, Vec<String>> {
+    SHOWN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Prints how a gated run ended and saves what was asked; the exit code.
@@ -176,7 +188,10 @@ fn report(
             } else if journal_wanted && c.journal_out.is_some() {
                 return Err(Usage("the run produced no journal".into()));
             }
-            println!("{}", r.outcome.to_json());
+            let mut outcome = r.outcome.clone();
+            let shown = shown();
+            outcome.warnings.retain(|w| !shown.contains(w));
+            println!("{}", outcome.to_json());
         }
         RunResult::Suspended(s) => {
             let path = c.snapshot_out.clone().unwrap_or_else(|| "run.snap".into());

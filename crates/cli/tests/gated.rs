@@ -340,6 +340,10 @@ fn an_unknown_literal_input_is_warned_at_compile_time_and_the_call_still_runs() 
     let (code, out, err) = ajs(&dir, &["run", "warn.ajs", "--config", "cfg.json"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(json(&out)["result"]["v"], 7, "{out}");
+    assert!(
+        json(&out).get("warnings").is_none(),
+        "printed once, at compile time: {out}"
+    );
     assert_eq!(hits.load(Ordering::SeqCst), 1, "the call ran");
     assert!(
         err.contains("warning: httpFetch: input 'header' is not known and is ignored (inputs: url, method, headers, body, responseType) at warn.ajs:2:"),
