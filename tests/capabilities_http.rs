@@ -812,3 +812,40 @@ async fn httpbin_full_text_user_agent_empty_post_and_unknown_inputs() {
         vec!["httpFetch: input 'header' is not known and is ignored (inputs: url, method, headers, body, responseType)".to_string()]
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn warnings_are_capped_and_quote_keys_short() {
+    let mut req = serde_json::Map::new();
+    req.insert("url".into(), json!("https://api.example.com/"));
+    req.insert("k".repeat(10_000), json!(1));
+    for i in 0..2_000 {
+        req.insert(format!("x{i}"), json!(i));
+    }
+    let options = Options {
+        capabilities: Capabilities::default().with_fetch(|_| async { Ok(JsValue::Null) }),
+        ..Options::default()
+    };
+    let start = Instant::now();
+    let out = eval(
+        "let n = 0\nwhile (n < 5) { httpFetch(req)\n n = n + 1 }\nreturn n",
+        json!({ "req": req }),
+        Options {
+            fuel: 100_000.0,
+            ..options
+        },
+    )
+    .await;
+    assert_eq!(result(&out), json!(5));
+    assert_eq!(out.warnings.len(), 100);
+    let long = &out.warnings[0];
+    assert!(
+        long.starts_with(&format!(
+            "httpFetch: input '{}…' is not known",
+            "k".repeat(64)
+        )),
+        "{}",
+        &long[..120]
+    );
+    assert!(out.warnings.iter().all(|w| w.len() < 250));
+    assert!(start.elapsed() < Duration::from_secs(10));
+}

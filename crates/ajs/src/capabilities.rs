@@ -198,8 +198,9 @@ impl Capabilities {
     }
 
     /// The run-time warnings (decision 29) for a call of `atom` with `input`: inputs it does
-    /// not declare and, with the built-in model client, `llmPredict` options it does not read.
-    pub(crate) fn input_warnings(&self, atom: &str, input: &JsValue) -> Vec<String> {
+    /// not declare and, with the built-in model client, `llmPredict` options it does not read;
+    /// at most `most` of them.
+    pub(crate) fn input_warnings(&self, atom: &str, input: &JsValue, most: usize) -> Vec<String> {
         let (Some(decl), JsValue::Object(m)) = (self.decl(atom), input) else {
             return Vec::new();
         };
@@ -213,6 +214,7 @@ impl Capabilities {
         let mut out: Vec<String> = m
             .keys()
             .filter(|k| !known.contains(k))
+            .take(most)
             .map(|k| unknown_input(atom, k, &known))
             .collect();
         if llm_options {
@@ -222,12 +224,15 @@ impl Capabilities {
                     .flat_map(|(n, alias)| std::iter::once(*n).chain(alias.iter().copied()))
                     .map(str::to_string)
                     .collect();
+                let room = most.saturating_sub(out.len());
                 out.extend(
                     o.keys()
                         .filter(|k| !ajs_io::llm::is_llm_option(k))
+                        .take(room)
                         .map(|k| {
                             format!(
-                            "{atom}: options member '{k}' is not known and is ignored (known: {})",
+                            "{atom}: options member '{}' is not known and is ignored (known: {})",
+                            quoted(k),
                             members.join(", ")
                         )
                         }),
@@ -261,8 +266,23 @@ impl Capabilities {
     }
 }
 
+/// Most run-time warnings one run keeps (`Outcome::warnings`); later ones are dropped.
+pub const MAX_RUN_WARNINGS: usize = 100;
+
+/// Most characters of a guest's key quoted in a warning.
+const MAX_WARNING_KEY_CHARS: usize = 64;
+
+/// A guest's key as quoted in a warning: at most [`MAX_WARNING_KEY_CHARS`] characters.
+fn quoted(key: &str) -> std::borrow::Cow<'_, str> {
+    match key.char_indices().nth(MAX_WARNING_KEY_CHARS) {
+        Some((i, _)) => format!("{}…", &key[..i]).into(),
+        None => key.into(),
+    }
+}
+
 /// The message for an input `atom` does not declare (the compiler's warning says the same).
 fn unknown_input(atom: &str, key: &str, known: &[String]) -> String {
+    let key = quoted(key);
     format!(
         "{atom}: input '{key}' is not known and is ignored (inputs: {})",
         known.join(", ")

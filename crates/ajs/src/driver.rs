@@ -505,10 +505,17 @@ impl Control<'_> {
         }
     }
 
-    /// Notes the warnings of a call about to be decided (inputs its atom ignores).
+    /// Notes the warnings of a call about to be decided (inputs its atom ignores), each once
+    /// and at most [`crate::capabilities::MAX_RUN_WARNINGS`] in all.
     fn note(&mut self, caps: &crate::Capabilities, atom: &str, input: &JsValue) {
-        for w in caps.input_warnings(atom, input) {
-            if !self.warnings.contains(&w) {
+        let room = crate::capabilities::MAX_RUN_WARNINGS.saturating_sub(self.warnings.len());
+        if room == 0 {
+            return;
+        }
+        for w in caps.input_warnings(atom, input, room) {
+            if self.warnings.len() < crate::capabilities::MAX_RUN_WARNINGS
+                && !self.warnings.contains(&w)
+            {
                 self.warnings.push(w);
             }
         }

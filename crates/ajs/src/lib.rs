@@ -55,7 +55,7 @@ pub use approvals::{
 };
 pub use capabilities::{
     AtomDecl, AtomFn, Capabilities, FetchCall, FetchFn, HostFuture, InputField, InputType, LlmFn,
-    QuotaLedger, DEFAULT_ATOM_FUEL, DEFAULT_ATOM_TIMEOUT,
+    QuotaLedger, DEFAULT_ATOM_FUEL, DEFAULT_ATOM_TIMEOUT, MAX_RUN_WARNINGS,
 };
 pub use driver::CANCELLED_MESSAGE;
 pub use tokio_util::sync::CancellationToken;

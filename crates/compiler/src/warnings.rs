@@ -90,8 +90,20 @@ pub(crate) fn collect<T>(inputs: &AtomInputs, f: impl FnOnce() -> T) -> (T, Vec<
     (r, found)
 }
 
+/// Most characters of a key quoted in a warning.
+const MAX_KEY_CHARS: usize = 64;
+
+/// A key as quoted in a warning: at most [`MAX_KEY_CHARS`] characters.
+fn quoted(key: &str) -> std::borrow::Cow<'_, str> {
+    match key.char_indices().nth(MAX_KEY_CHARS) {
+        Some((i, _)) => format!("{}…", &key[..i]).into(),
+        None => key.into(),
+    }
+}
+
 /// The message for an input `atom` does not declare (the run-time warning says the same).
 pub fn unknown_input(atom: &str, key: &str, known: &[String]) -> String {
+    let key = quoted(key);
     format!(
         "{atom}: input '{key}' is not known and is ignored (inputs: {})",
         known.join(", ")
@@ -100,6 +112,7 @@ pub fn unknown_input(atom: &str, key: &str, known: &[String]) -> String {
 
 /// The message for a member of `atom`'s object input `input` it does not read.
 pub fn unknown_member(atom: &str, input: &str, key: &str, known: &[String]) -> String {
+    let key = quoted(key);
     format!(
         "{atom}: {input} member '{key}' is not known and is ignored (known: {})",
         known.join(", ")
