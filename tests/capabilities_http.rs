@@ -18,13 +18,13 @@ fn policy(domains: &[&str], methods: &[&str]) -> Option<FetchPolicy> {
     Some(FetchPolicy {
         domains: Some(domains.iter().map(|s| s.to_string()).collect()),
         methods: methods.iter().map(|s| s.to_string()).collect(),
-        headers: vec![],
+        ..FetchPolicy::default()
     })
 }
 
 fn opts() -> Options {
     Options {
-        fetch_policy: policy(&["127.0.0.1"], &["POST"]),
+        fetch_policy: policy(&["127.0.0.1:*"], &["POST"]),
         ..Options::default()
     }
 }
@@ -157,7 +157,7 @@ async fn refused_header_or_method_opens_no_connection() {
     let server = serve(None, |_| json_ok("{}")).await;
     let url = server.url("http", "/x");
     let strict = Options {
-        fetch_policy: policy(&["127.0.0.1"], &[]),
+        fetch_policy: policy(&["127.0.0.1:*"], &[]),
         ..Options::default()
     };
     for code in [
@@ -478,4 +478,678 @@ fn fetch_admission_rules() {
         0
     )
     .is_err());
+}
+
+fn caught(out: &Outcome) -> String {
+    match result(out) {
+        Value::String(s) => s,
+        other => panic!("expected a message, got {other}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn compressed_bodies_are_decoded_and_a_bomb_is_refused_at_the_decoded_cap() {
+    let server = serve(None, |r| {
+        if r.line().starts_with("GET /bomb") {
+            // 64 MiB of zeros in about 64 KB
+            return support::raw_response(
+                "200 OK",
+                &[("content-type", "text/plain"), ("content-encoding", "gzip")],
+                &support::gzip(&vec![0u8; 64 << 20]),
+            );
+        }
+        support::raw_response(
+            "200 OK",
+            &[
+                ("content-type", "application/json"),
+                ("content-encoding", "gzip"),
+            ],
+            &support::gzip(br#"{"gzipped":true}"#),
+        )
+    })
+    .await;
+    let url = server.url("http", "/gz");
+    let out = eval(
+        "let r = httpFetch({ url, responseType: 'full' })\nreturn [httpFetch({ url }).gzipped, r.body.gzipped, r.headers['content-encoding']]",
+        json!({ "url": url }),
+        opts(),
+    )
+    .await;
+    assert_eq!(result(&out), json!([true, true, "gzip"]));
+    let r = &server.recorded()[0];
+    assert_eq!(
+        r.header("accept-encoding").as_deref(),
+        Some("gzip, deflate, br")
+    );
+    let options = Options {
+        membrane_max_bytes: 1 << 20,
+        ..opts()
+    };
+    let out = eval(
+        "try { return httpFetch({ url }) } catch (e) { return 'caught' }",
+        json!({ "url": server.url("http", "/bomb") }),
+        options,
+    )
+    .await;
+    let e = out.error.expect("the bomb ends the run");
+    assert_eq!(e.kind, ErrorKind::Boundary);
+    assert!(
+        e.message
+            .ends_with("the response body is over the 1048576-byte limit (membraneMaxBytes)"),
+        "{}",
+        e.message
+    );
+    // the guest may ask for the body unencoded
+    let out = eval(
+        "httpFetch({ url, headers: { 'Accept-Encoding': 'identity' } })\nreturn 1",
+        json!({ "url": url }),
+        opts(),
+    )
+    .await;
+    result(&out);
+    let last = server.recorded().pop().unwrap();
+    assert_eq!(last.header("accept-encoding").as_deref(), Some("identity"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn response_types_text_full_data_url_and_charsets() {
+    let server = serve(None, |r| {
+        let line = r.line();
+        if line.starts_with("GET /latin1") {
+            support::raw_response(
+                "200 OK",
+                &[("content-type", "text/plain; charset=ISO-8859-1")],
+                b"caf\xe9",
+            )
+        } else if line.starts_with("GET /bogus") {
+            support::raw_response(
+                "200 OK",
+                &[("content-type", "text/plain; charset=no-such-charset")],
+                "café".as_bytes(),
+            )
+        } else if line.starts_with("GET /bin") {
+            support::raw_response(
+                "200 OK",
+                &[("content-type", "image/png")],
+                b"\x89PNG\x00\xff",
+            )
+        } else {
+            response(
+                "502 Bad Gateway",
+                &[("content-type", "application/json")],
+                "<html>bad gateway</html>",
+            )
+        }
+    })
+    .await;
+    let ctx = json!({ "base": server.url("http", "") });
+    let out = eval(
+        "let r = httpFetch({ url: base + '/502', responseType: 'full' })\nreturn [r.status, r.ok, r.body, typeof r.parseError, httpFetch({ url: base + '/latin1' }), httpFetch({ url: base + '/latin1', responseType: 'text' }), httpFetch({ url: base + '/bogus' }), httpFetch({ url: base + '/bin', responseType: 'dataUrl' }), httpFetch({ url: base + '/502', responseType: 'text' })]",
+        ctx.clone(),
+        opts(),
+    )
+    .await;
+    assert_eq!(
+        result(&out),
+        json!([
+            502,
+            false,
+            "<html>bad gateway</html>",
+            "string",
+            "café",
+            "café",
+            "café",
+            "data:image/png;base64,iVBORwD/",
+            "<html>bad gateway</html>"
+        ])
+    );
+    let out = eval(
+        "try { return httpFetch({ url: base + '/502' }) } catch (e) { return e }",
+        ctx.clone(),
+        opts(),
+    )
+    .await;
+    assert!(caught(&out).contains("responseType 'text' or 'full'"));
+    let before = server.recorded().len();
+    let out = eval(
+        "try { return httpFetch({ url: base + '/latin1', responseType: 'blob' }) } catch (e) { return e }",
+        ctx.clone(),
+        opts(),
+    )
+    .await;
+    assert_eq!(
+        caught(&out),
+        "httpFetch: responseType 'blob' is not one of 'json', 'text', 'full', 'dataUrl'"
+    );
+    assert_eq!(
+        server.recorded().len(),
+        before,
+        "a refused call sends nothing"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn default_user_agent_empty_post_length_and_header_value_types() {
+    let server = serve(None, |_| json_ok("{}")).await;
+    let url = server.url("http", "/p");
+    let out = eval(
+        "httpFetch({ url, method: 'POST' })\nhttpFetch({ url, headers: { 'User-Agent': 'mine', 'x-request-id': 7 } })\ntry { httpFetch({ url, headers: { 'x-request-id': null } }) } catch (e) { return e }",
+        json!({ "url": url }),
+        opts(),
+    )
+    .await;
+    assert_eq!(
+        caught(&out),
+        "httpFetch: header 'x-request-id' must be a string, number or boolean, got null; write the value as a string"
+    );
+    let reqs = server.recorded();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs[0].header("content-length").as_deref(), Some("0"));
+    let ua = reqs[0].header("user-agent").unwrap();
+    assert_eq!(ua, format!("ajs/{}", env!("CARGO_PKG_VERSION")));
+    assert_eq!(reqs[1].header("user-agent").as_deref(), Some("mine"));
+    assert_eq!(reqs[1].header("x-request-id").as_deref(), Some("7"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn fetched_json_nests_to_the_boundary_depth() {
+    let deep = format!("{}1{}", "[".repeat(900), "]".repeat(900));
+    let server = serve(None, move |_| json_ok(&deep)).await;
+    let out = eval(
+        "let v = httpFetch({ url })\nlet n = 0\nwhile (Array.isArray(v)) { v = v[0]\n n = n + 1 }\nreturn n",
+        json!({ "url": server.url("http", "/deep") }),
+        opts(),
+    )
+    .await;
+    assert_eq!(result(&out), json!(900));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn allowlist_ports_and_names_resolving_to_private_addresses() {
+    let server = serve(None, |_| json_ok(r#""reached""#)).await;
+    let port = server.addr.port();
+    let fetch = |domains: Vec<String>, allow: Vec<String>| Options {
+        fetch_policy: Some(FetchPolicy {
+            domains: Some(domains),
+            allow_addresses: allow,
+            ..FetchPolicy::default()
+        }),
+        ..Options::default()
+    };
+    let code = "try { return httpFetch({ url }) } catch (e) { return e }";
+    // an entry with a port opens that port only; without one, only the default port
+    let other = format!("http://127.0.0.1:{}/", port.wrapping_add(1).max(1));
+    let out = eval(
+        code,
+        json!({ "url": other }),
+        fetch(vec![format!("127.0.0.1:{port}")], vec![]),
+    )
+    .await;
+    assert!(
+        caught(&out).starts_with("Fetch blocked: port"),
+        "{}",
+        caught(&out)
+    );
+    let out = eval(
+        code,
+        json!({ "url": server.url("http", "/") }),
+        fetch(vec!["127.0.0.1".into()], vec![]),
+    )
+    .await;
+    assert!(
+        caught(&out).contains(&format!(
+            "Add '127.0.0.1:{port}' or '127.0.0.1:*' to fetch.domains"
+        )),
+        "{}",
+        caught(&out)
+    );
+    let out = eval(
+        code,
+        json!({ "url": server.url("http", "/") }),
+        fetch(vec![format!("127.0.0.1:{port}")], vec![]),
+    )
+    .await;
+    assert_eq!(result(&out), json!("reached"));
+    // a name that resolves to loopback is refused unless allowed by address
+    let by_name = format!("http://localhost:{port}/");
+    let out = eval(
+        code,
+        json!({ "url": by_name }),
+        fetch(vec!["localhost:*".into()], vec![]),
+    )
+    .await;
+    let msg = caught(&out);
+    assert!(
+        msg.starts_with("Fetch blocked: localhost resolved to ")
+            && msg.contains("a loopback address"),
+        "{msg}"
+    );
+    assert_eq!(
+        server.accepted.load(Ordering::SeqCst),
+        1,
+        "only the allowed fetch connected"
+    );
+    let out = eval(
+        code,
+        json!({ "url": by_name }),
+        fetch(
+            vec!["localhost:*".into()],
+            vec!["127.0.0.0/8".into(), "::1".into()],
+        ),
+    )
+    .await;
+    assert_eq!(result(&out), json!("reached"));
+    // entries that can never match are refused when the options are built
+    for bad in ["http://127.0.0.1", "*.0.0.1", "::1", " 127.0.0.1", "*"] {
+        let out = eval("1", json!({}), fetch(vec![bad.into()], vec![])).await;
+        let e = out.error.expect("refused");
+        assert!(
+            e.message.starts_with(&format!(
+                "Invalid option fetchPolicy.domains: entry '{bad}'"
+            )),
+            "{bad}: {}",
+            e.message
+        );
+    }
+    let out = eval("1", json!({}), fetch(vec![], vec!["10.0.0.0/40".into()])).await;
+    assert!(out
+        .error
+        .unwrap()
+        .message
+        .contains("fetchPolicy.allowAddresses: range '10.0.0.0/40'"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unknown_inputs_are_ignored_but_never_silently() {
+    let server = serve(None, |_| json_ok(r#"{"v":1}"#)).await;
+    let url = server.url("http", "/w");
+    // run time: the input object is built where the compiler cannot see it
+    let out = eval(
+        "let a = httpFetch(req)\nlet b = httpFetch({ ...req })\nreturn a.v + b.v",
+        json!({ "req": { "url": url, "header": { "x-api-key": "k" }, "cache": 3600 } }),
+        opts(),
+    )
+    .await;
+    assert_eq!(result(&out), json!(2));
+    assert_eq!(
+        out.warnings,
+        vec![
+            "httpFetch: input 'header' is not known and is ignored (inputs: url, method, headers, body, responseType)".to_string(),
+            "httpFetch: input 'cache' is not known and is ignored (inputs: url, method, headers, body, responseType)".to_string(),
+        ]
+    );
+    assert_eq!(out.to_json()["warnings"].as_array().map(Vec::len), Some(2));
+    assert_eq!(
+        server.recorded()[0].header("x-api-key"),
+        None,
+        "the misspelt input sent nothing"
+    );
+    // compile time: the literal is visible, the warning says where
+    let (_, warnings) = Runner::compile_agent_with_warnings(
+        "function main() {\n  return httpFetch({ url: 'http://127.0.0.1:1/', header: {} })\n}",
+        &opts(),
+    )
+    .unwrap();
+    assert_eq!(warnings.len(), 1);
+    assert_eq!(
+        warnings[0].to_string(),
+        "warning: httpFetch: input 'header' is not known and is ignored (inputs: url, method, headers, body, responseType) at <source>:2:49"
+    );
+    // a plain run has no warnings and the JSON has no key for them
+    let out = eval("return httpFetch({ url }).v", json!({ "url": url }), opts()).await;
+    assert!(out.warnings.is_empty() && out.to_json().get("warnings").is_none());
+}
+
+// ---- against a real server: httpbin under gunicorn (.ci/python-deps.sh) ----
+
+fn to_httpbin(port: u16) -> Options {
+    Options {
+        fetch_policy: Some(FetchPolicy {
+            domains: Some(vec![format!("127.0.0.1:{port}")]),
+            methods: vec!["POST".into()],
+            ..FetchPolicy::default()
+        }),
+        ..Options::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn httpbin_compressed_bodies_are_decoded() {
+    let Some(hb) = support::httpbin() else { return };
+    let out = eval(
+        "let g = httpFetch({ url: base + '/gzip', responseType: 'full' })\nreturn [g.body.gzipped, g.headers['content-encoding'], httpFetch({ url: base + '/deflate' }).deflated, httpFetch({ url: base + '/brotli' }).brotli]",
+        json!({ "base": hb.url("") }),
+        to_httpbin(hb.port),
+    )
+    .await;
+    assert_eq!(result(&out), json!([true, "gzip", true, true]));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn httpbin_ports_and_a_name_resolving_to_loopback() {
+    let Some(hb) = support::httpbin() else { return };
+    let code = "try { return httpFetch({ url }).url } catch (e) { return e }";
+    let out = eval(code, json!({ "url": hb.url("/get") }), to_httpbin(hb.port)).await;
+    assert_eq!(result(&out), json!(hb.url("/get")));
+    // a second port on the allowed host (another httpbin, really listening)
+    let Some(other) = support::httpbin() else {
+        return;
+    };
+    let out = eval(
+        code,
+        json!({ "url": other.url("/get") }),
+        to_httpbin(hb.port),
+    )
+    .await;
+    assert!(
+        caught(&out).starts_with(&format!(
+            "Fetch blocked: port {} of 127.0.0.1 is not allowed",
+            other.port
+        )),
+        "{}",
+        caught(&out)
+    );
+    // allowed by name, resolving to loopback: refused unless allowed by address
+    let by_name = |allow: Vec<String>| Options {
+        fetch_policy: Some(FetchPolicy {
+            domains: Some(vec![format!("localhost:{}", hb.port)]),
+            allow_addresses: allow,
+            ..FetchPolicy::default()
+        }),
+        ..Options::default()
+    };
+    let url = format!("http://localhost:{}/get", hb.port);
+    let out = eval(code, json!({ "url": url }), by_name(vec![])).await;
+    let msg = caught(&out);
+    assert!(
+        msg.starts_with("Fetch blocked: localhost resolved to ") && msg.contains("loopback"),
+        "{msg}"
+    );
+    let out = eval(
+        code,
+        json!({ "url": url }),
+        by_name(vec!["127.0.0.1".into(), "::1".into()]),
+    )
+    .await;
+    assert_eq!(result(&out), json!(url));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn httpbin_full_text_user_agent_empty_post_and_unknown_inputs() {
+    let Some(hb) = support::httpbin() else { return };
+    let out = eval(
+        "let s = httpFetch({ url: base + '/status/502', responseType: 'full' })\nlet t = httpFetch({ url: base + '/encoding/utf8', responseType: 'text' })\nlet ua = httpFetch({ url: base + '/user-agent' })['user-agent']\nlet p = httpFetch({ url: base + '/anything', method: 'POST' })\nlet h = httpFetch({ url: base + '/headers', header: { 'X-Request-Id': 'lost' } })\nreturn [s.status, s.ok, typeof t, t.includes('∮ E⋅da = Q'), ua, p.headers['Content-Length'], h.headers['X-Request-Id'] === undefined]",
+        json!({ "base": hb.url("") }),
+        to_httpbin(hb.port),
+    )
+    .await;
+    assert_eq!(
+        result(&out),
+        json!([
+            502,
+            false,
+            "string",
+            true,
+            format!("ajs/{}", env!("CARGO_PKG_VERSION")),
+            "0",
+            true
+        ])
+    );
+    assert_eq!(
+        out.warnings,
+        vec!["httpFetch: input 'header' is not known and is ignored (inputs: url, method, headers, body, responseType)".to_string()]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn warnings_are_capped_and_quote_keys_short() {
+    let mut req = serde_json::Map::new();
+    req.insert("url".into(), json!("https://api.example.com/"));
+    req.insert("k".repeat(10_000), json!(1));
+    for i in 0..2_000 {
+        req.insert(format!("x{i}"), json!(i));
+    }
+    let options = Options {
+        capabilities: Capabilities::default().with_fetch(|_| async { Ok(JsValue::Null) }),
+        ..Options::default()
+    };
+    let start = Instant::now();
+    let out = eval(
+        "let n = 0\nwhile (n < 5) { httpFetch(req)\n n = n + 1 }\nreturn n",
+        json!({ "req": req }),
+        Options {
+            fuel: 100_000.0,
+            ..options
+        },
+    )
+    .await;
+    assert_eq!(result(&out), json!(5));
+    assert_eq!(out.warnings.len(), 100);
+    let long = &out.warnings[0];
+    assert!(
+        long.starts_with(&format!(
+            "httpFetch: input '{}…' is not known",
+            "k".repeat(64)
+        )),
+        "{}",
+        &long[..120]
+    );
+    assert!(out.warnings.iter().all(|w| w.len() < 250));
+    assert!(start.elapsed() < Duration::from_secs(10));
+}
+
+/// The allowlist's entry forms and the address screen (ajs-io's `allow`), directly.
+mod allow_entries {
+
+    use ajs_io::allow::*;
+    use std::net::IpAddr;
+
+    fn host(h: &str) -> url::Host<String> {
+        url::Host::parse(h).unwrap()
+    }
+
+    fn matches(entry: &str, h: &str) -> bool {
+        let e = AllowEntry::parse(entry).unwrap();
+        let h = host(h);
+        let h = match &h {
+            url::Host::Domain(d) => url::Host::Domain(d.as_str()),
+            url::Host::Ipv4(a) => url::Host::Ipv4(*a),
+            url::Host::Ipv6(a) => url::Host::Ipv6(*a),
+        };
+        e.host_matches(&h)
+    }
+
+    #[test]
+    fn entries_that_could_never_match_are_refused_by_name() {
+        for (bad, says) in [
+            ("", "is empty"),
+            (" api.example.com", "has spaces"),
+            ("https://api.example.com", "is a URL"),
+            ("api.example.com/v1", "is a URL"),
+            ("*", "every host"),
+            ("::1", "without brackets"),
+            ("[::1", "without closing"),
+            ("[::1]8080", "not ':PORT'"),
+            ("[nope]", "not an IPv6"),
+            ("api.example.com:0", "port '0'"),
+            ("api.example.com:99999", "port '99999'"),
+            ("api.example.com:8o", "port '8o'"),
+            ("*.0.0.1", "wildcards match names only"),
+            ("*.10.0.0.1", "wildcards match names only"),
+            ("a.*.com", "not a leading"),
+            ("*.*.com", "not a leading"),
+            ("exa mple.com", "not a valid host"),
+        ] {
+            let e = AllowEntry::parse(bad).unwrap_err();
+            assert!(
+                e.contains(&format!("'{bad}'")) && e.contains(says),
+                "{bad}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_form_of_decision_35_parses() {
+        let e = |s| AllowEntry::parse(s).unwrap();
+        assert_eq!(
+            e("API.Example.com.").host,
+            HostPattern::Name("api.example.com".into())
+        );
+        assert_eq!(e("api.example.com").port, PortRule::Default);
+        assert_eq!(e("api.example.com:8443").port, PortRule::Exact(8443));
+        assert_eq!(e("api.example.com:*").port, PortRule::Any);
+        assert_eq!(
+            e("*.example.com:*").host,
+            HostPattern::Suffix("example.com".into())
+        );
+        assert_eq!(
+            e("127.1").host,
+            HostPattern::Ip("127.0.0.1".parse().unwrap())
+        );
+        assert_eq!(e("10.0.0.5:8080").port, PortRule::Exact(8080));
+        assert_eq!(e("[::1]:*").host, HostPattern::Ip("::1".parse().unwrap()));
+        assert_eq!(e("[::1]").port, PortRule::Default);
+    }
+
+    #[test]
+    fn wildcards_match_names_only_and_addresses_match_exactly() {
+        assert!(matches("*.example.com", "example.com"));
+        assert!(matches("*.example.com", "a.b.example.com"));
+        assert!(!matches("*.example.com", "badexample.com"));
+        assert!(!matches("*.example.com", "example.com.evil.net"));
+        assert!(matches("127.0.0.1", "127.0.0.1"));
+        assert!(!matches("127.0.0.1", "127.0.0.2"));
+        assert!(!matches("localhost", "127.0.0.1"));
+        assert!(matches("[::1]", "[::1]"));
+        let e = AllowEntry::parse("a.com").unwrap();
+        assert!(e.port_matches(443, 443) && !e.port_matches(8443, 443));
+        assert!(AllowEntry::parse("a.com:*").unwrap().port_matches(1, 443));
+    }
+
+    #[test]
+    fn special_addresses_and_ranges() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        for (a, kind) in [
+            ("127.0.0.1", "loopback"),
+            ("127.9.9.9", "loopback"),
+            ("10.1.2.3", "private"),
+            ("172.16.0.1", "private"),
+            ("192.168.1.1", "private"),
+            ("100.64.0.1", "private"),
+            ("169.254.169.254", "link-local"),
+            ("0.0.0.0", "unspecified"),
+            ("::1", "loopback"),
+            ("::", "unspecified"),
+            ("fd00::1", "private"),
+            ("fe80::1", "link-local"),
+            ("::ffff:127.0.0.1", "loopback"),
+            ("::127.0.0.1", "loopback"),
+            ("64:ff9b::a00:1", "private"),
+        ] {
+            assert_eq!(special_kind(ip(a)), Some(kind), "{a}");
+        }
+        for a in [
+            "93.184.216.34",
+            "2606:2800:220:1::1",
+            "172.32.0.1",
+            "8.8.8.8",
+        ] {
+            assert_eq!(special_kind(ip(a)), None, "{a}");
+        }
+        let c = Cidr::parse("127.0.0.0/8").unwrap();
+        assert!(c.contains(ip("127.5.5.5")) && c.contains(ip("::ffff:127.0.0.1")));
+        assert!(!c.contains(ip("128.0.0.1")));
+        assert!(Cidr::parse("::1").unwrap().contains(ip("::1")));
+        assert!(Cidr::parse("0.0.0.0/0").unwrap().contains(ip("10.0.0.1")));
+        assert!(Cidr::parse("10.0.0.0/33")
+            .unwrap_err()
+            .contains("'10.0.0.0/33'"));
+        assert!(Cidr::parse("nope").is_err());
+        let screen = AddressScreen::parse(&["10.0.0.0/8".into()]).unwrap();
+        assert!(screen.check("h", ip("10.2.3.4")).is_ok());
+        assert!(screen.check("h", ip("8.8.8.8")).is_ok());
+        let e = screen
+            .check("internal.example.com", ip("127.0.0.1"))
+            .unwrap_err();
+        assert!(
+            e.contains("internal.example.com resolved to 127.0.0.1, a loopback address"),
+            "{e}"
+        );
+    }
+}
+
+/// Content decoding under a cap (ajs-io's `decode`), directly.
+mod decoding {
+
+    use ajs_io::decode::*;
+    use std::io::Write;
+
+    fn gzip(data: &[u8]) -> Vec<u8> {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    }
+
+    #[test]
+    fn codings_are_undone_and_a_bomb_stops_at_the_cap() {
+        let plain = b"hello, world".repeat(10);
+        assert_eq!(
+            decode_content(gzip(&plain), "gzip", 1 << 20).unwrap(),
+            plain
+        );
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+        z.write_all(&plain).unwrap();
+        assert_eq!(
+            decode_content(z.finish().unwrap(), "deflate", 1 << 20).unwrap(),
+            plain
+        );
+        let mut raw = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
+        raw.write_all(&plain).unwrap();
+        assert_eq!(
+            decode_content(raw.finish().unwrap(), "Deflate", 1 << 20).unwrap(),
+            plain
+        );
+        // gzip inside identity: codings undone last first
+        assert_eq!(
+            decode_content(gzip(&plain), "gzip, identity", 1 << 20).unwrap(),
+            plain
+        );
+        // 64 MiB of zeros in about 64 KB: refused at the cap
+        let bomb = gzip(&vec![0u8; 64 << 20]);
+        assert!(bomb.len() < 100_000, "{}", bomb.len());
+        assert_eq!(
+            decode_content(bomb, "gzip", 4 << 20),
+            Err(DecodeError::TooLarge(4 << 20))
+        );
+        assert_eq!(decode_content(gzip(b"12345"), "gzip", 5).unwrap(), b"12345");
+        assert_eq!(
+            decode_content(gzip(b"123456"), "gzip", 5),
+            Err(DecodeError::TooLarge(5))
+        );
+        assert!(
+            matches!(decode_content(b"not gzip".to_vec(), "gzip", 100), Err(DecodeError::Invalid(m)) if m.contains("corrupt"))
+        );
+        assert!(
+            matches!(decode_content(b"x".to_vec(), "zstd", 100), Err(DecodeError::Invalid(m)) if m.contains("'zstd'"))
+        );
+    }
+
+    #[test]
+    fn charsets_are_read_from_the_content_type() {
+        assert_eq!(
+            charset("text/plain; charset=ISO-8859-1"),
+            Some("ISO-8859-1")
+        );
+        assert_eq!(charset("text/plain;charset=\"utf-8\""), Some("utf-8"));
+        assert_eq!(charset("text/plain"), None);
+        let latin1 = encoding_of(Some("text/plain; charset=iso-8859-1"));
+        assert_eq!(text(b"caf\xe9", latin1), "café");
+        assert!(max_text_bytes(latin1, 4) >= "café".len());
+        assert_eq!(
+            encoding_of(Some("text/plain; charset=bogus")),
+            encoding_rs::UTF_8
+        );
+        assert_eq!(text(b"caf\xe9", encoding_rs::UTF_8), "caf\u{fffd}");
+        assert_eq!(text("\u{feff}é".as_bytes(), latin1), "é");
+    }
 }

@@ -8,6 +8,20 @@ use ajs::{Capabilities, Eval, HttpClient, LlmClient, LlmConfig, Options};
 use serde_json::{json, Value};
 use support::{json_ok, response, serve, Reply};
 
+fn caps_for(base: String) -> Capabilities {
+    Capabilities::default().with_llm_client(client(base, None))
+}
+
+async fn eval_with(code: &str, caps: Capabilities) -> ajs::Outcome {
+    Eval::new(code)
+        .options(Options {
+            capabilities: caps,
+            ..Options::default()
+        })
+        .run()
+        .await
+}
+
 fn completion(content: &str) -> String {
     json!({
         "id": "x", "object": "chat.completion",
@@ -115,7 +129,7 @@ async fn failures_are_catchable_and_never_show_the_key() {
     let msg = out.result.to_json().unwrap();
     assert_eq!(
         msg,
-        json!("caught: llmPredict: the model endpoint answered HTTP 401 (invalid_api_key)")
+        json!("caught: llmPredict: the model endpoint answered HTTP 401 (invalid_api_key): Incorrect API key provided: [the API key]")
     );
     // A missing key variable.
     let missing = client(server.url("http", ""), Some("AJS_TEST_LLM_NOT_SET"));
@@ -187,4 +201,158 @@ async fn a_structured_answer_is_parsed_within_the_heap_room() {
             }
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn openai_spellings_are_aliases_and_wrong_types_are_named() {
+    let server = serve(None, |_| json_ok(&completion(r#"{"ok":true}"#))).await;
+    let caps = caps_for(server.url("http", ""));
+    let out = eval_with(
+        "let a = llmPredict({ prompt: 'x', options: { max_tokens: 5, response_format: { type: 'json_object' } } })\nlet b = llmPredict({ prompt: 'y', options: { maxTokens: 7, temperature: 0.5 } })\nreturn a.ok",
+        caps.clone(),
+    )
+    .await;
+    assert_eq!(out.result.to_json(), Some(json!(true)), "{:?}", out.error);
+    let reqs = server.recorded();
+    let a: Value = serde_json::from_slice(&reqs[0].body).unwrap();
+    assert_eq!(a["max_tokens"], json!(5));
+    assert_eq!(a["response_format"], json!({ "type": "json_object" }));
+    let b: Value = serde_json::from_slice(&reqs[1].body).unwrap();
+    assert_eq!(
+        (b["max_tokens"].clone(), b["temperature"].clone()),
+        (json!(7), json!(0.5))
+    );
+    for (options, says) in [
+        (
+            "{ temperature: '0.2' }",
+            "llmPredict: option 'temperature' must be a number, got string",
+        ),
+        (
+            "{ max_tokens: 2.5 }",
+            "llmPredict: option 'max_tokens' must be a whole number of at least 1, got number",
+        ),
+        (
+            "{ responseFormat: 'json' }",
+            "llmPredict: option 'responseFormat' must be an object, got string",
+        ),
+        (
+            "{ maxTokens: 1, max_tokens: 2 }",
+            "llmPredict: options 'maxTokens' and 'max_tokens' are the same option; give one",
+        ),
+    ] {
+        let out = eval_with(
+            &format!("try {{ return llmPredict({{ prompt: 'x', options: {options} }}) }} catch (e) {{ return e }}"),
+            caps.clone(),
+        )
+        .await;
+        assert_eq!(out.result.to_json(), Some(json!(says)), "{options}");
+    }
+    assert_eq!(server.recorded().len(), 2, "a refused call sends nothing");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn provider_message_and_retry_after_reach_the_guest() {
+    let server = serve(None, |_| {
+        response(
+            "429 Too Many Requests",
+            &[("content-type", "application/json"), ("retry-after", "7")],
+            r#"{"error":{"message":"Rate limit reached for requests","type":"requests","code":"rate_limit_exceeded"}}"#,
+        )
+    })
+    .await;
+    let out = eval_with(
+        "try { return llmPredict({ prompt: 'x' }) } catch (e) { return e }",
+        caps_for(server.url("http", "")),
+    )
+    .await;
+    assert_eq!(
+        out.result.to_json(),
+        Some(json!("llmPredict: the model endpoint answered HTTP 429 (rate_limit_exceeded): Rate limit reached for requests (retry after 7 s)"))
+    );
+}
+
+#[test]
+fn a_model_timeout_above_the_atom_timeout_raises_the_atom_timeout() {
+    let mut cfg = LlmConfig::new("http://127.0.0.1:9", "m", None);
+    cfg.timeout = Duration::from_secs(300);
+    let caps = Capabilities::default().with_llm_client(LlmClient::new(cfg));
+    assert_eq!(
+        caps.decl("llmPredict").unwrap().timeout,
+        Duration::from_secs(300)
+    );
+    let mut cfg = LlmConfig::new("http://127.0.0.1:9", "m", None);
+    cfg.timeout = Duration::from_secs(10);
+    let caps = Capabilities::default().with_llm_client(LlmClient::new(cfg));
+    assert_eq!(
+        caps.decl("llmPredict").unwrap().timeout,
+        Duration::from_secs(120)
+    );
+}
+
+// ---- against a real server: llmock (.ci/python-deps.sh) ----
+
+fn journal(port: u16) -> Vec<Value> {
+    let (status, body) = support::http_get(port, "/_llmock/requests").expect("llmock answers");
+    assert_eq!(status, 200);
+    let v: Value = serde_json::from_slice(&body).unwrap();
+    v["requests"].as_array().cloned().unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn llmock_receives_either_spelling_and_wrong_types_send_nothing() {
+    let Some(mock) = support::llmock(&[]) else {
+        return;
+    };
+    let caps = caps_for(mock.url("/v1"));
+    let out = eval_with(
+        "let a = llmPredict({ prompt: 'hi', options: { max_tokens: 5, response_format: { type: 'json_object' } } })\nlet b = llmPredict({ prompt: 'yo', options: { maxTokens: 7, responseFormat: { type: 'json_object' }, temperature: 0.5 } })\nreturn [typeof a.message, typeof b.message]",
+        caps.clone(),
+    )
+    .await;
+    assert_eq!(
+        out.result.to_json(),
+        Some(json!(["string", "string"])),
+        "{:?}",
+        out.error
+    );
+    let reqs = journal(mock.port);
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs[0]["body"]["max_tokens"], json!(5));
+    assert_eq!(
+        reqs[0]["body"]["response_format"],
+        json!({ "type": "json_object" })
+    );
+    assert_eq!(reqs[1]["body"]["max_tokens"], json!(7));
+    assert_eq!(reqs[1]["body"]["temperature"], json!(0.5));
+    let out = eval_with(
+        "try { return llmPredict({ prompt: 'x', options: { temperature: '0.2' } }) } catch (e) { return e }",
+        caps,
+    )
+    .await;
+    assert_eq!(
+        out.result.to_json(),
+        Some(json!(
+            "llmPredict: option 'temperature' must be a number, got string"
+        ))
+    );
+    assert_eq!(journal(mock.port).len(), 2, "the refused call sent nothing");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn llmock_errors_carry_the_provider_message_and_retry_after() {
+    let Some(mock) = support::llmock(&["--error-rate", "429=1"]) else {
+        return;
+    };
+    let out = eval_with(
+        "try { return llmPredict({ prompt: 'x' }) } catch (e) { return e }",
+        caps_for(mock.url("/v1")),
+    )
+    .await;
+    let msg = out.result.to_json().unwrap();
+    let msg = msg.as_str().unwrap();
+    assert!(
+        msg.starts_with("llmPredict: the model endpoint answered HTTP 429 (rate_limit_exceeded): ")
+            && msg.ends_with("(retry after 1 s)"),
+        "{msg}"
+    );
 }

@@ -61,6 +61,29 @@ pub fn response(status: &str, headers: &[(&str, &str)], body: &str) -> Reply {
     Reply::Raw(s.into_bytes())
 }
 
+/// A complete response whose body is any bytes.
+pub fn raw_response(status: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
+    let mut s = format!(
+        "HTTP/1.1 {status}\r\ncontent-length: {}\r\nconnection: close\r\n",
+        body.len()
+    )
+    .into_bytes();
+    for (k, v) in headers {
+        s.extend_from_slice(format!("{k}: {v}\r\n").as_bytes());
+    }
+    s.extend_from_slice(b"\r\n");
+    s.extend_from_slice(body);
+    Reply::Raw(s)
+}
+
+/// `data` gzip-compressed.
+pub fn gzip(data: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    e.write_all(data).unwrap();
+    e.finish().unwrap()
+}
+
 /// A JSON 200 response.
 pub fn json_ok(body: &str) -> Reply {
     response("200 OK", &[("content-type", "application/json")], body)
@@ -236,4 +259,146 @@ async fn handle(mut stream: Box<dyn Io>, s: Server, handler: Handler) {
             let _ = stream.shutdown().await;
         }
     }
+}
+
+/// The Python of the real-server tests' virtual environment (httpbin, gunicorn, llmock):
+/// `AJS_TEST_PYTHON`, else `target/test-venv`, made by `.ci/python-deps.sh` on first use.
+/// `None` (after a loud message) when it cannot be made outside CI; under `CI=true` a missing
+/// environment fails the test.
+pub fn test_python() -> Option<std::path::PathBuf> {
+    static PYTHON: std::sync::OnceLock<Result<std::path::PathBuf, String>> =
+        std::sync::OnceLock::new();
+    let found = PYTHON.get_or_init(|| {
+        if let Ok(p) = std::env::var("AJS_TEST_PYTHON") {
+            return Ok(p.into());
+        }
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let out = std::process::Command::new(root.join(".ci/python-deps.sh"))
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .map_err(|e| format!("cannot run .ci/python-deps.sh: {e}"))?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        match stdout.lines().rev().find(|l| !l.trim().is_empty()) {
+            Some(p) if out.status.success() => Ok(p.trim().into()),
+            _ => Err(format!(".ci/python-deps.sh failed ({})", out.status)),
+        }
+    });
+    match found {
+        Ok(p) => Some(p.clone()),
+        Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => {
+            panic!("the real-server tests need their Python environment: {e}")
+        }
+        Err(e) => {
+            eprintln!(
+                "\n*** SKIPPED: real-server test: {e}. Run .ci/python-deps.sh (python3 and network to PyPI) ***\n"
+            );
+            None
+        }
+    }
+}
+
+/// A server process the test started; killed when dropped.
+pub struct PyServer {
+    child: std::process::Child,
+    /// Its loopback port.
+    pub port: u16,
+}
+
+impl Drop for PyServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl PyServer {
+    /// `http://127.0.0.1:port` + path.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Starts `python <args>` (`{port}` in an argument is replaced by a free port) and waits until
+/// `ready_path` answers 200. `None` when the environment is missing (see [`test_python`]).
+pub fn start_py(args: &[&str], ready_path: &str) -> Option<PyServer> {
+    let python = test_python()?;
+    let port = free_port();
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| a.replace("{port}", &port.to_string()))
+        .collect();
+    let module = args.get(1).cloned().unwrap_or_default();
+    let child = std::process::Command::new(&python)
+        .args(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {module}: {e}"));
+    let server = PyServer { child, port };
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_secs(60) {
+        if http_get(port, ready_path).is_some_and(|(status, _)| status == 200) {
+            return Some(server);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("{module} did not answer on port {port} within 60 s");
+}
+
+/// httpbin under gunicorn, on a free loopback port.
+pub fn httpbin() -> Option<PyServer> {
+    start_py(
+        &[
+            "-m",
+            "gunicorn",
+            "-b",
+            "127.0.0.1:{port}",
+            "--threads",
+            "8",
+            "httpbin:app",
+        ],
+        "/get",
+    )
+}
+
+/// llmock (OpenAI-compatible `/v1/chat/completions`) on a free loopback port, with `extra`
+/// arguments (e.g. `--error-rate 429=1`).
+pub fn llmock(extra: &[&str]) -> Option<PyServer> {
+    let mut args = vec![
+        "-c",
+        "import sys; from llmock.cli import app; sys.argv[0] = 'llmock'; sys.exit(app())",
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "{port}",
+        "--log-level",
+        "warning",
+        "--response-style",
+        "echo",
+    ];
+    args.extend_from_slice(extra);
+    start_py(&args, "/health")
+}
+
+/// A blocking `GET` over HTTP/1.0: the status and the body, or `None` when nothing answers.
+pub fn http_get(port: u16, path: &str) -> Option<(u16, Vec<u8>)> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).ok()?;
+    let end = buf.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = String::from_utf8_lossy(&buf[..end]);
+    let status = head.split_whitespace().nth(1)?.parse().ok()?;
+    Some((status, buf[end + 4..].to_vec()))
 }

@@ -12,9 +12,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use ajs_io::HttpResponse;
-use ajs_vm::JsValue;
+use ajs_vm::{JsValue, MAX_BOUNDARY_DEPTH};
 use indexmap::IndexMap;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+
+use crate::atom_inputs::ResponseType;
 
 /// Bytes the host answers of one step may still take; the calls performed together share it.
 #[derive(Clone, Debug)]
@@ -94,6 +96,39 @@ fn grown(cap: usize) -> usize {
 struct Seed<'a> {
     room: &'a Room,
     over: &'a Cell<bool>,
+}
+
+/// Most levels of nesting serde_json parses on the caller's stack (its own default limit);
+/// deeper bodies (up to [`MAX_BOUNDARY_DEPTH`]) are parsed on a thread with [`DEEP_STACK`].
+const INLINE_DEPTH: usize = 128;
+
+/// Stack of the thread that parses a body nested deeper than [`INLINE_DEPTH`].
+const DEEP_STACK: usize = 64 << 20;
+
+/// How deeply `text` nests its arrays and objects (brackets inside strings not counted).
+fn nesting(text: &[u8]) -> usize {
+    let (mut depth, mut most, mut in_str, mut escaped) = (0usize, 0usize, false, false);
+    for &b in text {
+        if in_str {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_str = true,
+            b'[' | b'{' => {
+                depth += 1;
+                most = most.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    most
 }
 
 impl Seed<'_> {
@@ -207,16 +242,40 @@ impl<'de> Visitor<'de> for Key<'_> {
     }
 }
 
-/// JSON text parsed into a host value, every allocation taken from `room` first (serde_json's
-/// nesting limit of 128 applies, so a hostile body cannot nest deep enough to hurt).
+/// JSON text parsed into a host value, every allocation taken from `room` first, nested at most
+/// [`MAX_BOUNDARY_DEPTH`] levels (the capability boundary's limit; deeper is `Invalid`).
 ///
 /// # Errors
 /// [`AnswerError::Over`] when the value would take more than the room, `Invalid` when the text
 /// is not JSON.
 pub(crate) fn parse_json(text: &[u8], room: &Room) -> Result<JsValue, AnswerError> {
+    let depth = nesting(text);
+    if depth > MAX_BOUNDARY_DEPTH {
+        return Err(AnswerError::Invalid(format!(
+            "nested deeper than {MAX_BOUNDARY_DEPTH} levels"
+        )));
+    }
+    if depth <= INLINE_DEPTH {
+        return parse_bounded(text, room);
+    }
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("ajs-deep-json".into())
+            .stack_size(DEEP_STACK)
+            .spawn_scoped(s, || parse_bounded(text, room))
+            .map_err(|e| AnswerError::Invalid(format!("no thread to parse it on: {e}")))?
+            .join()
+            .unwrap_or_else(|_| Err(AnswerError::Invalid("the parser failed".into())))
+    })
+}
+
+/// [`parse_json`] on the current stack, serde_json's recursion limit lifted (the caller
+/// checked the nesting).
+fn parse_bounded(text: &[u8], room: &Room) -> Result<JsValue, AnswerError> {
     let over = Cell::new(false);
     let seed = Seed { room, over: &over };
     let mut de = serde_json::Deserializer::from_slice(text);
+    de.disable_recursion_limit();
     let parsed = seed.deserialize(&mut de).and_then(|v| de.end().map(|()| v));
     match parsed {
         Ok(v) => Ok(v),
@@ -225,52 +284,84 @@ pub(crate) fn parse_json(text: &[u8], room: &Room) -> Result<JsValue, AnswerErro
     }
 }
 
-/// Bytes as text (invalid UTF-8 replaced), its bytes taken from `room` first.
-fn text(bytes: &[u8], room: &Room) -> Result<JsValue, AnswerError> {
-    // a replacement character is 3 bytes where the invalid byte was 1
-    let most = match std::str::from_utf8(bytes) {
-        Ok(_) => bytes.len(),
-        Err(_) => bytes.len().saturating_mul(3),
+/// The body as text in its charset (invalid sequences replaced), its bytes taken from `room`
+/// first.
+fn text(resp: &HttpResponse, room: &Room) -> Result<JsValue, AnswerError> {
+    let encoding = resp.encoding();
+    let bytes = &resp.body;
+    let most = if encoding == encoding_rs::UTF_8 && std::str::from_utf8(bytes).is_ok() {
+        bytes.len()
+    } else {
+        ajs_io::decode::max_text_bytes(encoding, bytes.len())
     };
     if !room.take(alloc(most)) {
         return Err(AnswerError::Over);
     }
-    Ok(JsValue::String(String::from_utf8_lossy(bytes).into_owned()))
+    Ok(JsValue::String(
+        ajs_io::decode::text(bytes, encoding).into_owned(),
+    ))
 }
 
-/// The body as the guest sees it by default (decision 20), admitted against `room`: parsed
-/// JSON when the response says JSON (an empty body is `null`), text otherwise.
-///
-/// # Errors
-/// As [`parse_json`].
-pub(crate) fn body_value(resp: &HttpResponse, room: &Room) -> Result<JsValue, AnswerError> {
-    if !resp.is_json() {
-        return text(&resp.body, room);
-    }
+/// A JSON body parsed (an empty one is `null`); text in another charset than UTF-8 is decoded
+/// first.
+fn json(resp: &HttpResponse, room: &Room) -> Result<JsValue, AnswerError> {
     if resp.body.iter().all(u8::is_ascii_whitespace) {
         return Ok(JsValue::Null);
     }
-    parse_json(&resp.body, room).map_err(|e| match e {
+    let encoding = resp.encoding();
+    let parsed = if encoding == encoding_rs::UTF_8 {
+        parse_json(&resp.body, room)
+    } else {
+        let most = ajs_io::decode::max_text_bytes(encoding, resp.body.len());
+        if !room.take(alloc(most)) {
+            return Err(AnswerError::Over);
+        }
+        let text = ajs_io::decode::text(&resp.body, encoding);
+        let r = parse_json(text.as_bytes(), room);
+        room.give(alloc(most));
+        r
+    };
+    parsed.map_err(|e| match e {
         AnswerError::Invalid(m) => AnswerError::Invalid(format!(
-            "httpFetch: the response says JSON but does not parse: {m}"
+            "httpFetch: the response says JSON but does not parse: {m} (ask for responseType 'text' or 'full' to read it anyway)"
         )),
         over => over,
     })
 }
 
-/// The guest's result for a `responseType` input (`'full'`: `{ ok, status, headers, body }`,
-/// anything else: the body), admitted against `room`.
+/// `data:<content-type>;base64,…` (the reference's `dataUrl`), its bytes taken from `room`.
+fn data_url(resp: &HttpResponse, room: &Room) -> Result<JsValue, AnswerError> {
+    use base64::Engine as _;
+    let mime = resp
+        .header("content-type")
+        .unwrap_or("application/octet-stream")
+        .replace(' ', "");
+    let len = resp.body.len().div_ceil(3).saturating_mul(4);
+    if !room.take(alloc(len.saturating_add(mime.len() + 13))) {
+        return Err(AnswerError::Over);
+    }
+    let mut s = String::with_capacity(len + mime.len() + 13);
+    s.push_str("data:");
+    s.push_str(&mime);
+    s.push_str(";base64,");
+    base64::engine::general_purpose::STANDARD.encode_string(&resp.body, &mut s);
+    Ok(JsValue::String(s))
+}
+
+/// The guest's result for a `responseType` (see [`ResponseType`]), admitted against `room`.
 ///
 /// # Errors
-/// As [`body_value`].
+/// As [`parse_json`]; with `Full` a body that does not parse is not an error.
 pub(crate) fn guest_value(
     resp: &HttpResponse,
-    response_type: Option<&str>,
+    response_type: ResponseType,
     room: &Room,
 ) -> Result<JsValue, AnswerError> {
-    let body = body_value(resp, room)?;
-    if response_type != Some("full") {
-        return Ok(body);
+    match response_type {
+        ResponseType::Json if resp.is_json() => return json(resp, room),
+        ResponseType::Json | ResponseType::Text => return text(resp, room),
+        ResponseType::DataUrl => return data_url(resp, room),
+        ResponseType::Full => {}
     }
     let mut m = IndexMap::new();
     m.insert(
@@ -282,6 +373,17 @@ pub(crate) fn guest_value(
         "headers".into(),
         JsValue::from_json(&serde_json::Value::Object(resp.safe_headers())),
     );
+    let body = if resp.is_json() {
+        match json(resp, room) {
+            Err(AnswerError::Invalid(e)) => {
+                m.insert("parseError".into(), JsValue::String(e));
+                text(resp, room)?
+            }
+            r => r?,
+        }
+    } else {
+        text(resp, room)?
+    };
     m.insert("body".into(), body);
     Ok(JsValue::Object(m))
 }
@@ -349,5 +451,19 @@ mod tests {
             n += 1;
         }
         assert!((20..=40).contains(&n), "{n} strings of 75 bytes in 3000");
+    }
+
+    #[test]
+    fn bodies_nest_as_deep_as_the_boundary_allows_and_no_deeper() {
+        let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        assert!(parse(&deep(1000), usize::MAX).is_ok());
+        assert!(parse(&format!("{{\"a\":{}}}", deep(999)), usize::MAX).is_ok());
+        match parse(&deep(1001), usize::MAX) {
+            Err(AnswerError::Invalid(m)) => assert!(m.contains("deeper than 1000"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        // brackets inside strings do not count
+        assert!(parse(&format!("[\"{}\"]", "[".repeat(5000)), usize::MAX).is_ok());
+        assert_eq!(nesting(br#"["\"[", {"a": [1]}]"#), 3);
     }
 }

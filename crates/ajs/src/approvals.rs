@@ -461,6 +461,7 @@ impl GatedRunner {
             journal_held,
             max_journal_bytes: self.max_journal_bytes(),
             mismatch: None,
+            warnings: Vec::new(),
         }
     }
 

@@ -160,13 +160,86 @@ impl Capabilities {
     pub fn decl(&self, name: &str) -> Option<AtomDecl> {
         match name {
             "httpFetch" => Some(AtomDecl::http_fetch()),
-            "llmPredict" => Some(AtomDecl::llm_predict()),
+            "llmPredict" => {
+                let mut d = AtomDecl::llm_predict();
+                // a model client given more time than the atom raises the atom's own timeout
+                if let Some(c) = &self.llm_client {
+                    d.timeout = d.timeout.max(c.config().timeout);
+                }
+                Some(d)
+            }
             _ => self.decls.get(name).cloned().or_else(|| {
                 self.atoms
                     .contains_key(name)
                     .then(|| AtomDecl::new(name.to_string()))
             }),
         }
+    }
+
+    /// The inputs every atom declares, for the compile-time warnings (decision 39); with the
+    /// built-in model client, also the `llmPredict` options it reads.
+    #[cfg(feature = "compiler")]
+    pub fn atom_inputs(&self) -> ajs_compiler::AtomInputs {
+        let mut inputs = ajs_compiler::AtomInputs::default();
+        for name in self.atom_names() {
+            if let Some(d) = self.decl(&name) {
+                let names: Vec<&str> = d.inputs.iter().map(|f| f.name.as_str()).collect();
+                inputs.declare(&name, &names);
+            }
+        }
+        if self.llm_client.is_some() {
+            let members: Vec<&str> = ajs_io::llm::LLM_OPTIONS
+                .iter()
+                .flat_map(|(n, alias)| std::iter::once(*n).chain(alias.iter().copied()))
+                .collect();
+            inputs.declare_nested("llmPredict", "options", &members);
+        }
+        inputs
+    }
+
+    /// The run-time warnings (decision 29) for a call of `atom` with `input`: inputs it does
+    /// not declare and, with the built-in model client, `llmPredict` options it does not read;
+    /// at most `most` of them.
+    pub(crate) fn input_warnings(&self, atom: &str, input: &JsValue, most: usize) -> Vec<String> {
+        let (Some(decl), JsValue::Object(m)) = (self.decl(atom), input) else {
+            return Vec::new();
+        };
+        let declared = |k: &String| decl.inputs.iter().any(|f| &f.name == k);
+        let llm_options = atom == "llmPredict" && self.llm_client.is_some();
+        // the common case (every input declared) allocates nothing
+        if decl.inputs.is_empty() || (m.keys().all(declared) && !llm_options) {
+            return Vec::new();
+        }
+        let known: Vec<String> = decl.inputs.iter().map(|f| f.name.clone()).collect();
+        let mut out: Vec<String> = m
+            .keys()
+            .filter(|k| !known.contains(k))
+            .take(most)
+            .map(|k| unknown_input(atom, k, &known))
+            .collect();
+        if llm_options {
+            if let Some(JsValue::Object(o)) = m.get("options") {
+                let members: Vec<String> = ajs_io::llm::LLM_OPTIONS
+                    .iter()
+                    .flat_map(|(n, alias)| std::iter::once(*n).chain(alias.iter().copied()))
+                    .map(str::to_string)
+                    .collect();
+                let room = most.saturating_sub(out.len());
+                out.extend(
+                    o.keys()
+                        .filter(|k| !ajs_io::llm::is_llm_option(k))
+                        .take(room)
+                        .map(|k| {
+                            format!(
+                            "{atom}: options member '{}' is not known and is ignored (known: {})",
+                            quoted(k),
+                            members.join(", ")
+                        )
+                        }),
+                );
+            }
+        }
+        out
     }
 
     /// [`Capabilities::atom_names`], shared when there are no host atoms (the two built-ins).
@@ -191,6 +264,29 @@ impl Capabilities {
         v.extend(custom.into_iter().cloned());
         v
     }
+}
+
+/// Most run-time warnings one run keeps (`Outcome::warnings`); later ones are dropped.
+pub const MAX_RUN_WARNINGS: usize = 100;
+
+/// Most characters of a guest's key quoted in a warning.
+const MAX_WARNING_KEY_CHARS: usize = 64;
+
+/// A guest's key as quoted in a warning: at most [`MAX_WARNING_KEY_CHARS`] characters.
+fn quoted(key: &str) -> std::borrow::Cow<'_, str> {
+    match key.char_indices().nth(MAX_WARNING_KEY_CHARS) {
+        Some((i, _)) => format!("{}…", &key[..i]).into(),
+        None => key.into(),
+    }
+}
+
+/// The message for an input `atom` does not declare (the compiler's warning says the same).
+fn unknown_input(atom: &str, key: &str, known: &[String]) -> String {
+    let key = quoted(key);
+    format!(
+        "{atom}: input '{key}' is not known and is ignored (inputs: {})",
+        known.join(", ")
+    )
 }
 
 /// The type an atom input must have.

@@ -26,6 +26,7 @@ use ajs_vm::{
 
 use crate::answer::{guest_value, parse_json, AnswerError, Room};
 use crate::approvals::{ApprovalHandler, Journal, PendingCall, Policy, ReplayMismatch, Verdict};
+use crate::atom_inputs::{fetch_headers, ResponseType};
 use crate::capabilities::{AtomDecl, FetchCall, QuotaLedger};
 use crate::{Options, Outcome};
 
@@ -164,6 +165,7 @@ pub(crate) fn finish(vm: &Vm, r: Result<JsValue, RunError>) -> Outcome {
             fuel_used: vm.fuel_used(),
             error: None,
             log,
+            warnings: Vec::new(),
         },
         Err(e) => {
             let pos = e.pos.or_else(|| vm.position());
@@ -235,6 +237,7 @@ fn finish_done(vm: Box<Vm>, v: JsValue) -> Outcome {
         fuel_used,
         error: None,
         log,
+        warnings: Vec::new(),
     }
 }
 
@@ -462,6 +465,8 @@ pub(crate) struct Control<'a> {
     pub max_journal_bytes: usize,
     /// a replay divergence that ended the run
     pub mismatch: Option<ReplayMismatch>,
+    /// the run-time warnings so far (decision 39), each once
+    pub warnings: Vec<String>,
 }
 
 pub(crate) enum DriveEnd {
@@ -497,6 +502,22 @@ impl Control<'_> {
                 self.max_journal_bytes,
             ),
             None => Ok(()),
+        }
+    }
+
+    /// Notes the warnings of a call about to be decided (inputs its atom ignores), each once
+    /// and at most [`crate::capabilities::MAX_RUN_WARNINGS`] in all.
+    fn note(&mut self, caps: &crate::Capabilities, atom: &str, input: &JsValue) {
+        let room = crate::capabilities::MAX_RUN_WARNINGS.saturating_sub(self.warnings.len());
+        if room == 0 {
+            return;
+        }
+        for w in caps.input_warnings(atom, input, room) {
+            if self.warnings.len() < crate::capabilities::MAX_RUN_WARNINGS
+                && !self.warnings.contains(&w)
+            {
+                self.warnings.push(w);
+            }
         }
     }
 
@@ -627,7 +648,8 @@ async fn drive_from(
     let is_cancelled = || cancel.as_ref().is_some_and(|t| t.is_cancelled());
     macro_rules! end {
         ($r:expr) => {{
-            let o = finish(&vm, $r);
+            let mut o = finish(&vm, $r);
+            o.warnings = std::mem::take(&mut ctl.warnings);
             return DriveEnd::Finished(o, vm);
         }};
     }
@@ -675,6 +697,7 @@ async fn drive_from(
                 Err(e) => end!(Err(e)),
             },
             Step::Host(call) => {
+                ctl.note(&options.capabilities, &call.atom, &call.input);
                 let index = vm.awaiting_call_id().unwrap_or(0);
                 if let Some(max) = ctl.max_calls {
                     if vm.host_calls() > max {
@@ -780,6 +803,9 @@ async fn unblock(
         ));
     }
     let fuel = vm.fuel_used_milli();
+    for p in &pending {
+        ctl.note(&options.capabilities, &p.atom, &p.input);
+    }
     if let Some((journal, next)) = &mut ctl.replay {
         for p in pending {
             let call = HostCall {
@@ -1123,19 +1149,9 @@ fn http_fetch(
         Some(JsValue::String(s)) => s.to_ascii_uppercase(),
         _ => "GET".to_string(),
     };
-    let headers: Vec<(String, String)> = match field(&input, "headers") {
-        Some(JsValue::Object(m)) => m
-            .iter()
-            .filter(|(_, v)| !matches!(v, JsValue::Undefined))
-            .map(|(k, v)| (k.clone(), v.display()))
-            .collect(),
-        _ => Vec::new(),
-    };
+    let headers = fetch_headers(&input)?;
     let body = field(&input, "body").cloned().unwrap_or(JsValue::Undefined);
-    let response_type = match field(&input, "responseType") {
-        Some(JsValue::String(s)) => Some(s.clone()),
-        _ => None,
-    };
+    let response_type = ResponseType::of(&input)?;
     let req = FetchRequest {
         url,
         method,
@@ -1176,11 +1192,12 @@ fn http_fetch(
         method: req.method,
         headers,
         body: bytes,
+        screen: Some(policy.address_screen()?),
     };
     let room = room.clone();
     let fut = async move {
         match client.send(request).await {
-            Ok(resp) => match guest_value(&resp, response_type.as_deref(), &room) {
+            Ok(resp) => match guest_value(&resp, response_type, &room) {
                 Ok(v) => Ok(v),
                 Err(AnswerError::Invalid(m)) => Err(HostErr::Catch(m)),
                 Err(AnswerError::Over) => Err(HostErr::End(answer_over(

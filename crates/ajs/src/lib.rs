@@ -33,6 +33,7 @@ pub struct EmbeddingGuide;
 
 mod answer;
 mod approvals;
+mod atom_inputs;
 mod capabilities;
 mod driver;
 mod signature;
@@ -43,7 +44,7 @@ use std::sync::Arc;
 pub use ajs_bytecode::program::MAX_ARTIFACT_BYTES;
 pub use ajs_bytecode::{LoadError, Program, SourcePos, VerifiedProgram};
 #[cfg(feature = "compiler")]
-pub use ajs_compiler::CompileError;
+pub use ajs_compiler::{AtomInputs, CompileError, Warning};
 pub use ajs_io::{FetchPolicy, HttpClient, LlmClient, LlmConfig, SAFE_RESPONSE_HEADERS};
 pub use ajs_vm::{ErrorKind, JsValue, LogLevel, LogLine, RunError};
 pub use ajs_vm::{SnapshotError, TraceStep, DEFAULT_MAX_LOG_BYTES, MAX_TRACE_STEPS};
@@ -55,7 +56,7 @@ pub use approvals::{
 };
 pub use capabilities::{
     AtomDecl, AtomFn, Capabilities, FetchCall, FetchFn, HostFuture, InputField, InputType, LlmFn,
-    QuotaLedger, DEFAULT_ATOM_FUEL, DEFAULT_ATOM_TIMEOUT,
+    QuotaLedger, DEFAULT_ATOM_FUEL, DEFAULT_ATOM_TIMEOUT, MAX_RUN_WARNINGS,
 };
 pub use driver::CANCELLED_MESSAGE;
 pub use tokio_util::sync::CancellationToken;
@@ -185,6 +186,17 @@ impl Options {
                 field: "maxConcurrentCalls",
                 value: "0".into(),
                 bound: "must be at least 1",
+            });
+        }
+        if let Some(Err((field, message))) = self.fetch_policy.as_ref().map(FetchPolicy::validate) {
+            return Err(OptionError {
+                field: if field == "domains" {
+                    "fetchPolicy.domains"
+                } else {
+                    "fetchPolicy.allowAddresses"
+                },
+                value: message,
+                bound: "the forms are listed in docs/capabilities.md, 'The allowlist'",
             });
         }
         Ok(())
@@ -319,6 +331,9 @@ pub struct Outcome {
     pub error: Option<ErrorInfo>,
     /// The run's log (`console.*`), which `Eval` and `SafeFunction` users may ignore.
     pub log: Vec<LogLine>,
+    /// Run-time warnings (decision 39), each once: an atom input the atom does not declare
+    /// (decision 29: ignored), an `llmPredict` option the model client does not read.
+    pub warnings: Vec<String>,
 }
 
 impl Outcome {
@@ -337,6 +352,7 @@ impl Outcome {
                 pos,
             }),
             log: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 
@@ -355,6 +371,9 @@ impl Outcome {
         );
         if let Some(e) = &self.error {
             m.insert("error".into(), serde_json::json!({ "message": e.message }));
+        }
+        if !self.warnings.is_empty() {
+            m.insert("warnings".into(), serde_json::json!(self.warnings));
         }
         serde_json::Value::Object(m)
     }
@@ -808,10 +827,23 @@ impl Runner {
     /// # Errors
     /// [`CreateError`] when an option is invalid, the source is too large or does not compile.
     pub fn compile_agent(source: &str, options: &Options) -> Result<VerifiedProgram, CreateError> {
+        Runner::compile_agent_with_warnings(source, options).map(|(p, _)| p)
+    }
+
+    #[cfg(feature = "compiler")]
+    /// [`Runner::compile_agent`], with the compile-time warnings (decision 39) beside the
+    /// program: atom calls whose written-out input names an input the atom does not declare.
+    ///
+    /// # Errors
+    /// As [`Runner::compile_agent`].
+    pub fn compile_agent_with_warnings(
+        source: &str,
+        options: &Options,
+    ) -> Result<(VerifiedProgram, Vec<Warning>), CreateError> {
         options.validate()?;
         source_check(source, options).map_err(CreateError::SourceTooLarge)?;
         let atoms = options.atom_names();
-        let program = compile(
+        let (program, warnings) = ajs_compiler::compile_with_warnings(
             source,
             &CompileOptions {
                 mode: Mode::Agent,
@@ -819,15 +851,17 @@ impl Runner {
                 atoms: &atoms,
                 source_name: "<source>",
             },
+            &options.capabilities.atom_inputs(),
         )?;
-        program.verify().map_err(|e| {
+        let program = program.verify().map_err(|e| {
             CreateError::Compile(CompileError {
                 message: format!("internal compiler error: {e}"),
                 source_name: "<source>".into(),
                 line: 1,
                 column: 0,
             })
-        })
+        })?;
+        Ok((program, warnings))
     }
 
     #[cfg(feature = "compiler")]

@@ -261,6 +261,7 @@ pub fn parse_options(m: &Map<String, Value>, at: &str) -> Result<RunOptions, Str
             domains: list("domains")?,
             methods: list("methods")?.unwrap_or_default(),
             headers: list("headers")?.unwrap_or_default(),
+            allow_addresses: list("allowAddresses")?.unwrap_or_default(),
         });
     }
     o.invalid = invalid;
@@ -402,6 +403,7 @@ fn refused(e: &OptionError) -> Outcome {
             pos: None,
         }),
         log: Vec::new(),
+        warnings: Vec::new(),
     }
 }
 
@@ -722,7 +724,8 @@ mod tests {
             Some(FetchPolicy {
                 domains: Some(vec!["api.example.com".into()]),
                 methods: vec!["POST".into()],
-                headers: vec!["x-k".into()]
+                headers: vec!["x-k".into()],
+                allow_addresses: vec![]
             })
         );
         assert!(o.invalid.is_none() && o.uses_runner());

@@ -122,8 +122,17 @@ pub fn cmd_compile(a: &CompileArgs) -> Result<ExitCode, Usage> {
         Ok(Err(_)) => return Ok(refused("compile", format!("{file} is not UTF-8"))),
         Err(code) => return Ok(code),
     };
-    let program = match ajs::Runner::compile_agent(&source, &options) {
-        Ok(p) => p,
+    let program = match ajs::Runner::compile_agent_with_warnings(&source, &options) {
+        Ok((p, warnings)) => {
+            for w in warnings {
+                eprintln!(
+                    "{}",
+                    w.to_string()
+                        .replace(" at <source>:", &format!(" at {file}:"))
+                );
+            }
+            p
+        }
         Err(ajs::CreateError::Compile(e)) => {
             let message = e
                 .to_string()

@@ -189,7 +189,7 @@ fn policies(text: &str) -> Result<Vec<(String, Policy)>, Usage> {
 }
 
 fn gated(c: &Common, policies: &[(String, Policy)], journal: bool) -> Result<GatedRunner, Usage> {
-    let mut options = c.config.base_options();
+    let mut options = c.config.command_options();
     if let Some(f) = c.fuel {
         options.fuel = f;
     }
@@ -245,8 +245,33 @@ fn compile(path: &str, c: &Common) -> Result<Result<ajs::VerifiedProgram, ExitCo
     let Ok(source) = String::from_utf8(bytes) else {
         return Ok(Err(refuse("compileError", format!("{path} is not UTF-8"))));
     };
-    Ok(Runner::compile_agent(&source, &c.config.base_options())
-        .map_err(|e| refuse("compileError", e.to_string())))
+    Ok(
+        match Runner::compile_agent_with_warnings(&source, &c.config.base_options()) {
+            Ok((p, warnings)) => {
+                for w in warnings {
+                    eprintln!(
+                        "{}",
+                        w.to_string()
+                            .replace(" at <source>:", &format!(" at {path}:"))
+                    );
+                    shown().push(w.message);
+                }
+                Ok(p)
+            }
+            Err(e) => Err(refuse("compileError", e.to_string())),
+        },
+    )
+}
+
+/// The compile-time warnings already printed: the run's own copies are left out of its
+/// outcome (decision 39: a compile-time warning where the literal is visible, a run-time one
+/// otherwise).
+static SHOWN: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+fn shown() -> std::sync::MutexGuard<'static, Vec<String>> {
+    SHOWN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Prints how a gated run ended and saves what was asked; the exit code.
@@ -264,9 +289,14 @@ fn report(
             } else if c.journal_out.is_some() {
                 return Err(Usage("the run produced no journal".into()));
             }
+            let mut outcome = r.outcome.clone();
+            {
+                let shown = shown();
+                outcome.warnings.retain(|w| !shown.contains(w));
+            }
             Ok(print_json(
-                &outcome_json(&r.outcome, log),
-                outcome_code(&r.outcome),
+                &outcome_json(&outcome, log),
+                outcome_code(&outcome),
             ))
         }
         RunResult::Suspended(s) => {

@@ -65,7 +65,7 @@ fn setup(name: &str) -> (PathBuf, Arc<AtomicUsize>) {
     std::fs::write(dir.join("agent.ajs"), agent).unwrap();
     std::fs::write(
         dir.join("cfg.json"),
-        r#"{"fetch": {"domains": ["127.0.0.1"]}}"#,
+        r#"{"fetch": {"domains": ["127.0.0.1:*"]}}"#,
     )
     .unwrap();
     (dir, hits)
@@ -329,4 +329,43 @@ fn a_parallel_batch_pauses_and_a_nonce_dir_makes_resume_single_use_across_proces
     assert_eq!(json(&out)["error"]["kind"], "snapshotRefused");
     assert!(out.contains("already"), "{out}");
     assert_eq!(hits.load(Ordering::SeqCst), 6);
+}
+
+#[test]
+fn an_unknown_literal_input_is_warned_at_compile_time_and_the_call_still_runs() {
+    let (dir, hits) = setup("warn");
+    let _cleanup = Cleanup(dir.clone());
+    let port = std::fs::read_to_string(dir.join("agent.ajs"))
+        .unwrap()
+        .split("127.0.0.1:")
+        .nth(1)
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    std::fs::write(
+        dir.join("warn.ajs"),
+        format!("function main() {{\n  let r = httpFetch({{ url: 'http://127.0.0.1:{port}/w', header: {{ accept: 'x' }}, cache: 3600 }})\n  return {{ v: r.v }}\n}}\n"),
+    )
+    .unwrap();
+    let (code, out, err) = ajs(&dir, &["run", "warn.ajs", "--config", "cfg.json"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json(&out)["result"]["v"], 7, "{out}");
+    assert!(
+        json(&out).get("warnings").is_none(),
+        "printed once, at compile time: {out}"
+    );
+    assert_eq!(hits.load(Ordering::SeqCst), 1, "the call ran");
+    assert!(
+        err.contains("warning: httpFetch: input 'header' is not known and is ignored (inputs: url, method, headers, body, responseType) at warn.ajs:2:"),
+        "{err}"
+    );
+    assert!(
+        err.contains("warning: httpFetch: input 'cache' is not known and is ignored"),
+        "{err}"
+    );
+    let (code, _, err) = ajs(&dir, &["compile", "warn.ajs", "-o", "warn.ajsc"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("warning: httpFetch: input 'header'"), "{err}");
 }

@@ -539,7 +539,7 @@ fn fetch_tiny_values(case: &str, unit: &str) {
             "--args",
             &args,
             "--fetch-domains",
-            "127.0.0.1",
+            "127.0.0.1:*",
             "--fuel",
             FUEL,
         ],

@@ -293,7 +293,7 @@ const FETCHER: &str =
     "function main({ url: '' }) {\n  let r = httpFetch({ url })\n  return { saw: r.depth }\n}";
 
 fn local_fetch() -> Value {
-    json!({ "domains": ["127.0.0.1"], "methods": ["POST"] })
+    json!({ "domains": ["127.0.0.1:*"], "methods": ["POST"] })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -24,6 +24,7 @@ mod pos;
 mod stack;
 #[cfg(test)]
 mod test_rng;
+mod warnings;
 
 use ajs_bytecode::Program;
 use oxc_allocator::Allocator;
@@ -33,6 +34,7 @@ use oxc_span::SourceType;
 
 pub use lower::recycle;
 pub use pos::LineIndex;
+pub use warnings::{unknown_input, unknown_member, AtomInputs, Warning};
 
 /// How the source is read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,14 +118,60 @@ impl Fail {
 /// # Errors
 /// [`CompileError`] naming what is refused and where; never panics.
 pub fn compile(source: &str, opts: &CompileOptions) -> Result<Program, CompileError> {
+    compile_checked(source, opts, None).map(|(p, _)| p)
+}
+
+/// Compiles `source` and returns the warnings (decision 39) beside the program: an atom call
+/// whose input object, written out, names an input `inputs` does not declare for that atom.
+///
+/// # Errors
+/// As [`compile`].
+pub fn compile_with_warnings(
+    source: &str,
+    opts: &CompileOptions,
+    inputs: &AtomInputs,
+) -> Result<(Program, Vec<Warning>), CompileError> {
+    let name = if opts.source_name.is_empty() {
+        "<source>"
+    } else {
+        opts.source_name
+    };
+    let (program, found) = compile_checked(source, opts, Some(inputs))?;
+    let idx = LineIndex::new(source);
+    let warnings = found
+        .into_iter()
+        .map(|(offset, message)| {
+            let p = idx.pos(offset);
+            Warning {
+                message,
+                source_name: name.to_string(),
+                line: p.line,
+                column: p.col,
+            }
+        })
+        .collect();
+    Ok((program, warnings))
+}
+
+/// [`compile`], collecting the warnings (byte offset, message) when `inputs` is given.
+fn compile_checked(
+    source: &str,
+    opts: &CompileOptions,
+    inputs: Option<&AtomInputs>,
+) -> Result<(Program, Vec<(u32, String)>), CompileError> {
     let name = if opts.source_name.is_empty() {
         "<source>"
     } else {
         opts.source_name
     };
     let run = |bodies: &[stack::Body]| {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            compile_inner(source, opts, bodies)
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match inputs {
+            None => compile_inner(source, opts, bodies).map(|p| (p, Vec::new())),
+            Some(inputs) => {
+                // (collected on the thread that compiles: the sink is thread-local)
+                let (r, found) = warnings::collect(inputs, || compile_inner(source, opts, bodies));
+                r.map(|p| (p, found))
+            }
         }))
         .unwrap_or_else(|_| Err(Fail::new(0, "internal compiler error")))
     };

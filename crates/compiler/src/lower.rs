@@ -3228,6 +3228,7 @@ impl<'o> Lowerer<'o> {
                     ),
                 );
             }
+            crate::warnings::atom_call(name, args.first().copied());
             let idx = self.atom_index(name, span)?;
             let mark = self.top;
             let r = match args.first() {

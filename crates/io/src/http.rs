@@ -2,8 +2,11 @@
 //!
 //! It is deliberately small. One request per connection, no pooling, **no redirects** (a 3xx
 //! comes back as data with its `location`), **no cookies and no ambient credentials** (only the
-//! headers the caller passes, plus `Host`, `Content-Length` and the agent-depth header the
-//! driver adds), a connect timeout and an overall timeout, and a cap on the response body: the
+//! headers the caller passes, plus `Host`, `Content-Length` (`0` on an empty `POST`, `PUT` or
+//! `PATCH`), `User-Agent: ajs/VERSION` and `Accept-Encoding: gzip, deflate, br` unless the
+//! caller set them, and the agent-depth header the driver adds), content codings undone under
+//! the same cap on the decoded bytes, names resolved and screened before connecting to the
+//! address that was checked (decision 35), a connect timeout and an overall timeout, and a cap on the response body: the
 //! client stops reading once the body passes the cap. Everything happens inside the one future
 //! [`HttpClient::send`] returns, so dropping it (a run that timed out or was cancelled) closes the
 //! connection at once.
@@ -18,6 +21,9 @@ use hyper_util::rt::TokioIo;
 use rustls::pki_types::{CertificateDer, ServerName};
 use tokio::net::TcpStream;
 
+use crate::allow::AddressScreen;
+use crate::decode::{decode_content, DecodeError, ACCEPT_ENCODING};
+
 /// Default connect timeout (TCP and TLS handshake).
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default overall timeout of one request (matches `httpFetch`'s own 30 s).
@@ -29,6 +35,7 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 /// (`set-cookie`, server internals, proxy headers) stays outside.
 pub const SAFE_RESPONSE_HEADERS: &[&str] = &[
     "cache-control",
+    "content-encoding",
     "content-language",
     "content-length",
     "content-type",
@@ -72,9 +79,15 @@ pub struct HttpRequest {
     pub headers: Vec<(String, String)>,
     /// The body bytes, if any.
     pub body: Option<Vec<u8>>,
+    /// The screen on the addresses a name resolves to (decision 35), for destinations a guest
+    /// chose; `None` for destinations the host configured (the model endpoint).
+    pub screen: Option<AddressScreen>,
 }
 
-/// A response, body read in full (up to the cap).
+/// The `User-Agent` sent when the caller sets none.
+pub const USER_AGENT: &str = concat!("ajs/", env!("CARGO_PKG_VERSION"));
+
+/// A response, body read in full (up to the cap) and its content codings undone.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HttpResponse {
     /// The status code.
@@ -107,46 +120,6 @@ impl HttpResponse {
         })
     }
 
-    /// The body as the guest sees it by default (decision 20): parsed JSON when the response says
-    /// JSON, text otherwise (invalid UTF-8 replaced). An empty JSON body is `null`.
-    ///
-    /// # Errors
-    /// A JSON response whose body does not parse (serde_json's nesting limit of 128 applies, so a
-    /// hostile server cannot send a body nested deep enough to hurt).
-    pub fn body_value(&self) -> Result<serde_json::Value, String> {
-        if self.is_json() {
-            if self.body.iter().all(u8::is_ascii_whitespace) {
-                return Ok(serde_json::Value::Null);
-            }
-            serde_json::from_slice(&self.body)
-                .map_err(|e| format!("httpFetch: the response says JSON but does not parse: {e}"))
-        } else {
-            Ok(serde_json::Value::String(
-                String::from_utf8_lossy(&self.body).into_owned(),
-            ))
-        }
-    }
-
-    /// The `responseType: 'full'` shape: `{ ok, status, headers, body }`, headers restricted to
-    /// [`SAFE_RESPONSE_HEADERS`] (repeated headers joined with `, `).
-    ///
-    /// # Errors
-    /// As [`HttpResponse::body_value`].
-    pub fn full_value(&self) -> Result<serde_json::Value, String> {
-        let mut m = serde_json::Map::new();
-        m.insert(
-            "ok".into(),
-            serde_json::Value::Bool((200..300).contains(&self.status)),
-        );
-        m.insert("status".into(), serde_json::Value::from(self.status));
-        m.insert(
-            "headers".into(),
-            serde_json::Value::Object(self.safe_headers()),
-        );
-        m.insert("body".into(), self.body_value()?);
-        Ok(serde_json::Value::Object(m))
-    }
-
     /// The headers the guest may see: [`SAFE_RESPONSE_HEADERS`] only, names lower case,
     /// repeated headers joined with `, `.
     pub fn safe_headers(&self) -> serde_json::Map<String, serde_json::Value> {
@@ -165,15 +138,9 @@ impl HttpResponse {
         headers
     }
 
-    /// The guest's result for a `responseType` input (`'full'`, or anything else for the body).
-    ///
-    /// # Errors
-    /// As [`HttpResponse::body_value`].
-    pub fn guest_value(&self, response_type: Option<&str>) -> Result<serde_json::Value, String> {
-        match response_type {
-            Some("full") => self.full_value(),
-            _ => self.body_value(),
-        }
+    /// The encoding of the body's text: the content type's `charset`, UTF-8 by default.
+    pub fn encoding(&self) -> &'static encoding_rs::Encoding {
+        crate::decode::encoding_of(self.header("content-type"))
     }
 }
 
@@ -301,10 +268,16 @@ impl HttpClient {
             .trim_end_matches(']')
             .to_string();
 
+        let screen = req.screen.clone();
         let connect = async {
-            let tcp = TcpStream::connect((bare_host.as_str(), port))
-                .await
-                .map_err(|e| fail(format!("connection to {host}:{port} failed: {e}")))?;
+            let addr = resolve(&bare_host, url.host(), port, screen.as_ref()).await?;
+            // the connection goes to the address that was checked (no second lookup)
+            let tcp = TcpStream::connect(addr).await.map_err(|e| {
+                fail(format!(
+                    "connection to {host}:{port} ({}) failed: {e}",
+                    addr.ip()
+                ))
+            })?;
             let _ = tcp.set_nodelay(true);
             if https {
                 let name = ServerName::try_from(bare_host.clone())
@@ -343,7 +316,26 @@ impl HttpClient {
         for (k, v) in &req.headers {
             builder = builder.header(k.as_str(), v.as_str());
         }
-        let body = Full::new(Bytes::from(req.body.unwrap_or_default()));
+        let has = |name: &str| {
+            req.headers
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case(name))
+        };
+        if !has("user-agent") {
+            builder = builder.header(hyper::header::USER_AGENT, USER_AGENT);
+        }
+        if !has("accept-encoding") {
+            builder = builder.header(hyper::header::ACCEPT_ENCODING, ACCEPT_ENCODING);
+        }
+        let body = req.body.unwrap_or_default();
+        if body.is_empty()
+            && matches!(req.method.as_str(), "POST" | "PUT" | "PATCH")
+            && !has("content-length")
+        {
+            // an empty body is said, not left for the server to guess (some answer 411)
+            builder = builder.header(hyper::header::CONTENT_LENGTH, "0");
+        }
+        let body = Full::new(Bytes::from(body));
         let request = builder
             .body(body)
             .map_err(|e| fail(format!("invalid request: {e}")))?;
@@ -388,17 +380,64 @@ impl HttpClient {
                     buf.extend_from_slice(&data);
                 }
             }
-            Ok(HttpResponse {
+            let mut resp = HttpResponse {
                 status,
                 headers,
                 body: buf,
-            })
+            };
+            if let Some(coding) = resp.header("content-encoding").map(str::to_string) {
+                if !resp.body.is_empty() {
+                    resp.body = decode_content(std::mem::take(&mut resp.body), &coding, cap)
+                        .map_err(|e| match e {
+                            DecodeError::TooLarge(limit) => HttpError::TooLarge { limit },
+                            DecodeError::Invalid(m) => fail(m),
+                        })?;
+                }
+            }
+            Ok(resp)
         };
         tokio::select! {
             r = work => r,
             () = conn => unreachable!("the connection future never completes"),
         }
     }
+}
+
+/// The address to connect to: an IP literal as written (the allowlist named that address), or
+/// the first address the name resolves to that passes the screen.
+async fn resolve(
+    name: &str,
+    host: Option<url::Host<&str>>,
+    port: u16,
+    screen: Option<&AddressScreen>,
+) -> Result<std::net::SocketAddr, HttpError> {
+    match host {
+        Some(url::Host::Ipv4(a)) => return Ok((a, port).into()),
+        Some(url::Host::Ipv6(a)) => return Ok((a, port).into()),
+        _ => {}
+    }
+    let addrs: Vec<std::net::SocketAddr> = tokio::net::lookup_host((name, port))
+        .await
+        .map_err(|e| HttpError::Failed(format!("could not resolve {name}: {e}")))?
+        .collect();
+    let Some(screen) = screen else {
+        return addrs
+            .first()
+            .copied()
+            .ok_or_else(|| HttpError::Failed(format!("{name} resolved to no address")));
+    };
+    let mut refusal = None;
+    for a in &addrs {
+        match screen.check(name, a.ip()) {
+            Ok(()) => return Ok(*a),
+            Err(m) => {
+                refusal.get_or_insert(m);
+            }
+        }
+    }
+    Err(HttpError::Failed(refusal.unwrap_or_else(|| {
+        format!("{name} resolved to no address")
+    })))
 }
 
 trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}

@@ -18,8 +18,12 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod allow;
+pub mod decode;
 pub mod http;
 pub mod llm;
+
+pub use allow::{AddressScreen, AllowEntry, Cidr};
 
 pub use http::{
     encode_body, HttpClient, HttpError, HttpRequest, HttpResponse, SAFE_RESPONSE_HEADERS,
@@ -29,6 +33,7 @@ pub use llm::{response_format, structured_not_json, LlmClient, LlmConfig, LlmTex
 /// Request headers a guest may set (case-insensitive), besides those a policy adds.
 pub const ALLOWED_HEADERS: &[&str] = &[
     "accept",
+    "accept-encoding",
     "accept-language",
     "authorization",
     "cache-control",
@@ -58,13 +63,44 @@ pub const MAX_AGENT_DEPTH: u32 = 10;
 /// The host's rules for `httpFetch`, stated as data.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FetchPolicy {
-    /// Allowed hosts (`api.example.com`, or `*.example.com` for the domain and its subdomains).
-    /// Setting it without a fetch capability turns on the built-in client.
+    /// Allowed hosts and ports (decision 35, [`AllowEntry`]): `api.example.com` (the scheme's
+    /// default port only), `api.example.com:8443`, `api.example.com:*`, `*.example.com` (the
+    /// domain and its subdomains), `10.0.0.5:*`, `[::1]:8080`. Setting it without a fetch
+    /// capability turns on the built-in client.
     pub domains: Option<Vec<String>>,
     /// Methods allowed besides GET and HEAD.
     pub methods: Vec<String>,
     /// Request headers allowed besides [`ALLOWED_HEADERS`].
     pub headers: Vec<String>,
+    /// Address ranges (`10.0.0.0/8`, `127.0.0.1`, `fd00::/8`) the built-in client may reach
+    /// when an allowed **name** resolves to a loopback, private, link-local or unspecified
+    /// address ([`AddressScreen`]); empty by default, so such a name is refused.
+    pub allow_addresses: Vec<String>,
+}
+
+impl FetchPolicy {
+    /// Checks every allowlist entry and address range (decision 35), once, when options are
+    /// built.
+    ///
+    /// # Errors
+    /// The field (`domains` or `allowAddresses`) and the first entry that could never match,
+    /// named, with what to write instead.
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        for d in self.domains.iter().flatten() {
+            AllowEntry::parse(d).map_err(|e| ("domains", e))?;
+        }
+        AddressScreen::parse(&self.allow_addresses)
+            .map(|_| ())
+            .map_err(|e| ("allowAddresses", e))
+    }
+
+    /// The screen for the addresses the built-in client resolves.
+    ///
+    /// # Errors
+    /// A range that is not one.
+    pub fn address_screen(&self) -> Result<AddressScreen, String> {
+        AddressScreen::parse(&self.allow_addresses)
+    }
 }
 
 /// The parts of a guest request that admission judges.
@@ -113,7 +149,7 @@ pub fn admit(
         let mut allowed: Vec<String> = DEFAULT_METHODS.iter().map(|s| s.to_string()).collect();
         allowed.extend(policy.methods.iter().map(|m| m.to_ascii_uppercase()));
         return Err(format!(
-            "Fetch blocked: method '{}' is not allowed. Allowed: {} (add methods with fetchPolicy.methods)",
+            "Fetch blocked: method '{}' is not allowed. Allowed: {} (add methods to fetch.methods in the configuration; Rust: FetchPolicy::methods)",
             req.method,
             allowed.join(", ")
         ));
@@ -127,34 +163,36 @@ pub fn admit(
         }
     }
     match &policy.domains {
-        Some(domains) => {
-            let host = url
-                .host_str()
-                .unwrap_or("")
-                .trim_end_matches('.')
-                .to_ascii_lowercase();
-            let host = host.trim_start_matches('[').trim_end_matches(']');
-            if !domains.iter().any(|d| domain_matches(host, d)) {
-                return Err(format!(
-                    "Fetch blocked: domain not in allowlist. Allowed: {}",
-                    domains.join(", ")
-                ));
-            }
-        }
+        Some(domains) => check_domains(&url, domains)?,
         None if !has_capability => {
-            return Err("Fetch blocked: no allowedFetchDomains configured. Set fetchPolicy.domains to allow the built-in client, or provide a fetch capability.".into());
+            return Err("Fetch blocked: no allowedFetchDomains configured. Set fetch.domains in the configuration (Rust: FetchPolicy::domains) to allow the built-in client, or provide a fetch capability.".into());
         }
         None => {}
     }
     Ok(())
 }
 
-/// Whether `host` matches an allowlist entry: exact (case-insensitive), or `*.suffix` matching
-/// the suffix itself and any subdomain of it.
-pub fn domain_matches(host: &str, entry: &str) -> bool {
-    let entry = entry.trim_end_matches('.').to_ascii_lowercase();
-    match entry.strip_prefix("*.") {
-        Some(suffix) => host == suffix || host.ends_with(&format!(".{suffix}")),
-        None => host == entry,
+/// The allowlist check (decision 35): the seed's domain check first, then the port.
+fn check_domains(url: &url::Url, domains: &[String]) -> Result<(), String> {
+    let host = url.host().ok_or("Fetch blocked: the URL has no host")?;
+    let entries: Vec<AllowEntry> = domains
+        .iter()
+        .filter_map(|d| AllowEntry::parse(d).ok())
+        .collect();
+    let named: Vec<&AllowEntry> = entries.iter().filter(|e| e.host_matches(&host)).collect();
+    if named.is_empty() {
+        return Err(format!(
+            "Fetch blocked: domain not in allowlist. Allowed: {}",
+            domains.join(", ")
+        ));
     }
+    let default = if url.scheme() == "https" { 443 } else { 80 };
+    let port = url.port().unwrap_or(default);
+    if !named.iter().any(|e| e.port_matches(port, default)) {
+        let h = url.host_str().unwrap_or("");
+        return Err(format!(
+            "Fetch blocked: port {port} of {h} is not allowed (an entry without a port allows only the scheme's default port). Add '{h}:{port}' or '{h}:*' to fetch.domains"
+        ));
+    }
+    Ok(())
 }

@@ -12,7 +12,9 @@
 //!
 //! The answer is the first choice's message content: a string, or the parsed JSON when a
 //! structured format was requested. `options.system` (a string) adds a system message and
-//! `options.temperature` / `options.maxTokens` (numbers) are passed on; other options are ignored.
+//! `options.temperature` / `options.maxTokens` (numbers) are passed on; `max_tokens` and
+//! `response_format` are accepted as the OpenAI spellings of `maxTokens` and `responseFormat`.
+//! A known option of the wrong type is an error naming it; other options are ignored.
 
 use std::time::Duration;
 
@@ -101,33 +103,68 @@ impl LlmClient {
         &self.config
     }
 
-    /// The request body for a prompt and the guest's `options`.
-    pub fn request_body(&self, prompt: &str, options: Option<&Value>) -> Value {
-        let opts = options.and_then(Value::as_object);
+    /// The request body for a prompt and the guest's `options` (see [`LLM_OPTIONS`]).
+    ///
+    /// # Errors
+    /// An option of the wrong type, or given in both spellings, named: `llmPredict: option
+    /// 'temperature' must be a number, got string`.
+    pub fn request_body(&self, prompt: &str, options: Option<&Value>) -> Result<Value, String> {
+        let opts = match options {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(m)) => Some(m),
+            Some(other) => {
+                return Err(format!(
+                    "llmPredict: input 'options' must be an object, got {}",
+                    json_kind(other)
+                ))
+            }
+        };
+        let get =
+            |name: &str, want: &str, ok: fn(&Value) -> bool| -> Result<Option<&Value>, String> {
+                let Some(o) = opts else { return Ok(None) };
+                let spellings: Vec<&str> = LLM_OPTIONS
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(n, alias)| alias.iter().copied().chain([*n]).collect())
+                    .unwrap_or_else(|| vec![name]);
+                let given: Vec<(&str, &Value)> = spellings
+                    .iter()
+                    .filter_map(|k| o.get(*k).filter(|v| !v.is_null()).map(|v| (*k, v)))
+                    .collect();
+                match given.as_slice() {
+                    [] => Ok(None),
+                    [(k, v)] if ok(v) => {
+                        let _ = k;
+                        Ok(Some(*v))
+                    }
+                    [(k, v)] => Err(format!(
+                        "llmPredict: option '{k}' must be {want}, got {}",
+                        json_kind(v)
+                    )),
+                    [(a, _), (b, _), ..] => Err(format!(
+                        "llmPredict: options '{b}' and '{a}' are the same option; give one"
+                    )),
+                }
+            };
         let mut messages = Vec::new();
-        if let Some(system) = opts.and_then(|o| o.get("system")).and_then(Value::as_str) {
+        if let Some(system) = get("system", "a string", Value::is_string)? {
             messages.push(json!({ "role": "system", "content": system }));
         }
         messages.push(json!({ "role": "user", "content": prompt }));
         let mut body = Map::new();
         body.insert("model".into(), Value::String(self.config.model.clone()));
         body.insert("messages".into(), Value::Array(messages));
-        if let Some(rf) = response_format(opts.and_then(|o| o.get("responseFormat"))) {
+        if let Some(rf) = response_format(get("responseFormat", "an object", Value::is_object)?) {
             body.insert("response_format".into(), rf);
         }
-        if let Some(t) = opts
-            .and_then(|o| o.get("temperature"))
-            .filter(|v| v.is_number())
-        {
+        if let Some(t) = get("temperature", "a number", Value::is_number)? {
             body.insert("temperature".into(), t.clone());
         }
-        if let Some(t) = opts
-            .and_then(|o| o.get("maxTokens"))
-            .filter(|v| v.is_number())
-        {
-            body.insert("max_tokens".into(), t.clone());
+        let whole = |v: &Value| v.as_f64().is_some_and(|n| n >= 1.0 && n.fract() == 0.0);
+        if let Some(t) = get("maxTokens", "a whole number of at least 1", whole)? {
+            body.insert("max_tokens".into(), json!(t.as_f64().unwrap_or(1.0) as u64));
         }
-        Value::Object(body)
+        Ok(Value::Object(body))
     }
 
     /// Asks the model. The error messages are for the guest (a catchable error) and never
@@ -156,13 +193,15 @@ impl LlmClient {
         options: Option<&Value>,
     ) -> Result<LlmText, String> {
         let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
+        let mut key = None;
         if let Some(var) = &self.config.api_key_env {
-            let key = std::env::var(var).map_err(|_| {
+            let k = std::env::var(var).map_err(|_| {
                 format!("llmPredict: the API key variable '{var}' is not set on the host")
             })?;
-            headers.push(("authorization".into(), format!("Bearer {key}")));
+            headers.push(("authorization".into(), format!("Bearer {k}")));
+            key = Some(k);
         }
-        let body = self.request_body(prompt, options);
+        let body = self.request_body(prompt, options)?;
         let structured = body
             .get("response_format")
             .and_then(|f| f.get("type"))
@@ -179,6 +218,7 @@ impl LlmClient {
                 method: "POST".into(),
                 headers,
                 body: Some(body.to_string().into_bytes()),
+                screen: None,
             })
             .await
             .map_err(|e| match e {
@@ -189,16 +229,7 @@ impl LlmClient {
             .ok()
             .unwrap_or(Value::Null);
         if !(200..300).contains(&resp.status) {
-            let code = answer
-                .pointer("/error/code")
-                .or_else(|| answer.pointer("/error/type"))
-                .and_then(Value::as_str)
-                .map(|c| format!(" ({c})"))
-                .unwrap_or_default();
-            return Err(format!(
-                "llmPredict: the model endpoint answered HTTP {}{code}",
-                resp.status
-            ));
+            return Err(endpoint_error(&resp, &answer, key.as_deref()));
         }
         let message = answer
             .pointer("/choices/0/message")
@@ -215,6 +246,71 @@ impl LlmClient {
             structured,
         })
     }
+}
+
+/// The options the client reads, with their other spellings (the OpenAI names): anything else
+/// in `options` is ignored (and named in a warning by the driver).
+pub const LLM_OPTIONS: &[(&str, &[&str])] = &[
+    ("system", &[]),
+    ("temperature", &[]),
+    ("maxTokens", &["max_tokens"]),
+    ("responseFormat", &["response_format"]),
+];
+
+/// Whether `key` is an option the client reads, in either spelling.
+pub fn is_llm_option(key: &str) -> bool {
+    LLM_OPTIONS
+        .iter()
+        .any(|(n, alias)| *n == key || alias.contains(&key))
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// Most characters of the provider's own message carried into the guest's error.
+const MAX_PROVIDER_MESSAGE_CHARS: usize = 500;
+
+/// The guest's error for a non-2xx answer: the status, the provider's code and message, and
+/// when to retry (`Retry-After`). The key, should the provider quote it, is blanked.
+fn endpoint_error(resp: &crate::http::HttpResponse, answer: &Value, key: Option<&str>) -> String {
+    let code = answer
+        .pointer("/error/code")
+        .or_else(|| answer.pointer("/error/type"))
+        .and_then(Value::as_str)
+        .map(|c| format!(" ({c})"))
+        .unwrap_or_default();
+    let message = answer
+        .pointer("/error/message")
+        .or_else(|| answer.get("message"))
+        .and_then(Value::as_str)
+        .map(|m| {
+            let mut m = m.to_string();
+            if let Some(k) = key.filter(|k| !k.is_empty()) {
+                m = m.replace(k, "[the API key]");
+            }
+            let m: String = m.chars().take(MAX_PROVIDER_MESSAGE_CHARS).collect();
+            format!(": {m}")
+        })
+        .unwrap_or_default();
+    let retry = resp
+        .header("retry-after")
+        .map(|r| match r.trim().parse::<u64>() {
+            Ok(secs) => format!(" (retry after {secs} s)"),
+            Err(_) => format!(" (retry after {})", r.trim()),
+        })
+        .unwrap_or_default();
+    format!(
+        "llmPredict: the model endpoint answered HTTP {}{code}{message}{retry}",
+        resp.status
+    )
 }
 
 /// The model's answer as text ([`LlmClient::predict_text`]).

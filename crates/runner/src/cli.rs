@@ -232,7 +232,7 @@ pub fn exec(a: &ExecArgs) -> Result<ExitCode, Usage> {
     if let Some(m) = &a.fetch_methods {
         config.fetch.methods = list(m);
     }
-    let mut options = config.base_options();
+    let mut options = config.command_options();
     if let Some(f) = a.fuel {
         options.fuel = f;
     }

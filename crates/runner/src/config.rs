@@ -9,6 +9,9 @@ use std::time::Duration;
 use ajs::{Capabilities, FetchPolicy, LlmClient, LlmConfig, Options, Runner};
 use serde::Deserialize;
 
+/// `serve`'s run timeout when neither the request nor `limits.defaultTimeoutMs` names one.
+pub const SERVE_DEFAULT_TIMEOUT_MS: u64 = 30_000;
+
 /// The whole configuration. Every field has a default; unknown fields are refused.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
@@ -63,13 +66,18 @@ pub enum LogFormat {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct FetchConfig {
-    /// Allowed hosts (`api.example.com`, `*.example.com`, `127.0.0.1`); setting it turns on
-    /// the built-in client.
+    /// Allowed hosts and ports (decision 35): `api.example.com` (the scheme's default port
+    /// only), `api.example.com:8443`, `api.example.com:*`, `*.example.com`, `10.0.0.5:8080`,
+    /// `[::1]:*`; setting it turns on the built-in client. An entry that could never match is
+    /// refused when the configuration is loaded.
     pub domains: Option<Vec<String>>,
     /// Methods allowed besides GET and HEAD (e.g. `["POST"]`).
     pub methods: Vec<String>,
     /// Request headers allowed besides the built-in list.
     pub headers: Vec<String>,
+    /// Address ranges (`10.0.0.0/8`, `127.0.0.1`) an allowed name may resolve to although they
+    /// are loopback, private, link-local or unspecified (default none: such a name is refused).
+    pub allow_addresses: Vec<String>,
 }
 
 /// An OpenAI-compatible chat-completions endpoint.
@@ -109,8 +117,10 @@ pub struct Limits {
     pub default_fuel: f64,
     /// Most fuel a request may ask for (default 100 000); more is a 400.
     pub max_fuel: f64,
-    /// Timeout when the request names none (default 30 000 ms).
-    pub default_timeout_ms: u64,
+    /// Timeout when the request names none (default [`SERVE_DEFAULT_TIMEOUT_MS`], 30 000 ms,
+    /// for `serve`; `ajs run` and `exec` use the library's [`ajs::DEFAULT_TIMEOUT_MS`], 4
+    /// minutes, unless this is set).
+    pub default_timeout_ms: Option<u64>,
     /// Longest timeout a request may ask for (default 120 000 ms); longer is a 400.
     pub max_timeout_ms: u64,
     /// Live-heap ceiling per run (default 64 MiB).
@@ -136,7 +146,7 @@ impl Default for Limits {
             request_read_timeout_ms: 30_000,
             default_fuel: ajs::DEFAULT_FUEL,
             max_fuel: 100_000.0,
-            default_timeout_ms: 30_000,
+            default_timeout_ms: None,
             max_timeout_ms: 120_000,
             max_heap_bytes: 64 * 1024 * 1024,
             args_max_bytes: 1024 * 1024,
@@ -199,7 +209,9 @@ impl ServerConfig {
         if !(l.default_fuel.is_finite() && l.default_fuel >= 0.0 && l.default_fuel <= l.max_fuel) {
             return Err("limits.defaultFuel must be between 0 and limits.maxFuel".into());
         }
-        if l.default_timeout_ms == 0 || l.default_timeout_ms > l.max_timeout_ms {
+        if l.default_timeout_ms
+            .is_some_and(|t| t == 0 || t > l.max_timeout_ms)
+        {
             return Err("limits.defaultTimeoutMs must be between 1 and limits.maxTimeoutMs".into());
         }
         if l.max_source_bytes == 0 {
@@ -208,6 +220,9 @@ impl ServerConfig {
                 "limits.maxSourceBytes must be at least 1 (a limit of 0 is refused: there is no unlimited)"
                     .into(),
             );
+        }
+        if let Err((field, message)) = self.fetch_policy().validate() {
+            return Err(format!("fetch.{field}: {message}"));
         }
         if l.max_heap_bytes < ajs::MIN_HEAP_BYTES {
             return Err(format!(
@@ -223,9 +238,22 @@ impl ServerConfig {
         Ok(())
     }
 
-    /// The options every run starts from: capabilities (built-in fetch client when domains are
-    /// set, the model client when configured), the fetch policy and the default limits.
+    /// The options a `serve` run starts from: [`ServerConfig::command_options`] with `serve`'s
+    /// own default timeout ([`SERVE_DEFAULT_TIMEOUT_MS`] unless `limits.defaultTimeoutMs`).
     pub fn base_options(&self) -> Options {
+        Options {
+            timeout_ms: self
+                .limits
+                .default_timeout_ms
+                .unwrap_or(SERVE_DEFAULT_TIMEOUT_MS),
+            ..self.command_options()
+        }
+    }
+
+    /// The options `ajs run` and `exec` start from: capabilities (built-in fetch client when
+    /// domains are set, the model client when configured), the fetch policy and the limits, with
+    /// the library's run timeout ([`ajs::DEFAULT_TIMEOUT_MS`]) unless `limits.defaultTimeoutMs`.
+    pub fn command_options(&self) -> Options {
         let mut caps = Capabilities::default();
         if let Some(m) = &self.model {
             let mut cfg = LlmConfig::new(&m.base_url, &m.model, m.api_key_env.as_deref());
@@ -236,18 +264,27 @@ impl ServerConfig {
         }
         Options {
             fuel: self.limits.default_fuel,
-            timeout_ms: self.limits.default_timeout_ms,
+            timeout_ms: self
+                .limits
+                .default_timeout_ms
+                .unwrap_or(ajs::DEFAULT_TIMEOUT_MS),
             max_source_bytes: self.limits.max_source_bytes,
             args_max_bytes: self.limits.args_max_bytes,
-            fetch_policy: Some(FetchPolicy {
-                domains: self.fetch.domains.clone(),
-                methods: self.fetch.methods.clone(),
-                headers: self.fetch.headers.clone(),
-            }),
+            fetch_policy: Some(self.fetch_policy()),
             capabilities: caps,
             max_parallel_items: self.limits.max_parallel_items,
             max_concurrent_calls: self.limits.max_concurrent_calls,
             ..Options::default()
+        }
+    }
+
+    /// The `httpFetch` policy of `fetch`.
+    pub fn fetch_policy(&self) -> FetchPolicy {
+        FetchPolicy {
+            domains: self.fetch.domains.clone(),
+            methods: self.fetch.methods.clone(),
+            headers: self.fetch.headers.clone(),
+            allow_addresses: self.fetch.allow_addresses.clone(),
         }
     }
 

@@ -266,3 +266,47 @@ fn a_closed_stdout_is_a_quiet_exit() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// Defaults and fetch entries of the configuration (`ajs_runner::config`), directly.
+mod configuration {
+
+    use ajs_runner::config::*;
+
+    #[test]
+    fn commands_use_the_library_timeout_and_serve_its_own() {
+        let c = ServerConfig::default();
+        assert_eq!(c.command_options().timeout_ms, ajs::DEFAULT_TIMEOUT_MS);
+        assert_eq!(ajs::DEFAULT_TIMEOUT_MS, 240_000);
+        assert_eq!(c.base_options().timeout_ms, SERVE_DEFAULT_TIMEOUT_MS);
+        assert_eq!(c.command_options().fuel, ajs::DEFAULT_FUEL);
+        let c = ServerConfig::parse(r#"{"limits": {"defaultTimeoutMs": 5000}}"#, false).unwrap();
+        assert_eq!(c.command_options().timeout_ms, 5000);
+        assert_eq!(c.base_options().timeout_ms, 5000);
+        assert!(ServerConfig::parse(r#"{"limits": {"defaultTimeoutMs": 0}}"#, false).is_err());
+    }
+
+    #[test]
+    fn fetch_entries_are_checked_when_the_configuration_loads() {
+        let e = ServerConfig::parse(
+            r#"{"fetch": {"domains": ["https://api.example.com"]}}"#,
+            false,
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with("fetch.domains: entry 'https://api.example.com' is a URL"),
+            "{e}"
+        );
+        let e =
+            ServerConfig::parse(r#"{"fetch": {"allowAddresses": ["10/8"]}}"#, false).unwrap_err();
+        assert!(e.starts_with("fetch.allowAddresses: range '10/8'"), "{e}");
+        let c = ServerConfig::parse(
+            r#"{"fetch": {"domains": ["api.example.com:8443", "*.example.org"], "allowAddresses": ["10.0.0.0/8"]}}"#,
+            false,
+        )
+        .unwrap();
+        assert_eq!(
+            c.fetch_policy().allow_addresses,
+            vec!["10.0.0.0/8".to_string()]
+        );
+    }
+}
