@@ -418,25 +418,25 @@ impl Lowerer<'_> {
                 ),
             );
         }
-        let mark = self.top;
-        let base = self.top;
-        for _ in 0..arity {
-            self.alloc(span)?;
-        }
-        for (i, a) in args.iter().enumerate() {
-            self.expr_to(a, base + i as u16)?;
-        }
-        self.emit(
-            Op::Call {
-                dst: Dst(dst),
-                func: Func(func),
-                base: Base(base),
-                argc: Count(arity as u8),
-            },
-            span,
-        );
-        self.top = mark;
-        Ok(true)
+        self.with_temps(|l| {
+            let base = l.top;
+            for _ in 0..arity {
+                l.alloc(span)?;
+            }
+            for (i, a) in args.iter().enumerate() {
+                l.expr_to(a, base + i as u16)?;
+            }
+            l.emit(
+                Op::Call {
+                    dst: Dst(dst),
+                    func: Func(func),
+                    base: Base(base),
+                    argc: Count(arity as u8),
+                },
+                span,
+            );
+            Ok(true)
+        })
     }
 }
 

@@ -72,17 +72,18 @@ impl<'o> Lowerer<'o> {
             return Ok(());
         }
         if name == "Error" {
-            let mark = self.top;
-            let r = match args.first() {
-                Some(a) => self.expr(a)?,
-                None => self.special(SpecialKey::Undef, span)?,
-            };
-            // remaining arguments are evaluated for their effects
-            for a in args.iter().skip(1) {
-                self.expr(a)?;
-            }
-            self.emit(Op::Throw { src: Src(r) }, span);
-            self.top = mark;
+            self.with_temps(|l| {
+                let r = match args.first() {
+                    Some(a) => l.expr(a)?,
+                    None => l.special(SpecialKey::Undef, span)?,
+                };
+                // remaining arguments are evaluated for their effects
+                for a in args.iter().skip(1) {
+                    l.expr(a)?;
+                }
+                l.emit(Op::Throw { src: Src(r) }, span);
+                Ok(())
+            })?;
             // keep the destination defined for the (unreachable) code that follows
             let _ = dst;
             return Ok(());
@@ -100,21 +101,21 @@ impl<'o> Lowerer<'o> {
                 );
             }
             let idx = self.atom_index(name, span)?;
-            let mark = self.top;
-            let r = match args.first() {
-                Some(a) => self.expr(a)?,
-                None => self.special(SpecialKey::Undef, span)?,
-            };
-            self.emit(
-                Op::CallAtom {
-                    dst: Dst(dst),
-                    atom: Atom(idx),
-                    arg: Src(r),
-                },
-                span,
-            );
-            self.top = mark;
-            return Ok(());
+            return self.with_temps(|l| {
+                let r = match args.first() {
+                    Some(a) => l.expr(a)?,
+                    None => l.special(SpecialKey::Undef, span)?,
+                };
+                l.emit(
+                    Op::CallAtom {
+                        dst: Dst(dst),
+                        atom: Atom(idx),
+                        arg: Src(r),
+                    },
+                    span,
+                );
+                Ok(())
+            });
         }
         if name == "parallel" {
             return self.parallel_call(args, dst, span);
@@ -160,15 +161,15 @@ impl<'o> Lowerer<'o> {
         if let Some(ns) = self.namespace(obj) {
             if ns == "Array" && m == "from" && args.len() == 2 {
                 // Array.from(x, cb): build the array, then map it with the callback inline
-                let mark = self.top;
-                let t = self.alloc(span)?;
-                let from = NativeId::ArrayFrom;
-                self.call_native(from, None, &args[..1], t, span)?;
-                self.callback_source = Some(t);
-                let r = self.callback_method(args[1], "map", false, &args[1..], dst, span);
-                self.callback_source = None;
-                self.top = mark;
-                return r.map(|_| ());
+                return self.with_temps(|l| {
+                    let t = l.alloc(span)?;
+                    let from = NativeId::ArrayFrom;
+                    l.call_native(from, None, &args[..1], t, span)?;
+                    l.callback_source = Some(t);
+                    let r = l.callback_method(args[1], "map", false, &args[1..], dst, span);
+                    l.callback_source = None;
+                    r.map(|_| ())
+                });
             }
             let native = match ns {
                 "Math" => match native_member("Math", m) {
@@ -218,14 +219,13 @@ impl<'o> Lowerer<'o> {
                 format!("Security Error: method '{m}' is not callable in AsyncJS"),
             );
         };
-        let mark = self.top;
-        let recv = self.expr(obj)?;
-        if optional {
-            self.chain_jump(recv, span);
-        }
-        let r = self.call_native(native, Some(recv), args, dst, span);
-        self.top = mark;
-        r
+        self.with_temps(|l| {
+            let recv = l.expr(obj)?;
+            if optional {
+                l.chain_jump(recv, span);
+            }
+            l.call_native(native, Some(recv), args, dst, span)
+        })
     }
 
     /// A regex literal: checked and translated now (decision 23: patterns that need
@@ -237,36 +237,36 @@ impl<'o> Lowerer<'o> {
         if let Err(m) = ajs_bytecode::natives::jsregex::translate(pattern, &flags) {
             return fail(span, m);
         }
-        let mark = self.top;
-        let base = self.alloc(span)?;
-        self.alloc(span)?;
-        let kp = self.str_const(pattern, span)?;
-        let kf = self.str_const(&flags, span)?;
-        self.emit(
-            Op::LoadConst {
-                dst: Dst(base),
-                k: Const(kp),
-            },
-            span,
-        );
-        self.emit(
-            Op::LoadConst {
-                dst: Dst(base + 1),
-                k: Const(kf),
-            },
-            span,
-        );
-        self.emit(
-            Op::CallNative {
-                dst: Dst(dst),
-                native: Native(NativeId::RegexNew.to_u16()),
-                base: Base(base),
-                argc: Count(2),
-            },
-            span,
-        );
-        self.top = mark;
-        Ok(())
+        self.with_temps(|l| {
+            let base = l.alloc(span)?;
+            l.alloc(span)?;
+            let kp = l.str_const(pattern, span)?;
+            let kf = l.str_const(&flags, span)?;
+            l.emit(
+                Op::LoadConst {
+                    dst: Dst(base),
+                    k: Const(kp),
+                },
+                span,
+            );
+            l.emit(
+                Op::LoadConst {
+                    dst: Dst(base + 1),
+                    k: Const(kf),
+                },
+                span,
+            );
+            l.emit(
+                Op::CallNative {
+                    dst: Dst(dst),
+                    native: Native(NativeId::RegexNew.to_u16()),
+                    base: Base(base),
+                    argc: Count(2),
+                },
+                span,
+            );
+            Ok(())
+        })
     }
 
     pub(super) fn call_native(
@@ -295,36 +295,36 @@ impl<'o> Lowerer<'o> {
                 format!("{} needs at least {} argument(s)", native.js_name(), min),
             );
         }
-        let mark = self.top;
-        let base = self.top;
-        for _ in 0..argc {
-            self.alloc(span)?;
-        }
-        let mut i = 0u16;
-        if let Some(r) = recv {
-            self.emit(
-                Op::Move {
-                    dst: Dst(base),
-                    src: Src(r),
+        self.with_temps(|l| {
+            let base = l.top;
+            for _ in 0..argc {
+                l.alloc(span)?;
+            }
+            let mut i = 0u16;
+            if let Some(r) = recv {
+                l.emit(
+                    Op::Move {
+                        dst: Dst(base),
+                        src: Src(r),
+                    },
+                    span,
+                );
+                i = 1;
+            }
+            for a in args {
+                l.expr_to(a, base + i)?;
+                i += 1;
+            }
+            l.emit(
+                Op::CallNative {
+                    dst: Dst(dst),
+                    native: Native(native.to_u16()),
+                    base: Base(base),
+                    argc: Count(argc as u8),
                 },
                 span,
             );
-            i = 1;
-        }
-        for a in args {
-            self.expr_to(a, base + i)?;
-            i += 1;
-        }
-        self.emit(
-            Op::CallNative {
-                dst: Dst(dst),
-                native: Native(native.to_u16()),
-                base: Base(base),
-                argc: Count(argc as u8),
-            },
-            span,
-        );
-        self.top = mark;
-        Ok(())
+            Ok(())
+        })
     }
 }

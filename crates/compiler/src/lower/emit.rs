@@ -64,11 +64,13 @@ impl<'o> Lowerer<'o> {
                 self.cond_jump(&u.argument, !when)
             }
             e => {
-                let (mark, start) = (self.top, self.here());
-                let c = self.expr(e)?;
-                let (jump, _) = self.emit_branch(c, mark, start, when, 0, e.span());
-                self.top = mark;
-                Ok(one_jump(jump))
+                let start = self.here();
+                self.with_temps(|l| {
+                    let mark = l.top;
+                    let c = l.expr(e)?;
+                    let (jump, _) = l.emit_branch(c, mark, start, when, 0, e.span());
+                    Ok(one_jump(jump))
+                })
             }
         }
     }

@@ -27,10 +27,7 @@ impl<'o> Lowerer<'o> {
     #[inline]
     pub(super) fn expr_general(&mut self, e: &Expression) -> R<u16> {
         let span = e.span();
-        self.enter(span)?;
-        let r = self.expr_inner(e, span);
-        self.depth -= 1;
-        r
+        self.nested(span, |l| l.expr_inner(e, span))
     }
 
     /// [`Self::expr`] of `e`, whose span is `span`.
@@ -90,10 +87,7 @@ impl<'o> Lowerer<'o> {
     /// [`Self::expr_to`] of `e`, whose span (found once by the caller and handed on: each
     /// `span()` is a call into oxc) is `span`.
     pub(super) fn expr_to_at(&mut self, e: &Expression, dst: u16, span: Span) -> R<()> {
-        self.enter(span)?;
-        let r = self.expr_to_inner(e, dst, span);
-        self.depth -= 1;
-        r
+        self.nested(span, |l| l.expr_to_inner(e, dst, span))
     }
 
     /// [`Self::expr_to`] of `e`, whose span is `span`, one level deeper already.
@@ -120,9 +114,9 @@ impl<'o> Lowerer<'o> {
             }
             Expression::ParenthesizedExpression(p) => self.expr_to(&p.expression, dst)?,
             Expression::BinaryExpression(b) => {
-                let mark = self.top;
-                let a = self.expr(&b.left)?;
-                let c = self.expr(&b.right)?;
+                self.with_temps(|l| {
+                let a = l.expr(&b.left)?;
+                let c = l.expr(&b.right)?;
                 let (a, c) = (Src(a), Src(c));
                 let op = match b.operator {
                     BinaryOperator::Addition => Op::Add { dst: d, a, b: c },
@@ -143,8 +137,9 @@ impl<'o> Lowerer<'o> {
                         return fail(span, format!("the '{}' operator is not supported in AJS", other.as_str()));
                     }
                 };
-                self.emit(op, span);
-                self.top = mark;
+                l.emit(op, span);
+                    Ok(())
+                })?;
             }
             Expression::PrivateInExpression(_) => return fail(span, "the 'in' operator is not supported in AJS"),
             Expression::LogicalExpression(l) => {
@@ -174,16 +169,17 @@ impl<'o> Lowerer<'o> {
                         return Ok(());
                     }
                 }
-                let mark = self.top;
+                self.with_temps(|l| {
                 let op = match u.operator {
-                    UnaryOperator::UnaryNegation => Op::Neg { dst: d, src: Src(self.expr(&u.argument)?) },
-                    UnaryOperator::UnaryPlus => Op::Pos { dst: d, src: Src(self.expr(&u.argument)?) },
-                    UnaryOperator::LogicalNot => Op::Not { dst: d, src: Src(self.expr(&u.argument)?) },
-                    UnaryOperator::Typeof => Op::TypeOf { dst: d, src: Src(self.expr(&u.argument)?) },
+                    UnaryOperator::UnaryNegation => Op::Neg { dst: d, src: Src(l.expr(&u.argument)?) },
+                    UnaryOperator::UnaryPlus => Op::Pos { dst: d, src: Src(l.expr(&u.argument)?) },
+                    UnaryOperator::LogicalNot => Op::Not { dst: d, src: Src(l.expr(&u.argument)?) },
+                    UnaryOperator::Typeof => Op::TypeOf { dst: d, src: Src(l.expr(&u.argument)?) },
                     other => return fail(span, format!("the '{}' operator is not supported in AJS", other.as_str())),
                 };
-                self.emit(op, span);
-                self.top = mark;
+                l.emit(op, span);
+                    Ok(())
+                })?;
             }
             Expression::TemplateLiteral(t) => self.template(t, dst)?,
             Expression::ArrayExpression(a) => self.array(a, dst)?,
@@ -194,14 +190,15 @@ impl<'o> Lowerer<'o> {
                     self.emit(Op::LoadConst { dst: d, k: Const(k) }, span);
                     return Ok(());
                 }
-                let mark = self.top;
-                let o = self.expr(&m.object)?;
+                self.with_temps(|l| {
+                let o = l.expr(&m.object)?;
                 if m.optional {
-                    self.chain_jump(o, span);
+                    l.chain_jump(o, span);
                 }
-                let key = self.str_const(m.property.name.as_str(), m.property.span)?;
-                self.emit(Op::GetProp { dst: d, obj: Src(o), key: Key(key) }, span);
-                self.top = mark;
+                let key = l.str_const(m.property.name.as_str(), m.property.span)?;
+                l.emit(Op::GetProp { dst: d, obj: Src(o), key: Key(key) }, span);
+                    Ok(())
+                })?;
             }
             Expression::ComputedMemberExpression(m) => {
                 if let Expression::StringLiteral(s) = m.expression.without_parentheses() {
@@ -211,22 +208,23 @@ impl<'o> Lowerer<'o> {
                         return Ok(());
                     }
                 }
-                let mark = self.top;
-                let o = self.expr(&m.object)?;
+                self.with_temps(|l| {
+                let o = l.expr(&m.object)?;
                 if m.optional {
-                    self.chain_jump(o, span);
+                    l.chain_jump(o, span);
                 }
                 match m.expression.without_parentheses() {
                     Expression::StringLiteral(s) => {
-                        let key = self.str_lit_const(s, s.span)?;
-                        self.emit(Op::GetProp { dst: d, obj: Src(o), key: Key(key) }, span);
+                        let key = l.str_lit_const(s, s.span)?;
+                        l.emit(Op::GetProp { dst: d, obj: Src(o), key: Key(key) }, span);
                     }
                     k => {
-                        let kr = self.expr(k)?;
-                        self.emit(Op::GetIndex { dst: d, obj: Src(o), key: Src(kr) }, span);
+                        let kr = l.expr(k)?;
+                        l.emit(Op::GetIndex { dst: d, obj: Src(o), key: Src(kr) }, span);
                     }
                 }
-                self.top = mark;
+                    Ok(())
+                })?;
             }
             Expression::PrivateFieldExpression(_) => return fail(span, "private fields are not supported in AJS"),
             Expression::CallExpression(c) => self.call(c, dst)?,
@@ -390,38 +388,38 @@ impl<'o> Lowerer<'o> {
             );
             return Ok(());
         }
-        let mark = self.top;
-        let base = self.top;
-        for _ in 0..parts.len() {
-            self.alloc(span)?;
-        }
-        for (i, p) in parts.into_iter().enumerate() {
-            let r = base + i as u16;
-            match p {
-                Ok(e) => self.expr_to(e, r)?,
-                Err((text, sp)) => {
-                    let k = self.str_const(text, sp)?;
-                    self.emit(
-                        Op::LoadConst {
-                            dst: Dst(r),
-                            k: Const(k),
-                        },
-                        sp,
-                    );
+        self.with_temps(|l| {
+            let base = l.top;
+            for _ in 0..parts.len() {
+                l.alloc(span)?;
+            }
+            for (i, p) in parts.into_iter().enumerate() {
+                let r = base + i as u16;
+                match p {
+                    Ok(e) => l.expr_to(e, r)?,
+                    Err((text, sp)) => {
+                        let k = l.str_const(text, sp)?;
+                        l.emit(
+                            Op::LoadConst {
+                                dst: Dst(r),
+                                k: Const(k),
+                            },
+                            sp,
+                        );
+                    }
                 }
             }
-        }
-        let count = self.top - base;
-        self.emit(
-            Op::Concat {
-                dst: Dst(dst),
-                base: Base(base),
-                count: Count(count as u8),
-            },
-            span,
-        );
-        self.top = mark;
-        Ok(())
+            let count = l.top - base;
+            l.emit(
+                Op::Concat {
+                    dst: Dst(dst),
+                    base: Base(base),
+                    count: Count(count as u8),
+                },
+                span,
+            );
+            Ok(())
+        })
     }
 
     pub(super) fn array(&mut self, a: &ArrayExpression, dst: u16) -> R<()> {
@@ -446,49 +444,50 @@ impl<'o> Lowerer<'o> {
             return Ok(());
         }
         for chunk in chunks {
-            let mark = self.top;
-            let base = self.top;
-            for _ in 0..chunk.len() {
-                self.alloc(span)?;
-            }
-            for (i, el) in chunk.iter().enumerate() {
-                let r = base + i as u16;
-                match el {
+            self.with_temps(|l| {
+                let base = l.top;
+                for _ in 0..chunk.len() {
+                    l.alloc(span)?;
+                }
+                for (i, el) in chunk.iter().enumerate() {
+                    let r = base + i as u16;
+                    match el {
                     ArrayExpressionElement::Elision(e) => {
-                        self.emit(Op::LoadUndef { dst: Dst(r) }, e.span)
+                        l.emit(Op::LoadUndef { dst: Dst(r) }, e.span)
                     }
                     ArrayExpressionElement::SpreadElement(s) => return fail(
                         s.span,
                         "spread (...) in array literals is not supported yet; use concat or push",
                     ),
                     el => match el.as_expression() {
-                        Some(e) => self.expr_to(e, r)?,
+                        Some(e) => l.expr_to(e, r)?,
                         None => return fail(span, "unsupported array element"),
                     },
                 }
-            }
-            let count = Count(chunk.len() as u8);
-            if first {
-                self.emit(
-                    Op::NewArray {
-                        dst: Dst(dst),
-                        base: Base(base),
-                        count,
-                    },
-                    span,
-                );
-                first = false;
-            } else {
-                self.emit(
-                    Op::ArrayAppend {
-                        arr: Src(dst),
-                        base: Base(base),
-                        count,
-                    },
-                    span,
-                );
-            }
-            self.top = mark;
+                }
+                let count = Count(chunk.len() as u8);
+                if first {
+                    l.emit(
+                        Op::NewArray {
+                            dst: Dst(dst),
+                            base: Base(base),
+                            count,
+                        },
+                        span,
+                    );
+                    first = false;
+                } else {
+                    l.emit(
+                        Op::ArrayAppend {
+                            arr: Src(dst),
+                            base: Base(base),
+                            count,
+                        },
+                        span,
+                    );
+                }
+                Ok(())
+            })?;
         }
         Ok(())
     }
@@ -499,16 +498,17 @@ impl<'o> Lowerer<'o> {
             let p = match p {
                 ObjectPropertyKind::ObjectProperty(p) => p,
                 ObjectPropertyKind::SpreadProperty(s) => {
-                    let mark = self.top;
-                    let v = self.expr(&s.argument)?;
-                    self.emit(
-                        Op::ObjectAssign {
-                            obj: Src(dst),
-                            src: Src(v),
-                        },
-                        s.span,
-                    );
-                    self.top = mark;
+                    self.with_temps(|l| {
+                        let v = l.expr(&s.argument)?;
+                        l.emit(
+                            Op::ObjectAssign {
+                                obj: Src(dst),
+                                src: Src(v),
+                            },
+                            s.span,
+                        );
+                        Ok(())
+                    })?;
                     continue;
                 }
             };
@@ -525,18 +525,19 @@ impl<'o> Lowerer<'o> {
                 let Some(ke) = p.key.as_expression() else {
                     return fail(p.key.span(), "unsupported computed key");
                 };
-                let mark = self.top;
-                let k = self.expr(ke)?;
-                let v = self.expr(&p.value)?;
-                self.emit(
-                    Op::InitIndex {
-                        obj: Src(dst),
-                        key: Src(k),
-                        val: Src(v),
-                    },
-                    p.span,
-                );
-                self.top = mark;
+                self.with_temps(|l| {
+                    let k = l.expr(ke)?;
+                    let v = l.expr(&p.value)?;
+                    l.emit(
+                        Op::InitIndex {
+                            obj: Src(dst),
+                            key: Src(k),
+                            val: Src(v),
+                        },
+                        p.span,
+                    );
+                    Ok(())
+                })?;
                 continue;
             }
             // a key written as a name or a plain string: no UTF-16 copy unless it is new
@@ -569,17 +570,18 @@ impl<'o> Lowerer<'o> {
                 }
                 self.str_const_units(key, p.key.span())?
             };
-            let mark = self.top;
-            let v = self.expr(&p.value)?;
-            self.emit(
-                Op::InitProp {
-                    obj: Src(dst),
-                    key: Key(k),
-                    val: Src(v),
-                },
-                p.span,
-            );
-            self.top = mark;
+            self.with_temps(|l| {
+                let v = l.expr(&p.value)?;
+                l.emit(
+                    Op::InitProp {
+                        obj: Src(dst),
+                        key: Key(k),
+                        val: Src(v),
+                    },
+                    p.span,
+                );
+                Ok(())
+            })?;
         }
         Ok(())
     }

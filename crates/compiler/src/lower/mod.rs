@@ -127,10 +127,11 @@ pub(crate) fn lower_expression(
 fn expression_program(src: &str, e: &Expression, opts: &CompileOptions) -> R<Program> {
     let mut l = Lowerer::new(opts);
     l.open_scope().is_top = true;
-    let mark = l.top;
-    let r = l.expr(e)?;
-    l.emit(Op::Return { src: Src(r) }, e.span());
-    l.top = mark;
+    l.with_temps(|l| {
+        let r = l.expr(e)?;
+        l.emit(Op::Return { src: Src(r) }, e.span());
+        Ok(())
+    })?;
     l.finish(src, "<eval>")
 }
 
@@ -240,6 +241,17 @@ impl<'o> Lowerer<'o> {
         self.helpers?.get(name)
     }
 
+    /// Runs `f` one nesting level deeper (refused past [`MAX_NESTING`] levels), and back out of
+    /// it on every path.
+    #[inline(always)]
+    fn nested<T>(&mut self, span: Span, f: impl FnOnce(&mut Self) -> R<T>) -> R<T> {
+        self.enter(span)?;
+        let r = f(self);
+        self.depth -= 1;
+        r
+    }
+
+    /// One nesting level deeper: refused past [`MAX_NESTING`] (see [`Self::nested`]).
     fn enter(&mut self, span: Span) -> R<()> {
         self.depth += 1;
         if self.depth > MAX_NESTING {

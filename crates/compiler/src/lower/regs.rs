@@ -62,6 +62,16 @@ impl SpecialKey {
 }
 
 impl<'o> Lowerer<'o> {
+    /// Runs `f`, then frees every temporary it allocated, on every path (`?` included). A
+    /// register that must outlive `f` is allocated before it.
+    #[inline(always)]
+    pub(super) fn with_temps<T>(&mut self, f: impl FnOnce(&mut Self) -> R<T>) -> R<T> {
+        let mark = self.top;
+        let r = f(self);
+        self.top = mark;
+        r
+    }
+
     /// A new temporary register (the next above `top`). Always inlined, its failure kept out of
     /// line: the call per temporary cost more than the allocation (~5 k instructions per
     /// compile of the 8 KB agent).

@@ -266,6 +266,35 @@ impl<'o> Lowerer<'o> {
         self.bufs.open_scope()
     }
 
+    /// Runs `f` in a new innermost scope, empty; then closes it and frees the registers its
+    /// variables and temporaries took, on every path.
+    #[inline(always)]
+    pub(super) fn in_scope<T>(&mut self, f: impl FnOnce(&mut Self) -> R<T>) -> R<T> {
+        self.with_temps(|l| {
+            l.open_scope();
+            let r = f(l);
+            l.pop_scope();
+            r
+        })
+    }
+
+    /// [`Self::in_scope`] in the scope of the block `stmts` (its let/const names pending), the
+    /// function body's outermost when `top`.
+    #[inline(always)]
+    pub(super) fn in_block_scope<T>(
+        &mut self,
+        stmts: &[Statement],
+        top: bool,
+        f: impl FnOnce(&mut Self) -> R<T>,
+    ) -> R<T> {
+        self.with_temps(|l| {
+            l.open_block_scope(stmts).is_top = top;
+            let r = f(l);
+            l.pop_scope();
+            r
+        })
+    }
+
     /// Closes the innermost scope, keeping its vectors for the next.
     pub(super) fn pop_scope(&mut self) {
         if let Some(k) = self.bufs.nscopes.checked_sub(1) {

@@ -4,22 +4,14 @@ use super::*;
 
 impl<'o> Lowerer<'o> {
     pub(super) fn block(&mut self, stmts: &[Statement], top: bool, _span: Span) -> R<()> {
-        let mark = self.top;
-        self.open_block_scope(stmts).is_top = top;
-        let r = stmts.iter().try_for_each(|s| self.stmt(s));
-        self.pop_scope();
-        self.top = mark;
-        r
+        self.in_block_scope(stmts, top, |l| stmts.iter().try_for_each(|s| l.stmt(s)))
     }
 
     /// Lowers statement `s`, one level deeper. (Its span is found once, here, and handed on:
     /// each `span()` is a call into oxc.)
     pub(super) fn stmt(&mut self, s: &Statement) -> R<()> {
         let span = s.span();
-        self.enter(span)?;
-        let r = self.stmt_inner(s, span);
-        self.depth -= 1;
-        r
+        self.nested(span, |l| l.stmt_inner(s, span))
     }
 
     /// [`Self::stmt`] of `s`, whose span is `span`.
@@ -28,10 +20,7 @@ impl<'o> Lowerer<'o> {
             Statement::EmptyStatement(_) => Ok(()),
             Statement::BlockStatement(b) => self.block(&b.body, false, b.span),
             Statement::ExpressionStatement(e) => {
-                let mark = self.top;
-                let r = self.expr_stmt(&e.expression);
-                self.top = mark;
-                r
+                self.with_temps(|l| l.expr_stmt(&e.expression))
             }
             Statement::VariableDeclaration(d) => self.var_decl(d),
             Statement::IfStatement(i) => {
@@ -57,22 +46,24 @@ impl<'o> Lowerer<'o> {
                 // again at the bottom, branching back to the body, when it is as short.
                 let start = self.here();
                 let logical = is_logical(&w.test);
-                let mark = self.top;
-                let (jf, c, test_end, cmp) = if logical {
-                    (self.cond_jump(&w.test, false)?, 0, 0, None)
-                } else {
-                    let c = self.expr(&w.test)?;
-                    let test_end = self.here();
-                    let (jf, cmp) = self.emit_branch(c, mark, start, false, 0, w.test.span());
-                    (one_jump(jf), c, test_end, cmp)
-                };
+                // (the test's temporaries are free in the body: the copy at the bottom remakes `c`)
+                let (jf, c, test_end, cmp) = self.with_temps(|l| {
+                    let mark = l.top;
+                    Ok(if logical {
+                        (l.cond_jump(&w.test, false)?, 0, 0, None)
+                    } else {
+                        let c = l.expr(&w.test)?;
+                        let test_end = l.here();
+                        let (jf, cmp) = l.emit_branch(c, mark, start, false, 0, w.test.span());
+                        (one_jump(jf), c, test_end, cmp)
+                    })
+                })?;
                 let test_len = self.here() - start;
                 // (a fused test's comparison is not copied: it is fused again at the bottom)
                 let (copied_end, cmp_span) = match cmp {
                     Some(_) => (test_end - 1, self.bufs.code[jf[0]].1),
                     None => (test_end, 0),
                 };
-                self.top = mark;
                 let body = self.here();
                 self.loops.push(LoopCtx { breaks: Vec::new(), continues: Vec::new(), try_depth: self.try_depth });
                 let r = self.sub_stmt(&w.body);
@@ -140,20 +131,17 @@ impl<'o> Lowerer<'o> {
                 Ok(())
             }
             Statement::ReturnStatement(r) if !self.callbacks.is_empty() => {
-                let mark = self.top;
-                let res = self.callback_return(r.argument.as_ref(), span);
-                self.top = mark;
-                res
+                self.with_temps(|l| l.callback_return(r.argument.as_ref(), span))
             }
             Statement::ReturnStatement(r) => {
-                let mark = self.top;
+                self.with_temps(|l| {
                 let reg = match &r.argument {
-                    Some(e) => self.expr(e)?,
-                    None => self.special(SpecialKey::Undef, span)?,
+                    Some(e) => l.expr(e)?,
+                    None => l.special(SpecialKey::Undef, span)?,
                 };
-                self.emit(Op::Return { src: Src(reg) }, span);
-                self.top = mark;
-                Ok(())
+                l.emit(Op::Return { src: Src(reg) }, span);
+                    Ok(())
+                })
             }
             Statement::TryStatement(t) => self.try_stmt(t),
             Statement::ForStatement(_) => fail(span, format!("Unsupported statement type: ForStatement. {FOR_MSG}")),
@@ -203,12 +191,7 @@ impl<'o> Lowerer<'o> {
 
     /// A statement in a position that is not a block of its own (if/while bodies).
     pub(super) fn sub_stmt(&mut self, s: &Statement) -> R<()> {
-        let mark = self.top;
-        self.open_scope();
-        let r = self.stmt(s);
-        self.pop_scope();
-        self.top = mark;
-        r
+        self.in_scope(|l| l.stmt(s))
     }
 
     pub(super) fn var_decl(&mut self, d: &VariableDeclaration) -> R<()> {
@@ -245,18 +228,19 @@ impl<'o> Lowerer<'o> {
             let name = b.name.as_str();
             let probe = Probe::new(name);
             let reg = self.declare(probe, b.span)?;
-            let mark = self.top;
-            match &decl.init {
-                Some(init) => self.expr_to(init, reg)?,
-                None if is_const => {
-                    return fail(
-                        decl.span,
-                        format!("Missing initializer in const declaration '{name}'"),
-                    )
+            self.with_temps(|l| {
+                match &decl.init {
+                    Some(init) => l.expr_to(init, reg)?,
+                    None if is_const => {
+                        return fail(
+                            decl.span,
+                            format!("Missing initializer in const declaration '{name}'"),
+                        )
+                    }
+                    None => l.emit(Op::LoadUndef { dst: Dst(reg) }, decl.span),
                 }
-                None => self.emit(Op::LoadUndef { dst: Dst(reg) }, decl.span),
-            }
-            self.top = mark;
+                Ok(())
+            })?;
             self.bind(probe, reg, is_const);
         }
         Ok(())
@@ -281,9 +265,7 @@ impl<'o> Lowerer<'o> {
         let jend = self.emit_jump(Op::Jump { target: Target(0) }, t.block.span);
         self.patch_here(enter);
         // the catch body scope holds the catch parameter
-        let mark = self.top;
-        self.open_block_scope(&handler.body.body);
-        let r = (|| {
+        self.in_block_scope(&handler.body.body, false, |l| {
             match &handler.param {
                 Some(p) => {
                     let BindingPattern::BindingIdentifier(b) = &p.pattern else {
@@ -291,20 +273,17 @@ impl<'o> Lowerer<'o> {
                     };
                     let name = b.name.as_str();
                     let probe = Probe::new(name);
-                    let reg = self.declare(probe, b.span)?;
-                    self.emit(Op::Catch { dst: Dst(reg) }, handler.span);
-                    self.bind(probe, reg, false);
+                    let reg = l.declare(probe, b.span)?;
+                    l.emit(Op::Catch { dst: Dst(reg) }, handler.span);
+                    l.bind(probe, reg, false);
                 }
                 None => {
-                    let reg = self.alloc(handler.span)?;
-                    self.emit(Op::Catch { dst: Dst(reg) }, handler.span);
+                    let reg = l.alloc(handler.span)?;
+                    l.emit(Op::Catch { dst: Dst(reg) }, handler.span);
                 }
             }
-            handler.body.body.iter().try_for_each(|s| self.stmt(s))
-        })();
-        self.pop_scope();
-        self.top = mark;
-        r?;
+            handler.body.body.iter().try_for_each(|s| l.stmt(s))
+        })?;
         self.patch_here(jend);
         Ok(())
     }
@@ -413,13 +392,13 @@ impl<'o> Lowerer<'o> {
                         format!("the '{}' operator is not supported in AJS", op.as_str()),
                     );
                 };
-                let mark = self.top;
-                let r = self.expr(rhs)?;
-                if let Some(o) = arith(Dst(reg), Src(reg), Src(r)) {
-                    self.emit(o, a.span);
-                }
-                self.top = mark;
-                Ok(())
+                self.with_temps(|l| {
+                    let r = l.expr(rhs)?;
+                    if let Some(o) = arith(Dst(reg), Src(reg), Src(r)) {
+                        l.emit(o, a.span);
+                    }
+                    Ok(())
+                })
             }
         }
     }
@@ -441,22 +420,22 @@ impl<'o> Lowerer<'o> {
                 | Expression::ComputedMemberExpression(_)
                 | Expression::CallExpression(_)
         );
-        let mark = self.top;
-        if direct {
-            self.expr_to(e, reg)?;
-        } else {
-            let t = self.alloc(e.span())?;
-            self.expr_to(e, t)?;
-            self.emit(
-                Op::Move {
-                    dst: Dst(reg),
-                    src: Src(t),
-                },
-                e.span(),
-            );
-        }
-        self.top = mark;
-        Ok(())
+        self.with_temps(|l| {
+            if direct {
+                l.expr_to(e, reg)?;
+            } else {
+                let t = l.alloc(e.span())?;
+                l.expr_to(e, t)?;
+                l.emit(
+                    Op::Move {
+                        dst: Dst(reg),
+                        src: Src(t),
+                    },
+                    e.span(),
+                );
+            }
+            Ok(())
+        })
     }
 
     pub(super) fn update(&mut self, u: &UpdateExpression) -> R<()> {
