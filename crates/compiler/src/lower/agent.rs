@@ -235,7 +235,7 @@ fn agent_program(
                 };
                 let skip = l.emit_jump(
                     Op::JumpIfNotNullish {
-                        src: Src(reg),
+                        src: reg.src(),
                         target: Target(0),
                     },
                     p.span,
@@ -250,8 +250,8 @@ fn agent_program(
         l.block(&fbody.statements, true, fbody.span)?;
         let end = Span::new(fbody.span.end.saturating_sub(1), fbody.span.end);
         let u = l.alloc(end)?;
-        l.emit(Op::LoadUndef { dst: Dst(u) }, end);
-        l.emit(Op::Return { src: Src(u) }, end);
+        l.emit(Op::LoadUndef { dst: u.dst() }, end);
+        l.emit(Op::Return { src: u.src() }, end);
         let reuse = Reuse::from(&mut spare);
         let (function, pos) = l.finish_function(&mut cursor, name, reuse)?;
         functions.push(function);
@@ -403,7 +403,7 @@ impl Lowerer<'_> {
         &mut self,
         name: &str,
         args: &[&Expression],
-        dst: u16,
+        dst: Reg,
         span: Span,
     ) -> R<bool> {
         let Some((func, arity)) = self.helper(name) else {
@@ -419,18 +419,18 @@ impl Lowerer<'_> {
             );
         }
         self.with_temps(|l| {
-            let base = l.top;
+            let base = l.next_temp();
             for _ in 0..arity {
                 l.alloc(span)?;
             }
             for (i, a) in args.iter().enumerate() {
-                l.expr_to(a, base + i as u16)?;
+                l.expr_to(a, base.plus(i))?;
             }
             l.emit(
                 Op::Call {
-                    dst: Dst(dst),
+                    dst: dst.dst(),
                     func: Func(func),
-                    base: Base(base),
+                    base: base.base(),
                     argc: Count(arity as u8),
                 },
                 span,

@@ -40,7 +40,7 @@ pub(crate) struct Buffers {
     /// The register of each constant loaded so far in this function, by constant index (kept
     /// between the functions of a program: [`Lowerer::finish_function`] empties the slots it
     /// set, so a later function does not resize a table by the whole pool).
-    pub(super) const_regs: Vec<Option<u16>>,
+    pub(super) const_regs: Vec<Option<Reg>>,
 }
 
 thread_local! {

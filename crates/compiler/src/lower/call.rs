@@ -5,7 +5,7 @@ use super::*;
 impl<'o> Lowerer<'o> {
     // ---------------------------------------------------------------- calls
 
-    pub(super) fn call(&mut self, c: &CallExpression, dst: u16) -> R<()> {
+    pub(super) fn call(&mut self, c: &CallExpression, dst: Reg) -> R<()> {
         let span = c.span;
         if c.arguments
             .iter()
@@ -40,22 +40,22 @@ impl<'o> Lowerer<'o> {
     }
 
     /// The index of `name` in the program's atom table (added on first use).
-    pub(super) fn atom_index(&mut self, name: &str, span: Span) -> R<u16> {
+    pub(super) fn atom_index(&mut self, name: &str, span: Span) -> R<AtomIdx> {
         if let Some(i) = self.atoms.iter().position(|a| a == name) {
-            return Ok(i as u16);
+            return Ok(AtomIdx(i as u16));
         }
         if self.atoms.len() >= u16::MAX as usize {
             return fail(span, "too many atoms");
         }
         self.atoms.push(name.to_string());
-        Ok((self.atoms.len() - 1) as u16)
+        Ok(AtomIdx((self.atoms.len() - 1) as u16))
     }
 
     pub(super) fn call_name(
         &mut self,
         id: &IdentifierReference,
         args: &[&Expression],
-        dst: u16,
+        dst: Reg,
         span: Span,
     ) -> R<()> {
         let name = id.name.as_str();
@@ -81,7 +81,7 @@ impl<'o> Lowerer<'o> {
                 for a in args.iter().skip(1) {
                     l.expr(a)?;
                 }
-                l.emit(Op::Throw { src: Src(r) }, span);
+                l.emit(Op::Throw { src: r.src() }, span);
                 Ok(())
             })?;
             // keep the destination defined for the (unreachable) code that follows
@@ -108,9 +108,9 @@ impl<'o> Lowerer<'o> {
                 };
                 l.emit(
                     Op::CallAtom {
-                        dst: Dst(dst),
-                        atom: Atom(idx),
-                        arg: Src(r),
+                        dst: dst.dst(),
+                        atom: idx.atom(),
+                        arg: r.src(),
                     },
                     span,
                 );
@@ -155,7 +155,7 @@ impl<'o> Lowerer<'o> {
         m: &str,
         optional: bool,
         args: &[&Expression],
-        dst: u16,
+        dst: Reg,
         span: Span,
     ) -> R<()> {
         if let Some(ns) = self.namespace(obj) {
@@ -230,7 +230,7 @@ impl<'o> Lowerer<'o> {
 
     /// A regex literal: checked and translated now (decision 23: patterns that need
     /// backtracking are compile errors), built at run time by the `%regex` native.
-    pub(super) fn regex_literal(&mut self, r: &RegExpLiteral, dst: u16) -> R<()> {
+    pub(super) fn regex_literal(&mut self, r: &RegExpLiteral, dst: Reg) -> R<()> {
         let span = r.span;
         let pattern = r.regex.pattern.text.as_str();
         let flags = r.regex.flags.to_string();
@@ -244,23 +244,23 @@ impl<'o> Lowerer<'o> {
             let kf = l.str_const(&flags, span)?;
             l.emit(
                 Op::LoadConst {
-                    dst: Dst(base),
-                    k: Const(kp),
+                    dst: base.dst(),
+                    k: kp.constant(),
                 },
                 span,
             );
             l.emit(
                 Op::LoadConst {
-                    dst: Dst(base + 1),
-                    k: Const(kf),
+                    dst: base.plus(1).dst(),
+                    k: kf.constant(),
                 },
                 span,
             );
             l.emit(
                 Op::CallNative {
-                    dst: Dst(dst),
+                    dst: dst.dst(),
                     native: Native(NativeId::RegexNew.to_u16()),
-                    base: Base(base),
+                    base: base.base(),
                     argc: Count(2),
                 },
                 span,
@@ -272,9 +272,9 @@ impl<'o> Lowerer<'o> {
     pub(super) fn call_native(
         &mut self,
         native: NativeId,
-        recv: Option<u16>,
+        recv: Option<Reg>,
         args: &[&Expression],
-        dst: u16,
+        dst: Reg,
         span: Span,
     ) -> R<()> {
         let argc = args.len() + usize::from(recv.is_some());
@@ -296,30 +296,30 @@ impl<'o> Lowerer<'o> {
             );
         }
         self.with_temps(|l| {
-            let base = l.top;
+            let base = l.next_temp();
             for _ in 0..argc {
                 l.alloc(span)?;
             }
-            let mut i = 0u16;
+            let mut i = 0;
             if let Some(r) = recv {
                 l.emit(
                     Op::Move {
-                        dst: Dst(base),
-                        src: Src(r),
+                        dst: base.dst(),
+                        src: r.src(),
                     },
                     span,
                 );
                 i = 1;
             }
             for a in args {
-                l.expr_to(a, base + i)?;
+                l.expr_to(a, base.plus(i))?;
                 i += 1;
             }
             l.emit(
                 Op::CallNative {
-                    dst: Dst(dst),
+                    dst: dst.dst(),
                     native: Native(native.to_u16()),
-                    base: Base(base),
+                    base: base.base(),
                     argc: Count(argc as u8),
                 },
                 span,

@@ -33,7 +33,7 @@ fn unsupported_callback_method(m: &str) -> Option<&'static str> {
 /// State of the callback body being lowered.
 pub(super) struct CallbackCtx {
     /// Register receiving the callback's value.
-    result: u16,
+    result: Reg,
     /// `return` jumps to patch to the end of the body.
     exits: Vec<usize>,
     /// `try` depth when the body started.
@@ -53,7 +53,7 @@ impl Lowerer<'_> {
         m: &str,
         optional: bool,
         args: &[&Expression],
-        dst: u16,
+        dst: Reg,
         span: Span,
     ) -> R<bool> {
         if (m == "sort" || m == "toSorted") && !args.is_empty() {
@@ -112,8 +112,8 @@ impl Lowerer<'_> {
                 // `Array.from(x, cb)`: the array was built already
                 Some(r) => l.emit(
                     Op::Move {
-                        dst: Dst(recv),
-                        src: Src(r),
+                        dst: recv.dst(),
+                        src: r.src(),
                     },
                     span,
                 ),
@@ -128,9 +128,9 @@ impl Lowerer<'_> {
             let name = l.str_const(m, span)?;
             l.emit(
                 Op::ArrayLen {
-                    dst: Dst(len),
-                    arr: Src(recv),
-                    method: Key(name),
+                    dst: len.dst(),
+                    arr: recv.src(),
+                    method: name.key(),
                 },
                 span,
             );
@@ -145,7 +145,7 @@ impl Lowerer<'_> {
             match m {
                 "map" | "filter" | "flatMap" => l.emit(
                     Op::NewArray {
-                        dst: Dst(acc),
+                        dst: acc.dst(),
                         base: Base(0),
                         count: Count(0),
                     },
@@ -155,32 +155,32 @@ impl Lowerer<'_> {
                     let k = l.num_const(-1.0, span)?;
                     l.emit(
                         Op::LoadConst {
-                            dst: Dst(acc),
-                            k: Const(k),
+                            dst: acc.dst(),
+                            k: k.constant(),
                         },
                         span,
                     );
                 }
-                "some" => l.emit(Op::LoadFalse { dst: Dst(acc) }, span),
-                "every" => l.emit(Op::LoadTrue { dst: Dst(acc) }, span),
-                "find" | "findLast" | "forEach" => l.emit(Op::LoadUndef { dst: Dst(acc) }, span),
+                "some" => l.emit(Op::LoadFalse { dst: acc.dst() }, span),
+                "every" => l.emit(Op::LoadTrue { dst: acc.dst() }, span),
+                "find" | "findLast" | "forEach" => l.emit(Op::LoadUndef { dst: acc.dst() }, span),
                 _ => {}
             }
             // start index
             if backwards {
                 l.emit(
                     Op::Sub {
-                        dst: Dst(i),
-                        a: Src(len),
-                        b: Src(one),
+                        dst: i.dst(),
+                        a: len.src(),
+                        b: one.src(),
                     },
                     span,
                 );
             } else {
                 l.emit(
                     Op::Move {
-                        dst: Dst(i),
-                        src: Src(zero),
+                        dst: i.dst(),
+                        src: zero.src(),
                     },
                     span,
                 );
@@ -192,7 +192,7 @@ impl Lowerer<'_> {
                     // no initial value: the first element is the accumulator (TypeError when empty)
                     let ok = l.emit_jump(
                         Op::JumpIfTrue {
-                            cond: Src(len),
+                            cond: len.src(),
                             target: Target(0),
                         },
                         span,
@@ -200,18 +200,18 @@ impl Lowerer<'_> {
                     let msg = l.str_const("Reduce of empty array with no initial value", span)?;
                     l.emit(
                         Op::LoadConst {
-                            dst: Dst(cond),
-                            k: Const(msg),
+                            dst: cond.dst(),
+                            k: msg.constant(),
                         },
                         span,
                     );
-                    l.emit(Op::Throw { src: Src(cond) }, span);
+                    l.emit(Op::Throw { src: cond.src() }, span);
                     l.patch_here(ok);
                     l.emit(
                         Op::GetIndex {
-                            dst: Dst(acc),
-                            obj: Src(recv),
-                            key: Src(i),
+                            dst: acc.dst(),
+                            obj: recv.src(),
+                            key: i.src(),
                         },
                         span,
                     );
@@ -222,23 +222,23 @@ impl Lowerer<'_> {
             let start = l.here();
             let test = if backwards {
                 Op::Ge {
-                    dst: Dst(cond),
-                    a: Src(i),
-                    b: Src(zero),
+                    dst: cond.dst(),
+                    a: i.src(),
+                    b: zero.src(),
                 }
             } else {
                 Op::Lt {
-                    dst: Dst(cond),
-                    a: Src(i),
-                    b: Src(len),
+                    dst: cond.dst(),
+                    a: i.src(),
+                    b: len.src(),
                 }
             };
             let exit = l.emit_test(test, false, span);
             l.emit(
                 Op::GetIndex {
-                    dst: Dst(elem),
-                    obj: Src(recv),
-                    key: Src(i),
+                    dst: elem.dst(),
+                    obj: recv.src(),
+                    key: i.src(),
                 },
                 span,
             );
@@ -259,24 +259,24 @@ impl Lowerer<'_> {
                         Some(n) => {
                             l.emit(
                                 Op::CallNative {
-                                    dst: Dst(cond),
+                                    dst: cond.dst(),
                                     native: Native(n.to_u16()),
-                                    base: Base(value),
+                                    base: value.base(),
                                     argc: Count(1),
                                 },
                                 span,
                             );
                             let plain = l.emit_jump(
                                 Op::JumpIfFalse {
-                                    cond: Src(cond),
+                                    cond: cond.src(),
                                     target: Target(0),
                                 },
                                 span,
                             );
                             l.emit(
                                 Op::ArrayExtend {
-                                    arr: Src(acc),
-                                    src: Src(value),
+                                    arr: acc.src(),
+                                    src: value.src(),
                                 },
                                 span,
                             );
@@ -291,7 +291,7 @@ impl Lowerer<'_> {
                 "filter" => {
                     let skip = l.emit_jump(
                         Op::JumpIfFalse {
-                            cond: Src(value),
+                            cond: value.src(),
                             target: Target(0),
                         },
                         span,
@@ -302,7 +302,7 @@ impl Lowerer<'_> {
                 "find" | "findLast" | "findIndex" | "findLastIndex" | "some" => {
                     let skip = l.emit_jump(
                         Op::JumpIfFalse {
-                            cond: Src(value),
+                            cond: value.src(),
                             target: Target(0),
                         },
                         span,
@@ -310,19 +310,19 @@ impl Lowerer<'_> {
                     match m {
                         "find" | "findLast" => l.emit(
                             Op::Move {
-                                dst: Dst(acc),
-                                src: Src(elem),
+                                dst: acc.dst(),
+                                src: elem.src(),
                             },
                             span,
                         ),
                         "findIndex" | "findLastIndex" => l.emit(
                             Op::Move {
-                                dst: Dst(acc),
-                                src: Src(i),
+                                dst: acc.dst(),
+                                src: i.src(),
                             },
                             span,
                         ),
-                        _ => l.emit(Op::LoadTrue { dst: Dst(acc) }, span),
+                        _ => l.emit(Op::LoadTrue { dst: acc.dst() }, span),
                     }
                     early_exit = Some(l.emit_jump(Op::Jump { target: Target(0) }, span));
                     l.patch_here(skip);
@@ -330,19 +330,19 @@ impl Lowerer<'_> {
                 "every" => {
                     let skip = l.emit_jump(
                         Op::JumpIfTrue {
-                            cond: Src(value),
+                            cond: value.src(),
                             target: Target(0),
                         },
                         span,
                     );
-                    l.emit(Op::LoadFalse { dst: Dst(acc) }, span);
+                    l.emit(Op::LoadFalse { dst: acc.dst() }, span);
                     early_exit = Some(l.emit_jump(Op::Jump { target: Target(0) }, span));
                     l.patch_here(skip);
                 }
                 "reduce" | "reduceRight" => l.emit(
                     Op::Move {
-                        dst: Dst(acc),
-                        src: Src(value),
+                        dst: acc.dst(),
+                        src: value.src(),
                     },
                     span,
                 ),
@@ -361,8 +361,8 @@ impl Lowerer<'_> {
             }
             l.emit(
                 Op::Move {
-                    dst: Dst(dst),
-                    src: Src(acc),
+                    dst: dst.dst(),
+                    src: acc.src(),
                 },
                 span,
             );
@@ -371,8 +371,8 @@ impl Lowerer<'_> {
     }
 
     /// `i = i + 1`, or `i = i - 1` when walking backwards.
-    fn step_index(&mut self, i: u16, one: u16, backwards: bool, span: Span) {
-        let (dst, a, b) = (Dst(i), Src(i), Src(one));
+    fn step_index(&mut self, i: Reg, one: Reg, backwards: bool, span: Span) {
+        let (dst, a, b) = (i.dst(), i.src(), one.src());
         let op = if backwards {
             Op::Sub { dst, a, b }
         } else {
@@ -381,7 +381,7 @@ impl Lowerer<'_> {
         self.emit(op, span);
     }
 
-    fn push(&mut self, arr: u16, val: u16, span: Span) {
+    fn push(&mut self, arr: Reg, val: Reg, span: Span) {
         // `.push(arr, val)` needs the two in consecutive registers
         // (no register left: nothing is emitted)
         let _ = self.with_temps(|l| {
@@ -389,23 +389,23 @@ impl Lowerer<'_> {
             let b = l.alloc(span)?;
             l.emit(
                 Op::Move {
-                    dst: Dst(a),
-                    src: Src(arr),
+                    dst: a.dst(),
+                    src: arr.src(),
                 },
                 span,
             );
             l.emit(
                 Op::Move {
-                    dst: Dst(b),
-                    src: Src(val),
+                    dst: b.dst(),
+                    src: val.src(),
                 },
                 span,
             );
             l.emit(
                 Op::CallNative {
-                    dst: Dst(a),
+                    dst: a.dst(),
                     native: Native(NativeId::Push.to_u16()),
-                    base: Base(a),
+                    base: a.base(),
                     argc: Count(2),
                 },
                 span,
@@ -418,8 +418,8 @@ impl Lowerer<'_> {
     fn callback_body(
         &mut self,
         cb: &ArrowFunctionExpression,
-        sources: &[u16],
-        value: u16,
+        sources: &[Reg],
+        value: Reg,
         par: bool,
     ) -> R<()> {
         self.in_scope(|l| {
@@ -436,12 +436,12 @@ impl Lowerer<'_> {
                         match src {
                             Some(s) => l.emit(
                                 Op::Move {
-                                    dst: Dst(reg),
-                                    src: Src(s),
+                                    dst: reg.dst(),
+                                    src: s.src(),
                                 },
                                 b.span,
                             ),
-                            None => l.emit(Op::LoadUndef { dst: Dst(reg) }, b.span),
+                            None => l.emit(Op::LoadUndef { dst: reg.dst() }, b.span),
                         }
                         l.bind(probe, reg, false);
                     }
@@ -455,7 +455,7 @@ impl Lowerer<'_> {
                         };
                         let mut names = Vec::new();
                         Self::pattern_names(pattern, &mut names)?;
-                        let mut regs: Vec<(String, u16)> = Vec::with_capacity(names.len());
+                        let mut regs: Vec<(String, Reg)> = Vec::with_capacity(names.len());
                         for (name, nspan) in names {
                             let reg = l.declare(Probe::new(name), nspan)?;
                             regs.push((name.to_string(), reg));
@@ -474,7 +474,7 @@ impl Lowerer<'_> {
                 Some(e) => l.expr_to(e, value),
                 _ => {
                     let body = cb.body.as_function_body();
-                    l.emit(Op::LoadUndef { dst: Dst(value) }, cb.span);
+                    l.emit(Op::LoadUndef { dst: value.dst() }, cb.span);
                     l.callbacks.push(CallbackCtx {
                         result: value,
                         exits: Vec::new(),
@@ -488,7 +488,7 @@ impl Lowerer<'_> {
                     };
                     if par && r.is_ok() {
                         // falling off the end: the item is undefined
-                        l.emit(Op::ParValue { src: Src(value) }, cb.span);
+                        l.emit(Op::ParValue { src: value.src() }, cb.span);
                     }
                     if let Some(ctx) = l.callbacks.pop() {
                         for j in ctx.exits {
@@ -515,10 +515,10 @@ impl Lowerer<'_> {
         match arg {
             Some(e) if par => self.parallel_item(e)?,
             Some(e) => self.expr_to(e, result)?,
-            None => self.emit(Op::LoadUndef { dst: Dst(result) }, span),
+            None => self.emit(Op::LoadUndef { dst: result.dst() }, span),
         }
         if par && arg.is_none() {
-            self.emit(Op::ParValue { src: Src(result) }, span);
+            self.emit(Op::ParValue { src: result.src() }, span);
         }
         for _ in depth..self.try_depth {
             self.emit(Op::TryExit {}, span);
@@ -564,7 +564,7 @@ impl Lowerer<'_> {
         m: &str,
         optional: bool,
         args: &[&Expression],
-        dst: u16,
+        dst: Reg,
         span: Span,
     ) -> R<()> {
         let Some(Expression::ArrowFunctionExpression(cb)) =
@@ -597,13 +597,13 @@ impl Lowerer<'_> {
             let name = l.str_const(m, span)?;
             l.emit(
                 Op::ArrayLen {
-                    dst: Dst(n),
-                    arr: Src(recv),
-                    method: Key(name),
+                    dst: n.dst(),
+                    arr: recv.src(),
+                    method: name.key(),
                 },
                 span,
             );
-            let mut r = [0u16; 12];
+            let mut r = [Reg(0); 12];
             for slot in r.iter_mut() {
                 *slot = l.alloc(span)?;
             }
@@ -613,7 +613,7 @@ impl Lowerer<'_> {
             // a = [...recv]
             l.emit(
                 Op::NewArray {
-                    dst: Dst(a),
+                    dst: a.dst(),
                     base: Base(0),
                     count: Count(0),
                 },
@@ -621,15 +621,15 @@ impl Lowerer<'_> {
             );
             l.emit(
                 Op::ArrayExtend {
-                    arr: Src(a),
-                    src: Src(recv),
+                    arr: a.src(),
+                    src: recv.src(),
                 },
                 span,
             );
             l.emit(
                 Op::Move {
-                    dst: Dst(width),
-                    src: Src(one),
+                    dst: width.dst(),
+                    src: one.src(),
                 },
                 span,
             );
@@ -637,16 +637,16 @@ impl Lowerer<'_> {
             let outer = l.here();
             let outer_exit = l.emit_test(
                 Op::Lt {
-                    dst: Dst(c),
-                    a: Src(width),
-                    b: Src(n),
+                    dst: c.dst(),
+                    a: width.src(),
+                    b: n.src(),
                 },
                 false,
                 span,
             );
             l.emit(
                 Op::NewArray {
-                    dst: Dst(b),
+                    dst: b.dst(),
                     base: Base(0),
                     count: Count(0),
                 },
@@ -654,8 +654,8 @@ impl Lowerer<'_> {
             );
             l.emit(
                 Op::Move {
-                    dst: Dst(lo),
-                    src: Src(zero),
+                    dst: lo.dst(),
+                    src: zero.src(),
                 },
                 span,
             );
@@ -663,9 +663,9 @@ impl Lowerer<'_> {
             let runs = l.here();
             let runs_exit = l.emit_test(
                 Op::Lt {
-                    dst: Dst(c),
-                    a: Src(lo),
-                    b: Src(n),
+                    dst: c.dst(),
+                    a: lo.src(),
+                    b: n.src(),
                 },
                 false,
                 span,
@@ -673,25 +673,25 @@ impl Lowerer<'_> {
             for (to, from) in [(mid, lo), (hi, mid)] {
                 l.emit(
                     Op::Add {
-                        dst: Dst(to),
-                        a: Src(from),
-                        b: Src(width),
+                        dst: to.dst(),
+                        a: from.src(),
+                        b: width.src(),
                     },
                     span,
                 );
                 let ok = l.emit_test(
                     Op::Gt {
-                        dst: Dst(c),
-                        a: Src(to),
-                        b: Src(n),
+                        dst: c.dst(),
+                        a: to.src(),
+                        b: n.src(),
                     },
                     false,
                     span,
                 );
                 l.emit(
                     Op::Move {
-                        dst: Dst(to),
-                        src: Src(n),
+                        dst: to.dst(),
+                        src: n.src(),
                     },
                     span,
                 );
@@ -699,50 +699,50 @@ impl Lowerer<'_> {
             }
             l.emit(
                 Op::Move {
-                    dst: Dst(i),
-                    src: Src(lo),
+                    dst: i.dst(),
+                    src: lo.src(),
                 },
                 span,
             );
             l.emit(
                 Op::Move {
-                    dst: Dst(j),
-                    src: Src(mid),
+                    dst: j.dst(),
+                    src: mid.src(),
                 },
                 span,
             );
             let merge = l.here();
             let m_exit1 = l.emit_test(
                 Op::Lt {
-                    dst: Dst(c),
-                    a: Src(i),
-                    b: Src(mid),
+                    dst: c.dst(),
+                    a: i.src(),
+                    b: mid.src(),
                 },
                 false,
                 span,
             );
             let m_exit2 = l.emit_test(
                 Op::Lt {
-                    dst: Dst(c),
-                    a: Src(j),
-                    b: Src(hi),
+                    dst: c.dst(),
+                    a: j.src(),
+                    b: hi.src(),
                 },
                 false,
                 span,
             );
             l.emit(
                 Op::GetIndex {
-                    dst: Dst(x),
-                    obj: Src(a),
-                    key: Src(i),
+                    dst: x.dst(),
+                    obj: a.src(),
+                    key: i.src(),
                 },
                 span,
             );
             l.emit(
                 Op::GetIndex {
-                    dst: Dst(y),
-                    obj: Src(a),
-                    key: Src(j),
+                    dst: y.dst(),
+                    obj: a.src(),
+                    key: j.src(),
                 },
                 span,
             );
@@ -750,9 +750,9 @@ impl Lowerer<'_> {
             // y goes first only when cmp(x, y) > 0: stable, and NaN or undefined count as 0
             let take_x = l.emit_test(
                 Op::Gt {
-                    dst: Dst(c),
-                    a: Src(v),
-                    b: Src(zero),
+                    dst: c.dst(),
+                    a: v.src(),
+                    b: zero.src(),
                 },
                 false,
                 span,
@@ -760,9 +760,9 @@ impl Lowerer<'_> {
             l.push(b, y, span);
             l.emit(
                 Op::Add {
-                    dst: Dst(j),
-                    a: Src(j),
-                    b: Src(one),
+                    dst: j.dst(),
+                    a: j.src(),
+                    b: one.src(),
                 },
                 span,
             );
@@ -776,9 +776,9 @@ impl Lowerer<'_> {
             l.push(b, x, span);
             l.emit(
                 Op::Add {
-                    dst: Dst(i),
-                    a: Src(i),
-                    b: Src(one),
+                    dst: i.dst(),
+                    a: i.src(),
+                    b: one.src(),
                 },
                 span,
             );
@@ -794,27 +794,27 @@ impl Lowerer<'_> {
                 let top = l.here();
                 let exit = l.emit_test(
                     Op::Lt {
-                        dst: Dst(c),
-                        a: Src(k),
-                        b: Src(end),
+                        dst: c.dst(),
+                        a: k.src(),
+                        b: end.src(),
                     },
                     false,
                     span,
                 );
                 l.emit(
                     Op::GetIndex {
-                        dst: Dst(x),
-                        obj: Src(a),
-                        key: Src(k),
+                        dst: x.dst(),
+                        obj: a.src(),
+                        key: k.src(),
                     },
                     span,
                 );
                 l.push(b, x, span);
                 l.emit(
                     Op::Add {
-                        dst: Dst(k),
-                        a: Src(k),
-                        b: Src(one),
+                        dst: k.dst(),
+                        a: k.src(),
+                        b: one.src(),
                     },
                     span,
                 );
@@ -828,8 +828,8 @@ impl Lowerer<'_> {
             }
             l.emit(
                 Op::Move {
-                    dst: Dst(lo),
-                    src: Src(hi),
+                    dst: lo.dst(),
+                    src: hi.src(),
                 },
                 span,
             );
@@ -842,16 +842,16 @@ impl Lowerer<'_> {
             l.patch_here(runs_exit);
             l.emit(
                 Op::Move {
-                    dst: Dst(a),
-                    src: Src(b),
+                    dst: a.dst(),
+                    src: b.src(),
                 },
                 span,
             );
             l.emit(
                 Op::Add {
-                    dst: Dst(width),
-                    a: Src(width),
-                    b: Src(width),
+                    dst: width.dst(),
+                    a: width.src(),
+                    b: width.src(),
                 },
                 span,
             );
@@ -865,8 +865,8 @@ impl Lowerer<'_> {
             if m == "toSorted" {
                 l.emit(
                     Op::Move {
-                        dst: Dst(dst),
-                        src: Src(a),
+                        dst: dst.dst(),
+                        src: a.src(),
                     },
                     span,
                 );
@@ -878,52 +878,52 @@ impl Lowerer<'_> {
                 let b1 = l.alloc(span)?;
                 l.emit(
                     Op::Move {
-                        dst: Dst(base),
-                        src: Src(recv),
+                        dst: base.dst(),
+                        src: recv.src(),
                     },
                     span,
                 );
                 l.emit(
                     Op::Move {
-                        dst: Dst(b0),
-                        src: Src(zero),
+                        dst: b0.dst(),
+                        src: zero.src(),
                     },
                     span,
                 );
                 l.emit(
                     Op::Move {
-                        dst: Dst(b1),
-                        src: Src(n),
+                        dst: b1.dst(),
+                        src: n.src(),
                     },
                     span,
                 );
                 l.emit(
                     Op::NewArray {
-                        dst: Dst(args),
-                        base: Base(base),
+                        dst: args.dst(),
+                        base: base.base(),
                         count: Count(3),
                     },
                     span,
                 );
                 l.emit(
                     Op::ArrayExtend {
-                        arr: Src(args),
-                        src: Src(a),
+                        arr: args.src(),
+                        src: a.src(),
                     },
                     span,
                 );
                 l.emit(
                     Op::CallNativeArray {
-                        dst: Dst(c),
+                        dst: c.dst(),
                         native: Native(splice.to_u16()),
-                        args: Src(args),
+                        args: args.src(),
                     },
                     span,
                 );
                 l.emit(
                     Op::Move {
-                        dst: Dst(dst),
-                        src: Src(recv),
+                        dst: dst.dst(),
+                        src: recv.src(),
                     },
                     span,
                 );

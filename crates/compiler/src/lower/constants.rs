@@ -305,23 +305,23 @@ impl<'o> Lowerer<'o> {
     /// (Inlined: a call, its constant passed in memory and its result returned there, cost
     /// ~4 k instructions per compile of the 8 KB agent, 1,184.9 k -> 1,180.7 k.)
     #[inline(always)]
-    pub(super) fn add_constant(&mut self, c: Constant, span: Span) -> R<u16> {
+    pub(super) fn add_constant(&mut self, c: Constant, span: Span) -> R<ConstIdx> {
         if self.constants.len() >= MAX_CONSTANTS {
             return fail(span, "too many constants (more than 65535)");
         }
         self.constants.push(c);
-        Ok((self.constants.len() - 1) as u16)
+        Ok(ConstIdx((self.constants.len() - 1) as u16))
     }
 
     /// (Inline, the lookup of a number whose slot holds it: the usual case; a call for it cost
     /// ~1.4 k instructions per compile of the 8 KB agent.)
     #[inline(always)]
-    pub(super) fn num_const(&mut self, v: f64, span: Span) -> R<u16> {
+    pub(super) fn num_const(&mut self, v: f64, span: Span) -> R<ConstIdx> {
         let bits = num_bits(v);
         let slot = self.num_map.slot(bits);
         match self.num_map.slots.get(slot).copied() {
             Some(k) if matches!(self.constants.get(k as usize), Some(Constant::Number(x)) if num_bits(*x) == bits) => {
-                Ok(k)
+                Ok(ConstIdx(k))
             }
             _ => self.num_const_new(v, bits, slot, span),
         }
@@ -329,17 +329,23 @@ impl<'o> Lowerer<'o> {
 
     /// [`Self::num_const`] of a number that its slot (`slot`) does not hold.
     #[inline(never)]
-    pub(super) fn num_const_new(&mut self, v: f64, bits: u64, slot: usize, span: Span) -> R<u16> {
+    pub(super) fn num_const_new(
+        &mut self,
+        v: f64,
+        bits: u64,
+        slot: usize,
+        span: Span,
+    ) -> R<ConstIdx> {
         match self.num_map.slots.get(slot).copied() {
             Some(NO_CONSTANT) => {
                 let k = self.add_constant(Constant::Number(v), span)?;
                 if let Some(s) = self.num_map.slots.get_mut(slot) {
-                    *s = k;
+                    *s = k.0;
                 }
                 return Ok(k);
             }
             Some(k) if matches!(self.constants.get(k as usize), Some(Constant::Number(x)) if num_bits(*x) == bits) => {
-                return Ok(k)
+                return Ok(ConstIdx(k))
             }
             _ => {}
         }
@@ -350,7 +356,7 @@ impl<'o> Lowerer<'o> {
             .get_or_insert_with(HashMap::new)
             .entry(bits)
         {
-            Entry::Occupied(e) => Ok(*e.get()),
+            Entry::Occupied(e) => Ok(ConstIdx(*e.get())),
             Entry::Vacant(e) => {
                 if self.constants.len() >= MAX_CONSTANTS {
                     return fail(span, "too many constants (more than 65535)");
@@ -358,30 +364,30 @@ impl<'o> Lowerer<'o> {
                 self.constants.push(Constant::Number(v));
                 let k = (self.constants.len() - 1) as u16;
                 e.insert(k);
-                Ok(k)
+                Ok(ConstIdx(k))
             }
         }
     }
 
     /// The constant of the string of UTF-16 `units` (added when new).
-    pub(super) fn str_const_slice(&mut self, units: &[u16], span: Span) -> R<u16> {
+    pub(super) fn str_const_slice(&mut self, units: &[u16], span: Span) -> R<ConstIdx> {
         self.str_const_cow(Cow::Borrowed(units), span)
     }
 
     /// The constant of the string of UTF-16 `units`, owned or borrowed (an owned one becomes the
     /// constant when new, without a copy).
-    pub(super) fn str_const_cow(&mut self, units: Cow<'_, [u16]>, span: Span) -> R<u16> {
+    pub(super) fn str_const_cow(&mut self, units: Cow<'_, [u16]>, span: Span) -> R<ConstIdx> {
         let h = string_hash(&units);
         let mut slot = self.str_map.slot(h);
         match self.str_map.slots.get(slot).copied() {
             Some(NO_STRING) => {}
-            Some(k) if self.is_string(k, &units) => return Ok(k),
+            Some(k) if self.is_string(k, &units) => return Ok(ConstIdx(k)),
             // (the first slot holds another string: the second)
             _ => {
                 slot = self.str_map.second_slot(h);
                 match self.str_map.slots.get(slot).copied() {
                     Some(NO_STRING) => {}
-                    Some(k) if self.is_string(k, &units) => return Ok(k),
+                    Some(k) if self.is_string(k, &units) => return Ok(ConstIdx(k)),
                     _ => return self.str_const_keyed(&units, None, span),
                 }
             }
@@ -391,7 +397,7 @@ impl<'o> Lowerer<'o> {
             Cow::Borrowed(units) => StrUnits::from_slice(units),
         };
         let k = self.add_constant(Constant::String(units), span)?;
-        self.str_map.fill(slot, k);
+        self.str_map.fill(slot, k.0);
         Ok(k)
     }
 
@@ -408,21 +414,21 @@ impl<'o> Lowerer<'o> {
         units: &[u16],
         ascii: Option<&[u8]>,
         span: Span,
-    ) -> R<u16> {
+    ) -> R<ConstIdx> {
         let (hash, collided) = match self.str_map.keyed().find(units, ascii, &self.constants) {
-            Ok(k) => return Ok(k),
+            Ok(k) => return Ok(ConstIdx(k)),
             Err(miss) => miss,
         };
         let k = self.add_constant(Constant::String(StrUnits::from_slice(units)), span)?;
-        self.str_map.keyed().insert(hash, collided, units, k);
+        self.str_map.keyed().insert(hash, collided, units, k.0);
         Ok(k)
     }
 
-    pub(super) fn str_const_units(&mut self, units: Vec<u16>, span: Span) -> R<u16> {
+    pub(super) fn str_const_units(&mut self, units: Vec<u16>, span: Span) -> R<ConstIdx> {
         self.str_const_cow(Cow::Owned(units), span)
     }
 
-    pub(super) fn str_const(&mut self, s: &str, span: Span) -> R<u16> {
+    pub(super) fn str_const(&mut self, s: &str, span: Span) -> R<ConstIdx> {
         let Some(h) = ascii_hash(s) else {
             // encoded into the scratch buffer: a constant seen before costs no allocation
             let mut units = std::mem::take(&mut self.bufs.units);
@@ -448,11 +454,11 @@ impl<'o> Lowerer<'o> {
             match self.str_map.slots.get(slot).copied() {
                 Some(NO_STRING) => {
                     let k = self.add_constant(Constant::String(widen(bytes)), span)?;
-                    self.str_map.fill(slot, k);
+                    self.str_map.fill(slot, k.0);
                     return Ok(k);
                 }
                 Some(k) if is_ascii_constant(self.constants.get(k as usize), bytes) => {
-                    return Ok(k)
+                    return Ok(ConstIdx(k))
                 }
                 _ => {}
             }
@@ -468,12 +474,12 @@ impl<'o> Lowerer<'o> {
                 self.constants.push(Constant::String(widen(bytes)));
                 let k = (self.constants.len() - 1) as u16;
                 e.insert(k);
-                Ok(k)
+                Ok(ConstIdx(k))
             }
             Entry::Occupied(e)
                 if is_ascii_constant(self.constants.get(*e.get() as usize), bytes) =>
             {
-                Ok(*e.get())
+                Ok(ConstIdx(*e.get()))
             }
             Entry::Occupied(_) => {
                 // another string has its keyed hash: the units way, by the map of such strings

@@ -40,7 +40,7 @@ impl Lowerer<'_> {
     ) -> R<()> {
         let mut names = Vec::new();
         Self::pattern_names(pattern, &mut names)?;
-        let mut regs: Vec<(String, u16)> = Vec::with_capacity(names.len());
+        let mut regs: Vec<(String, Reg)> = Vec::with_capacity(names.len());
         for (name, span) in &names {
             if regs.iter().any(|(n, _)| n == name) {
                 return fail(
@@ -66,8 +66,8 @@ impl Lowerer<'_> {
     pub(super) fn destructure(
         &mut self,
         p: &BindingPattern,
-        src: u16,
-        regs: &[(String, u16)],
+        src: Reg,
+        regs: &[(String, Reg)],
     ) -> R<()> {
         let span = p.span();
         match p {
@@ -79,8 +79,8 @@ impl Lowerer<'_> {
                     .unwrap_or(src);
                 self.emit(
                     Op::Move {
-                        dst: Dst(reg),
-                        src: Src(src),
+                        dst: reg.dst(),
+                        src: src.src(),
                     },
                     b.span,
                 );
@@ -93,22 +93,22 @@ impl Lowerer<'_> {
                     let undef = l.special(SpecialKey::Undef, span)?;
                     l.emit(
                         Op::Move {
-                            dst: Dst(t),
-                            src: Src(src),
+                            dst: t.dst(),
+                            src: src.src(),
                         },
                         span,
                     );
                     l.emit(
                         Op::StrictNe {
-                            dst: Dst(c),
-                            a: Src(t),
-                            b: Src(undef),
+                            dst: c.dst(),
+                            a: t.src(),
+                            b: undef.src(),
                         },
                         span,
                     );
                     let skip = l.emit_jump(
                         Op::JumpIfTrue {
-                            cond: Src(c),
+                            cond: c.src(),
                             target: Target(0),
                         },
                         span,
@@ -124,13 +124,13 @@ impl Lowerer<'_> {
                     let checked = l.alloc(span)?;
                     l.emit(
                         Op::Destructurable {
-                            dst: Dst(checked),
-                            src: Src(src),
+                            dst: checked.dst(),
+                            src: src.src(),
                             array: Count(0),
                         },
                         span,
                     );
-                    let mut taken: Vec<u16> = Vec::new(); // registers holding the keys taken (for ...rest)
+                    let mut taken: Vec<Reg> = Vec::new(); // registers holding the keys taken (for ...rest)
                     for prop in &o.properties {
                         let t = l.alloc(prop.span)?;
                         if prop.computed {
@@ -141,9 +141,9 @@ impl Lowerer<'_> {
                             l.expr_to(ke, k)?;
                             l.emit(
                                 Op::GetIndex {
-                                    dst: Dst(t),
-                                    obj: Src(src),
-                                    key: Src(k),
+                                    dst: t.dst(),
+                                    obj: src.src(),
+                                    key: k.src(),
                                 },
                                 prop.span,
                             );
@@ -168,9 +168,9 @@ impl Lowerer<'_> {
                             let kc = l.str_const(&key, prop.key.span())?;
                             l.emit(
                                 Op::GetProp {
-                                    dst: Dst(t),
-                                    obj: Src(src),
-                                    key: Key(kc),
+                                    dst: t.dst(),
+                                    obj: src.src(),
+                                    key: kc.key(),
                                 },
                                 prop.span,
                             );
@@ -178,8 +178,8 @@ impl Lowerer<'_> {
                                 let k = l.alloc(prop.span)?;
                                 l.emit(
                                     Op::LoadConst {
-                                        dst: Dst(k),
-                                        k: Const(kc),
+                                        dst: k.dst(),
+                                        k: kc.constant(),
                                     },
                                     prop.span,
                                 );
@@ -196,15 +196,15 @@ impl Lowerer<'_> {
                             );
                         }
                         // the excluded keys must sit in consecutive registers
-                        let base = l.top;
+                        let base = l.next_temp();
                         for _ in 0..taken.len() {
                             l.alloc(rest.span)?;
                         }
                         for (i, k) in taken.iter().enumerate() {
                             l.emit(
                                 Op::Move {
-                                    dst: Dst(base + i as u16),
-                                    src: Src(*k),
+                                    dst: base.plus(i).dst(),
+                                    src: (*k).src(),
                                 },
                                 rest.span,
                             );
@@ -212,9 +212,9 @@ impl Lowerer<'_> {
                         let t = l.alloc(rest.span)?;
                         l.emit(
                             Op::ObjectRest {
-                                dst: Dst(t),
-                                src: Src(src),
-                                base: Base(base),
+                                dst: t.dst(),
+                                src: src.src(),
+                                base: base.base(),
                                 count: Count(taken.len() as u8),
                             },
                             rest.span,
@@ -231,8 +231,8 @@ impl Lowerer<'_> {
                     let src = l.alloc(span)?;
                     l.emit(
                         Op::Destructurable {
-                            dst: Dst(src),
-                            src: Src(original),
+                            dst: src.dst(),
+                            src: original.src(),
                             array: Count(1),
                         },
                         span,
@@ -243,9 +243,9 @@ impl Lowerer<'_> {
                         let idx = l.num_reg(i as f64, el.span())?;
                         l.emit(
                             Op::GetIndex {
-                                dst: Dst(t),
-                                obj: Src(src),
-                                key: Src(idx),
+                                dst: t.dst(),
+                                obj: src.src(),
+                                key: idx.src(),
                             },
                             el.span(),
                         );
@@ -259,25 +259,25 @@ impl Lowerer<'_> {
                         let from = l.alloc(rest.span)?;
                         l.emit(
                             Op::Move {
-                                dst: Dst(base),
-                                src: Src(src),
+                                dst: base.dst(),
+                                src: src.src(),
                             },
                             rest.span,
                         );
                         let k = l.num_const(a.elements.len() as f64, rest.span)?;
                         l.emit(
                             Op::LoadConst {
-                                dst: Dst(from),
-                                k: Const(k),
+                                dst: from.dst(),
+                                k: k.constant(),
                             },
                             rest.span,
                         );
                         let t = l.alloc(rest.span)?;
                         l.emit(
                             Op::CallNative {
-                                dst: Dst(t),
+                                dst: t.dst(),
                                 native: Native(slice.to_u16()),
-                                base: Base(base),
+                                base: base.base(),
                                 argc: Count(2),
                             },
                             rest.span,

@@ -66,7 +66,7 @@ impl<'o> Lowerer<'o> {
             e => {
                 let start = self.here();
                 self.with_temps(|l| {
-                    let mark = l.top;
+                    let mark = l.next_temp();
                     let c = l.expr(e)?;
                     let (jump, _) = l.emit_branch(c, mark, start, when, 0, e.span());
                     Ok(one_jump(jump))
@@ -79,10 +79,10 @@ impl<'o> Lowerer<'o> {
     /// into one instruction (the caller makes sure nothing else reads the result); returns the
     /// branch's index for [`Self::patch`].
     pub(crate) fn emit_test(&mut self, cmp: Op, when: bool, span: Span) -> usize {
-        let mut cond = 0;
+        let mut cond = Reg(0);
         cmp.operands(|o| {
             if let Operand::Write(r) = o {
-                cond = r;
+                cond = Reg(r);
             }
         });
         let start = self.here();
@@ -98,8 +98,8 @@ impl<'o> Lowerer<'o> {
     /// fused compare-and-branch in the comparison's place (its span, which error messages use).
     pub(super) fn emit_branch(
         &mut self,
-        c: u16,
-        mark: u16,
+        c: Reg,
+        mark: Reg,
         start: u32,
         when: bool,
         target: u32,
@@ -108,7 +108,7 @@ impl<'o> Lowerer<'o> {
         let here = self.here();
         if c >= mark && here > start {
             let last = self.bufs.code[here as usize - 1].0;
-            if let Some(fused) = last.fused_branch(c, when, target) {
+            if let Some(fused) = last.fused_branch(c.0, when, target) {
                 let lands_after = self.bufs.code[start as usize..]
                     .iter()
                     .any(|(op, _)| op.jump_target() == Some(here));
@@ -120,12 +120,12 @@ impl<'o> Lowerer<'o> {
         }
         let op = if when {
             Op::JumpIfTrue {
-                cond: Src(c),
+                cond: c.src(),
                 target: Target(target),
             }
         } else {
             Op::JumpIfFalse {
-                cond: Src(c),
+                cond: c.src(),
                 target: Target(target),
             }
         };

@@ -9,7 +9,7 @@ impl<'o> Lowerer<'o> {
     /// caller resets `top` when done).
     ///
     /// (The span is found once, here, and handed on: each `span()` is a call into oxc.)
-    pub(super) fn expr(&mut self, e: &Expression) -> R<u16> {
+    pub(super) fn expr(&mut self, e: &Expression) -> R<Reg> {
         // (an identifier, the usual operand, is read here, without its span (a call into oxc)
         // or the depth's update: it nests nothing, and `enter` would refuse it only at the
         // depth limit, where it goes the general way; 1,140.3 k -> 1,139.1 k instructions per
@@ -25,13 +25,13 @@ impl<'o> Lowerer<'o> {
     /// [`Self::expr`] of any expression. (Inline: out of line, with `expr` a small function of
     /// its own, the compile of the 8 KB agent took ~2.3 k instructions more.)
     #[inline]
-    pub(super) fn expr_general(&mut self, e: &Expression) -> R<u16> {
+    pub(super) fn expr_general(&mut self, e: &Expression) -> R<Reg> {
         let span = e.span();
         self.nested(span, |l| l.expr_inner(e, span))
     }
 
     /// [`Self::expr`] of `e`, whose span is `span`.
-    pub(super) fn expr_inner(&mut self, e: &Expression, span: Span) -> R<u16> {
+    pub(super) fn expr_inner(&mut self, e: &Expression, span: Span) -> R<Reg> {
         match e {
             Expression::Identifier(id) => return self.read_ident(id),
             Expression::NumericLiteral(n) => return self.num_reg(n.value, n.span),
@@ -66,7 +66,7 @@ impl<'o> Lowerer<'o> {
     }
 
     /// The constant of a string literal.
-    pub(super) fn str_lit_const(&mut self, s: &StringLiteral, span: Span) -> R<u16> {
+    pub(super) fn str_lit_const(&mut self, s: &StringLiteral, span: Span) -> R<ConstIdx> {
         if s.lone_surrogates {
             self.str_const_units(string_units(s), span)
         } else {
@@ -74,33 +74,33 @@ impl<'o> Lowerer<'o> {
         }
     }
 
-    pub(super) fn string_lit_reg(&mut self, s: &StringLiteral) -> R<u16> {
+    pub(super) fn string_lit_reg(&mut self, s: &StringLiteral) -> R<Reg> {
         let k = self.str_lit_const(s, s.span)?;
         self.special(SpecialKey::Const(k), s.span)
     }
 
     /// Evaluates `e` into `dst` (which the caller owns; it may be written before `e` is done).
-    pub(super) fn expr_to(&mut self, e: &Expression, dst: u16) -> R<()> {
+    pub(super) fn expr_to(&mut self, e: &Expression, dst: Reg) -> R<()> {
         self.expr_to_at(e, dst, e.span())
     }
 
     /// [`Self::expr_to`] of `e`, whose span (found once by the caller and handed on: each
     /// `span()` is a call into oxc) is `span`.
-    pub(super) fn expr_to_at(&mut self, e: &Expression, dst: u16, span: Span) -> R<()> {
+    pub(super) fn expr_to_at(&mut self, e: &Expression, dst: Reg, span: Span) -> R<()> {
         self.nested(span, |l| l.expr_to_inner(e, dst, span))
     }
 
     /// [`Self::expr_to`] of `e`, whose span is `span`, one level deeper already.
-    pub(super) fn expr_to_inner(&mut self, e: &Expression, dst: u16, span: Span) -> R<()> {
-        let d = Dst(dst);
+    pub(super) fn expr_to_inner(&mut self, e: &Expression, dst: Reg, span: Span) -> R<()> {
+        let d = dst.dst();
         match e {
             Expression::NumericLiteral(n) => {
                 let k = self.num_const(n.value, span)?;
-                self.emit(Op::LoadConst { dst: d, k: Const(k) }, span);
+                self.emit(Op::LoadConst { dst: d, k: k.constant() }, span);
             }
             Expression::StringLiteral(s) => {
                 let k = self.str_lit_const(s, span)?;
-                self.emit(Op::LoadConst { dst: d, k: Const(k) }, span);
+                self.emit(Op::LoadConst { dst: d, k: k.constant() }, span);
             }
             Expression::BooleanLiteral(b) => {
                 self.emit(if b.value { Op::LoadTrue { dst: d } } else { Op::LoadFalse { dst: d } }, span)
@@ -109,7 +109,7 @@ impl<'o> Lowerer<'o> {
             Expression::Identifier(id) => {
                 let r = self.read_ident(id)?;
                 if r != dst {
-                    self.emit(Op::Move { dst: d, src: Src(r) }, span);
+                    self.emit(Op::Move { dst: d, src: r.src() }, span);
                 }
             }
             Expression::ParenthesizedExpression(p) => self.expr_to(&p.expression, dst)?,
@@ -117,7 +117,7 @@ impl<'o> Lowerer<'o> {
                 self.with_temps(|l| {
                 let a = l.expr(&b.left)?;
                 let c = l.expr(&b.right)?;
-                let (a, c) = (Src(a), Src(c));
+                let (a, c) = (a.src(), c.src());
                 let op = match b.operator {
                     BinaryOperator::Addition => Op::Add { dst: d, a, b: c },
                     BinaryOperator::Subtraction => Op::Sub { dst: d, a, b: c },
@@ -145,9 +145,9 @@ impl<'o> Lowerer<'o> {
             Expression::LogicalExpression(l) => {
                 self.expr_to(&l.left, dst)?;
                 let j = match l.operator {
-                    LogicalOperator::And => Op::JumpIfFalse { cond: Src(dst), target: Target(0) },
-                    LogicalOperator::Or => Op::JumpIfTrue { cond: Src(dst), target: Target(0) },
-                    LogicalOperator::Coalesce => Op::JumpIfNotNullish { src: Src(dst), target: Target(0) },
+                    LogicalOperator::And => Op::JumpIfFalse { cond: dst.src(), target: Target(0) },
+                    LogicalOperator::Or => Op::JumpIfTrue { cond: dst.src(), target: Target(0) },
+                    LogicalOperator::Coalesce => Op::JumpIfNotNullish { src: dst.src(), target: Target(0) },
                 };
                 let j = self.emit_jump(j, span);
                 self.expr_to(&l.right, dst)?;
@@ -165,16 +165,16 @@ impl<'o> Lowerer<'o> {
                 if u.operator == UnaryOperator::UnaryNegation {
                     if let Expression::NumericLiteral(n) = u.argument.without_parentheses() {
                         let k = self.num_const(-n.value, span)?;
-                        self.emit(Op::LoadConst { dst: d, k: Const(k) }, span);
+                        self.emit(Op::LoadConst { dst: d, k: k.constant() }, span);
                         return Ok(());
                     }
                 }
                 self.with_temps(|l| {
                 let op = match u.operator {
-                    UnaryOperator::UnaryNegation => Op::Neg { dst: d, src: Src(l.expr(&u.argument)?) },
-                    UnaryOperator::UnaryPlus => Op::Pos { dst: d, src: Src(l.expr(&u.argument)?) },
-                    UnaryOperator::LogicalNot => Op::Not { dst: d, src: Src(l.expr(&u.argument)?) },
-                    UnaryOperator::Typeof => Op::TypeOf { dst: d, src: Src(l.expr(&u.argument)?) },
+                    UnaryOperator::UnaryNegation => Op::Neg { dst: d, src: l.expr(&u.argument)?.src() },
+                    UnaryOperator::UnaryPlus => Op::Pos { dst: d, src: l.expr(&u.argument)?.src() },
+                    UnaryOperator::LogicalNot => Op::Not { dst: d, src: l.expr(&u.argument)?.src() },
+                    UnaryOperator::Typeof => Op::TypeOf { dst: d, src: l.expr(&u.argument)?.src() },
                     other => return fail(span, format!("the '{}' operator is not supported in AJS", other.as_str())),
                 };
                 l.emit(op, span);
@@ -187,7 +187,7 @@ impl<'o> Lowerer<'o> {
             Expression::StaticMemberExpression(m) => {
                 if let Some(v) = self.math_constant(&m.object, m.property.name.as_str(), m.span)? {
                     let k = self.num_const(v, span)?;
-                    self.emit(Op::LoadConst { dst: d, k: Const(k) }, span);
+                    self.emit(Op::LoadConst { dst: d, k: k.constant() }, span);
                     return Ok(());
                 }
                 self.with_temps(|l| {
@@ -196,7 +196,7 @@ impl<'o> Lowerer<'o> {
                     l.chain_jump(o, span);
                 }
                 let key = l.str_const(m.property.name.as_str(), m.property.span)?;
-                l.emit(Op::GetProp { dst: d, obj: Src(o), key: Key(key) }, span);
+                l.emit(Op::GetProp { dst: d, obj: o.src(), key: key.key() }, span);
                     Ok(())
                 })?;
             }
@@ -204,7 +204,7 @@ impl<'o> Lowerer<'o> {
                 if let Expression::StringLiteral(s) = m.expression.without_parentheses() {
                     if let Some(v) = self.math_constant(&m.object, s.value.as_str(), m.span)? {
                         let k = self.num_const(v, span)?;
-                        self.emit(Op::LoadConst { dst: d, k: Const(k) }, span);
+                        self.emit(Op::LoadConst { dst: d, k: k.constant() }, span);
                         return Ok(());
                     }
                 }
@@ -216,11 +216,11 @@ impl<'o> Lowerer<'o> {
                 match m.expression.without_parentheses() {
                     Expression::StringLiteral(s) => {
                         let key = l.str_lit_const(s, s.span)?;
-                        l.emit(Op::GetProp { dst: d, obj: Src(o), key: Key(key) }, span);
+                        l.emit(Op::GetProp { dst: d, obj: o.src(), key: key.key() }, span);
                     }
                     k => {
                         let kr = l.expr(k)?;
-                        l.emit(Op::GetIndex { dst: d, obj: Src(o), key: Src(kr) }, span);
+                        l.emit(Op::GetIndex { dst: d, obj: o.src(), key: kr.src() }, span);
                     }
                 }
                     Ok(())
@@ -294,11 +294,11 @@ impl<'o> Lowerer<'o> {
         Ok(())
     }
 
-    pub(super) fn chain_jump(&mut self, obj: u16, span: Span) {
+    pub(super) fn chain_jump(&mut self, obj: Reg, span: Span) {
         if self.chain.is_some() {
             let j = self.emit_jump(
                 Op::JumpIfNullish {
-                    src: Src(obj),
+                    src: obj.src(),
                     target: Target(0),
                 },
                 span,
@@ -359,7 +359,7 @@ impl<'o> Lowerer<'o> {
         }
     }
 
-    pub(super) fn template(&mut self, t: &TemplateLiteral, dst: u16) -> R<()> {
+    pub(super) fn template(&mut self, t: &TemplateLiteral, dst: Reg) -> R<()> {
         let span = t.span;
         // (a text part is encoded into UTF-16 when its constant is looked up: no copy unless new)
         let mut parts: SmallVec<[Result<&Expression, (&str, Span)>; 8]> = SmallVec::new();
@@ -381,39 +381,39 @@ impl<'o> Lowerer<'o> {
             let k = self.str_const("", span)?;
             self.emit(
                 Op::LoadConst {
-                    dst: Dst(dst),
-                    k: Const(k),
+                    dst: dst.dst(),
+                    k: k.constant(),
                 },
                 span,
             );
             return Ok(());
         }
         self.with_temps(|l| {
-            let base = l.top;
+            let base = l.next_temp();
             for _ in 0..parts.len() {
                 l.alloc(span)?;
             }
             for (i, p) in parts.into_iter().enumerate() {
-                let r = base + i as u16;
+                let r = base.plus(i);
                 match p {
                     Ok(e) => l.expr_to(e, r)?,
                     Err((text, sp)) => {
                         let k = l.str_const(text, sp)?;
                         l.emit(
                             Op::LoadConst {
-                                dst: Dst(r),
-                                k: Const(k),
+                                dst: r.dst(),
+                                k: k.constant(),
                             },
                             sp,
                         );
                     }
                 }
             }
-            let count = l.top - base;
+            let count = l.top - base.0;
             l.emit(
                 Op::Concat {
-                    dst: Dst(dst),
-                    base: Base(base),
+                    dst: dst.dst(),
+                    base: base.base(),
                     count: Count(count as u8),
                 },
                 span,
@@ -422,7 +422,7 @@ impl<'o> Lowerer<'o> {
         })
     }
 
-    pub(super) fn array(&mut self, a: &ArrayExpression, dst: u16) -> R<()> {
+    pub(super) fn array(&mut self, a: &ArrayExpression, dst: Reg) -> R<()> {
         let span = a.span;
         if a.elements
             .iter()
@@ -435,8 +435,8 @@ impl<'o> Lowerer<'o> {
         if chunks.peek().is_none() {
             self.emit(
                 Op::NewArray {
-                    dst: Dst(dst),
-                    base: Base(self.top),
+                    dst: dst.dst(),
+                    base: self.next_temp().base(),
                     count: Count(0),
                 },
                 span,
@@ -445,15 +445,15 @@ impl<'o> Lowerer<'o> {
         }
         for chunk in chunks {
             self.with_temps(|l| {
-                let base = l.top;
+                let base = l.next_temp();
                 for _ in 0..chunk.len() {
                     l.alloc(span)?;
                 }
                 for (i, el) in chunk.iter().enumerate() {
-                    let r = base + i as u16;
+                    let r = base.plus(i);
                     match el {
                     ArrayExpressionElement::Elision(e) => {
-                        l.emit(Op::LoadUndef { dst: Dst(r) }, e.span)
+                        l.emit(Op::LoadUndef { dst: r.dst() }, e.span)
                     }
                     ArrayExpressionElement::SpreadElement(s) => return fail(
                         s.span,
@@ -469,8 +469,8 @@ impl<'o> Lowerer<'o> {
                 if first {
                     l.emit(
                         Op::NewArray {
-                            dst: Dst(dst),
-                            base: Base(base),
+                            dst: dst.dst(),
+                            base: base.base(),
                             count,
                         },
                         span,
@@ -479,8 +479,8 @@ impl<'o> Lowerer<'o> {
                 } else {
                     l.emit(
                         Op::ArrayAppend {
-                            arr: Src(dst),
-                            base: Base(base),
+                            arr: dst.src(),
+                            base: base.base(),
                             count,
                         },
                         span,
@@ -492,8 +492,8 @@ impl<'o> Lowerer<'o> {
         Ok(())
     }
 
-    pub(super) fn object(&mut self, o: &ObjectExpression, dst: u16) -> R<()> {
-        self.emit(Op::NewObject { dst: Dst(dst) }, o.span);
+    pub(super) fn object(&mut self, o: &ObjectExpression, dst: Reg) -> R<()> {
+        self.emit(Op::NewObject { dst: dst.dst() }, o.span);
         for p in &o.properties {
             let p = match p {
                 ObjectPropertyKind::ObjectProperty(p) => p,
@@ -502,8 +502,8 @@ impl<'o> Lowerer<'o> {
                         let v = l.expr(&s.argument)?;
                         l.emit(
                             Op::ObjectAssign {
-                                obj: Src(dst),
-                                src: Src(v),
+                                obj: dst.src(),
+                                src: v.src(),
                             },
                             s.span,
                         );
@@ -530,9 +530,9 @@ impl<'o> Lowerer<'o> {
                     let v = l.expr(&p.value)?;
                     l.emit(
                         Op::InitIndex {
-                            obj: Src(dst),
-                            key: Src(k),
-                            val: Src(v),
+                            obj: dst.src(),
+                            key: k.src(),
+                            val: v.src(),
                         },
                         p.span,
                     );
@@ -574,9 +574,9 @@ impl<'o> Lowerer<'o> {
                 let v = l.expr(&p.value)?;
                 l.emit(
                     Op::InitProp {
-                        obj: Src(dst),
-                        key: Key(k),
-                        val: Src(v),
+                        obj: dst.src(),
+                        key: k.key(),
+                        val: v.src(),
                     },
                     p.span,
                 );

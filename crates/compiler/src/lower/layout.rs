@@ -121,7 +121,7 @@ impl<'o> Lowerer<'o> {
         // becomes `SubK`); a constant no instruction reads any more is not loaded at entry.
         let const_of = |v: u16| -> Option<u16> {
             match self.bufs.specials.get((u16::MAX - v) as usize) {
-                Some((Special::Const(c), _)) if v as u32 >= boundary => Some(*c),
+                Some((Special::Const(c), _)) if v as u32 >= boundary => Some(c.0),
                 _ => None,
             }
         };
@@ -196,7 +196,7 @@ impl<'o> Lowerer<'o> {
         // constants' slots of `const_regs` are emptied for the next function)
         for (k, (s, _)) in self.bufs.specials.iter().enumerate() {
             if let Special::Const(c) = *s {
-                if let Some(slot) = self.bufs.const_regs.get_mut(c as usize) {
+                if let Some(slot) = self.bufs.const_regs.get_mut(c.0 as usize) {
                     *slot = None;
                 }
             }
@@ -220,7 +220,10 @@ impl<'o> Lowerer<'o> {
                 let op = match s {
                     Special::Ext(_) => return None,
                     _ if !used[k] => return None,
-                    Special::Const(c) => Op::LoadConst { dst, k: Const(c) },
+                    Special::Const(c) => Op::LoadConst {
+                        dst,
+                        k: c.constant(),
+                    },
                     Special::Undef => Op::LoadUndef { dst },
                     Special::Null => Op::LoadNull { dst },
                     Special::True => Op::LoadTrue { dst },

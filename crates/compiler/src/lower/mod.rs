@@ -34,6 +34,7 @@ mod constants;
 mod destructure;
 mod emit;
 mod expr;
+mod index;
 mod layout;
 mod names;
 mod operands;
@@ -49,6 +50,7 @@ use buffers::*;
 use callbacks::CallbackCtx;
 use constants::*;
 use emit::*;
+use index::*;
 use layout::*;
 use names::*;
 use operands::*;
@@ -106,7 +108,7 @@ pub(crate) struct Lowerer<'o> {
     helpers: Option<&'o agent::Helpers<'o>>,
     /// A register holding the array a callback method iterates, when it was built already
     /// (`Array.from(x, cb)`).
-    callback_source: Option<u16>,
+    callback_source: Option<Reg>,
     /// Set by `parallel(xs.map(…))` for the `map` it lowers: the callback's results are
     /// parallel items, not array elements.
     parallel_map: bool,
@@ -129,7 +131,7 @@ fn expression_program(src: &str, e: &Expression, opts: &CompileOptions) -> R<Pro
     l.open_scope().is_top = true;
     l.with_temps(|l| {
         let r = l.expr(e)?;
-        l.emit(Op::Return { src: Src(r) }, e.span());
+        l.emit(Op::Return { src: r.src() }, e.span());
         Ok(())
     })?;
     l.finish(src, "<eval>")
@@ -165,8 +167,8 @@ fn statements_program(
     let end = Span::new(src.len() as u32, src.len() as u32);
     // falling off the end returns undefined (loaded here, not in the prologue: usually dead code)
     let u = l.alloc(end)?;
-    l.emit(Op::LoadUndef { dst: Dst(u) }, end);
-    l.emit(Op::Return { src: Src(u) }, end);
+    l.emit(Op::LoadUndef { dst: u.dst() }, end);
+    l.emit(Op::Return { src: u.src() }, end);
     l.finish(src, name)
 }
 

@@ -13,7 +13,7 @@ const SHAPE: &str = "parallel() takes an array of atom calls, e.g. parallel([htt
 
 impl Lowerer<'_> {
     /// Lowers `parallel(args…)` into `dst`.
-    pub(super) fn parallel_call(&mut self, args: &[&Expression], dst: u16, span: Span) -> R<()> {
+    pub(super) fn parallel_call(&mut self, args: &[&Expression], dst: Reg, span: Span) -> R<()> {
         let Some(items) = args.first() else {
             return fail(span, SHAPE);
         };
@@ -38,7 +38,7 @@ impl Lowerer<'_> {
                         ArrayExpressionElement::Elision(e) => {
                             self.with_temps(|l| {
                                 let r = l.special(SpecialKey::Undef, e.span)?;
-                                l.emit(Op::ParValue { src: Src(r) }, e.span);
+                                l.emit(Op::ParValue { src: r.src() }, e.span);
                                 Ok(())
                             })?;
                         }
@@ -64,7 +64,7 @@ impl Lowerer<'_> {
         }
         self.emit(
             Op::ParEnd {
-                dst: Dst(dst),
+                dst: dst.dst(),
                 settled: Imm(u32::from(settled)),
             },
             span,
@@ -131,8 +131,8 @@ impl Lowerer<'_> {
                     };
                     l.emit(
                         Op::ParCall {
-                            atom: Atom(idx),
-                            arg: Src(r),
+                            atom: idx.atom(),
+                            arg: r.src(),
                         },
                         c.span,
                     );
@@ -144,7 +144,7 @@ impl Lowerer<'_> {
                     let t = l.expr(&c.test)?;
                     Ok(l.emit_jump(
                         Op::JumpIfFalse {
-                            cond: Src(t),
+                            cond: t.src(),
                             target: Target(0),
                         },
                         c.test.span(),
@@ -159,7 +159,7 @@ impl Lowerer<'_> {
             _ => {
                 self.with_temps(|l| {
                     let r = l.expr(e)?;
-                    l.emit(Op::ParValue { src: Src(r) }, span);
+                    l.emit(Op::ParValue { src: r.src() }, span);
                     Ok(())
                 })?;
             }

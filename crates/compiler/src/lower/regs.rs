@@ -7,7 +7,7 @@ use super::*;
 pub(super) enum Special {
     /// Index into `opts.externals`.
     Ext(usize),
-    Const(u16),
+    Const(ConstIdx),
     Undef,
     Null,
     True,
@@ -16,7 +16,7 @@ pub(super) enum Special {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) enum SpecialKey {
-    Const(u16),
+    Const(ConstIdx),
     Undef,
     Null,
     True,
@@ -26,14 +26,14 @@ pub(super) enum SpecialKey {
 /// Registers by a small dense index (of an external, or of a special value): a vector rather
 /// than a hash map.
 #[derive(Default)]
-pub(super) struct Regs(pub(super) SmallVec<[Option<u16>; 8]>);
+pub(super) struct Regs(pub(super) SmallVec<[Option<Reg>; 8]>);
 
 impl Regs {
-    pub(super) fn get(&self, i: usize) -> Option<u16> {
+    pub(super) fn get(&self, i: usize) -> Option<Reg> {
         self.0.get(i).copied().flatten()
     }
 
-    pub(super) fn insert(&mut self, i: usize, reg: u16) {
+    pub(super) fn insert(&mut self, i: usize, reg: Reg) {
         // (one more, the usual case, is pushed: cheaper than resizing)
         if self.0.len() == i {
             self.0.push(Some(reg));
@@ -56,7 +56,7 @@ impl SpecialKey {
             SpecialKey::Null => 1,
             SpecialKey::True => 2,
             SpecialKey::False => 3,
-            SpecialKey::Const(k) => 4 + k as usize,
+            SpecialKey::Const(k) => 4 + k.0 as usize,
         }
     }
 }
@@ -72,21 +72,28 @@ impl<'o> Lowerer<'o> {
         r
     }
 
+    /// The register the next [`Self::alloc`] returns: the first of a run allocated from here,
+    /// and the first temporary of what is lowered from here.
+    #[inline(always)]
+    pub(super) fn next_temp(&self) -> Reg {
+        Reg(self.top)
+    }
+
     /// A new temporary register (the next above `top`). Always inlined, its failure kept out of
     /// line: the call per temporary cost more than the allocation (~5 k instructions per
     /// compile of the 8 KB agent).
     #[inline(always)]
-    pub(super) fn alloc(&mut self, span: Span) -> R<u16> {
+    pub(super) fn alloc(&mut self, span: Span) -> R<Reg> {
         if self.top as usize + 1 + self.bufs.specials.len() > u16::MAX as usize {
             return too_many_registers(span);
         }
         let r = self.top;
         self.top += 1;
         self.max_top = self.max_top.max(self.top);
-        Ok(r)
+        Ok(Reg(r))
     }
 
-    pub(super) fn new_special(&mut self, s: Special, offset: u32) -> R<u16> {
+    pub(super) fn new_special(&mut self, s: Special, offset: u32) -> R<Reg> {
         if self.max_top as usize + self.bufs.specials.len() + 1 > u16::MAX as usize {
             return fail_at(
                 offset,
@@ -95,15 +102,15 @@ impl<'o> Lowerer<'o> {
         }
         let k = self.bufs.specials.len();
         self.bufs.specials.push((s, offset));
-        Ok(u16::MAX - k as u16)
+        Ok(Reg(u16::MAX - k as u16))
     }
 
     /// (Inline, the lookup of a register given already: the usual case; a call for it cost
     /// ~0.7 k instructions per compile of the 8 KB agent.)
     #[inline(always)]
-    pub(super) fn special(&mut self, key: SpecialKey, span: Span) -> R<u16> {
+    pub(super) fn special(&mut self, key: SpecialKey, span: Span) -> R<Reg> {
         let given = match key {
-            SpecialKey::Const(k) => self.bufs.const_regs.get(k as usize).copied().flatten(),
+            SpecialKey::Const(k) => self.bufs.const_regs.get(k.0 as usize).copied().flatten(),
             _ => self.special_regs.get(key.index()),
         };
         match given {
@@ -114,10 +121,10 @@ impl<'o> Lowerer<'o> {
 
     /// [`Self::special`] of a key with no register yet.
     #[inline(never)]
-    pub(super) fn new_special_reg(&mut self, key: SpecialKey, span: Span) -> R<u16> {
+    pub(super) fn new_special_reg(&mut self, key: SpecialKey, span: Span) -> R<Reg> {
         if let SpecialKey::Const(k) = key {
             let r = self.new_special(Special::Const(k), span.start)?;
-            let k = k as usize;
+            let k = k.0 as usize;
             if self.bufs.const_regs.len() <= k {
                 // (to the pool's capacity: resized to its length, the table grew with nearly
                 // every new constant)
@@ -145,7 +152,7 @@ impl<'o> Lowerer<'o> {
     /// (An inline hint: a call of its own cost ~1 k instructions per compile of the 8 KB agent;
     /// forced inline everywhere, 5 more per Eval snippet.)
     #[inline]
-    pub(super) fn num_reg(&mut self, v: f64, span: Span) -> R<u16> {
+    pub(super) fn num_reg(&mut self, v: f64, span: Span) -> R<Reg> {
         let k = self.num_const(v, span)?;
         self.special(SpecialKey::Const(k), span)
     }
@@ -154,7 +161,7 @@ impl<'o> Lowerer<'o> {
 /// [`Lowerer::alloc`]'s failure: more values live at once than there are registers.
 #[cold]
 #[inline(never)]
-pub(super) fn too_many_registers(span: Span) -> R<u16> {
+pub(super) fn too_many_registers(span: Span) -> R<Reg> {
     fail(
         span,
         "too many registers (more than 65535 values live at once)",

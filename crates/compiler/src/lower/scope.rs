@@ -84,7 +84,7 @@ impl Names {
 
 pub(super) struct Var {
     pub(super) name: Name,
-    pub(super) reg: u16,
+    pub(super) reg: Reg,
     pub(super) is_const: bool,
 }
 
@@ -105,14 +105,14 @@ pub(super) struct LoopCtx {
 }
 
 pub(super) enum Resolved {
-    Local { reg: u16, is_const: bool },
-    Ext(u16),
+    Local { reg: Reg, is_const: bool },
+    Ext(Reg),
 }
 
 impl<'o> Lowerer<'o> {
     // ---------------------------------------------------------------- names
 
-    pub(super) fn lookup_local(&self, name: &str, span: Span) -> R<Option<(u16, bool)>> {
+    pub(super) fn lookup_local(&self, name: &str, span: Span) -> R<Option<(Reg, bool)>> {
         // (no variable's text, no variable, and no key computed: an Eval expression's names;
         // an identifier is never empty)
         if self.bufs.names.0.is_empty() {
@@ -194,7 +194,7 @@ impl<'o> Lowerer<'o> {
     /// The register holding identifier `id`'s value. (Always inlined into its two callers: a
     /// call of its own per identifier read cost ~6 k instructions per compile of the 8 KB agent.)
     #[inline(always)]
-    pub(super) fn read_ident(&mut self, id: &IdentifierReference) -> R<u16> {
+    pub(super) fn read_ident(&mut self, id: &IdentifierReference) -> R<Reg> {
         let name = id.name.as_str();
         // (the name first: the scope search only for these three)
         if matches!(name, "undefined" | "NaN" | "Infinity") && self.is_global(name) {
@@ -211,7 +211,7 @@ impl<'o> Lowerer<'o> {
 
     /// Declares a block-scoped variable in the innermost scope and allocates its register.
     /// (`probe`: the name's, which [`Self::bind`] takes too: its key is computed once.)
-    pub(super) fn declare(&mut self, probe: Probe, span: Span) -> R<u16> {
+    pub(super) fn declare(&mut self, probe: Probe, span: Span) -> R<Reg> {
         let name = probe.name;
         if forbidden(name) {
             return fail(span, forbidden_msg(name));
@@ -237,7 +237,7 @@ impl<'o> Lowerer<'o> {
     /// name's text, added by [`Self::block_scope`], serves the variable too (not copied into
     /// the names a second time), and the pending list, only ever searched, loses it by a swap
     /// rather than a shift (~3 k instructions per compile of the 8 KB agent, with the copy).
-    pub(super) fn bind(&mut self, probe: Probe, reg: u16, is_const: bool) {
+    pub(super) fn bind(&mut self, probe: Probe, reg: Reg, is_const: bool) {
         let names = &mut self.bufs.names;
         let Some(sc) = self
             .bufs

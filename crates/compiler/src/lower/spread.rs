@@ -5,13 +5,13 @@ use super::*;
 
 impl Lowerer<'_> {
     /// Evaluates `e` and appends it to the array in `arr`.
-    fn append_value(&mut self, arr: u16, e: &Expression) -> R<()> {
+    fn append_value(&mut self, arr: Reg, e: &Expression) -> R<()> {
         let t = self.alloc(e.span())?;
         self.expr_to(e, t)?;
         self.emit(
             Op::ArrayAppend {
-                arr: Src(arr),
-                base: Base(t),
+                arr: arr.src(),
+                base: t.base(),
                 count: Count(1),
             },
             e.span(),
@@ -20,13 +20,13 @@ impl Lowerer<'_> {
     }
 
     /// `[a, ...b, c]`.
-    pub(super) fn array_with_spread(&mut self, a: &ArrayExpression, dst: u16) -> R<()> {
+    pub(super) fn array_with_spread(&mut self, a: &ArrayExpression, dst: Reg) -> R<()> {
         self.with_temps(|l| {
             let arr = l.alloc(a.span)?;
             l.emit(
                 Op::NewArray {
-                    dst: Dst(arr),
-                    base: Base(l.top),
+                    dst: arr.dst(),
+                    base: l.next_temp().base(),
                     count: Count(0),
                 },
                 a.span,
@@ -38,19 +38,19 @@ impl Lowerer<'_> {
                             let v = l.expr(&s.argument)?;
                             l.emit(
                                 Op::ArrayExtend {
-                                    arr: Src(arr),
-                                    src: Src(v),
+                                    arr: arr.src(),
+                                    src: v.src(),
                                 },
                                 s.span,
                             );
                         }
                         ArrayExpressionElement::Elision(e) => {
                             let t = l.alloc(e.span)?;
-                            l.emit(Op::LoadUndef { dst: Dst(t) }, e.span);
+                            l.emit(Op::LoadUndef { dst: t.dst() }, e.span);
                             l.emit(
                                 Op::ArrayAppend {
-                                    arr: Src(arr),
-                                    base: Base(t),
+                                    arr: arr.src(),
+                                    base: t.base(),
                                     count: Count(1),
                                 },
                                 e.span,
@@ -68,8 +68,8 @@ impl Lowerer<'_> {
             }
             l.emit(
                 Op::Move {
-                    dst: Dst(dst),
-                    src: Src(arr),
+                    dst: dst.dst(),
+                    src: arr.src(),
                 },
                 a.span,
             );
@@ -79,7 +79,7 @@ impl Lowerer<'_> {
 
     /// `Math.max(...xs)`, `xs.push(...ys)`, `parseInt(...args)`: the arguments are gathered in an
     /// array at run time and the native checks its arity when it runs.
-    pub(super) fn call_with_spread(&mut self, c: &CallExpression, dst: u16) -> R<()> {
+    pub(super) fn call_with_spread(&mut self, c: &CallExpression, dst: Reg) -> R<()> {
         let span = c.span;
         let (native, recv) = match c.callee.without_parentheses() {
             Expression::StaticMemberExpression(m) => {
@@ -125,8 +125,8 @@ impl Lowerer<'_> {
                     l.expr_to(obj, r)?;
                     l.emit(
                         Op::NewArray {
-                            dst: Dst(arr),
-                            base: Base(r),
+                            dst: arr.dst(),
+                            base: r.base(),
                             count: Count(1),
                         },
                         span,
@@ -134,8 +134,8 @@ impl Lowerer<'_> {
                 }
                 None => l.emit(
                     Op::NewArray {
-                        dst: Dst(arr),
-                        base: Base(l.top),
+                        dst: arr.dst(),
+                        base: l.next_temp().base(),
                         count: Count(0),
                     },
                     span,
@@ -148,8 +148,8 @@ impl Lowerer<'_> {
                             let v = l.expr(&s.argument)?;
                             l.emit(
                                 Op::ArrayExtend {
-                                    arr: Src(arr),
-                                    src: Src(v),
+                                    arr: arr.src(),
+                                    src: v.src(),
                                 },
                                 s.span,
                             );
@@ -166,9 +166,9 @@ impl Lowerer<'_> {
             }
             l.emit(
                 Op::CallNativeArray {
-                    dst: Dst(dst),
+                    dst: dst.dst(),
                     native: Native(native.to_u16()),
-                    args: Src(arr),
+                    args: arr.src(),
                 },
                 span,
             );

@@ -48,9 +48,9 @@ impl<'o> Lowerer<'o> {
                 let logical = is_logical(&w.test);
                 // (the test's temporaries are free in the body: the copy at the bottom remakes `c`)
                 let (jf, c, test_end, cmp) = self.with_temps(|l| {
-                    let mark = l.top;
+                    let mark = l.next_temp();
                     Ok(if logical {
-                        (l.cond_jump(&w.test, false)?, 0, 0, None)
+                        (l.cond_jump(&w.test, false)?, Reg(0), 0, None)
                     } else {
                         let c = l.expr(&w.test)?;
                         let test_end = l.here();
@@ -76,11 +76,11 @@ impl<'o> Lowerer<'o> {
                     }
                     bottom
                 } else if !logical && self.copy_test(start, copied_end) {
-                    match cmp.and_then(|cmp| cmp.fused_branch(c, true, body)) {
+                    match cmp.and_then(|cmp| cmp.fused_branch(c.0, true, body)) {
                         Some(fused) => {
                             self.bufs.code.push((fused, cmp_span));
                         }
-                        None => self.emit(Op::JumpIfTrue { cond: Src(c), target: Target(body) }, w.test.span()),
+                        None => self.emit(Op::JumpIfTrue { cond: c.src(), target: Target(body) }, w.test.span()),
                     }
                     bottom
                 } else {
@@ -139,7 +139,7 @@ impl<'o> Lowerer<'o> {
                     Some(e) => l.expr(e)?,
                     None => l.special(SpecialKey::Undef, span)?,
                 };
-                l.emit(Op::Return { src: Src(reg) }, span);
+                l.emit(Op::Return { src: reg.src() }, span);
                     Ok(())
                 })
             }
@@ -237,7 +237,7 @@ impl<'o> Lowerer<'o> {
                             format!("Missing initializer in const declaration '{name}'"),
                         )
                     }
-                    None => l.emit(Op::LoadUndef { dst: Dst(reg) }, decl.span),
+                    None => l.emit(Op::LoadUndef { dst: reg.dst() }, decl.span),
                 }
                 Ok(())
             })?;
@@ -274,12 +274,12 @@ impl<'o> Lowerer<'o> {
                     let name = b.name.as_str();
                     let probe = Probe::new(name);
                     let reg = l.declare(probe, b.span)?;
-                    l.emit(Op::Catch { dst: Dst(reg) }, handler.span);
+                    l.emit(Op::Catch { dst: reg.dst() }, handler.span);
                     l.bind(probe, reg, false);
                 }
                 None => {
                     let reg = l.alloc(handler.span)?;
-                    l.emit(Op::Catch { dst: Dst(reg) }, handler.span);
+                    l.emit(Op::Catch { dst: reg.dst() }, handler.span);
                 }
             }
             handler.body.body.iter().try_for_each(|s| l.stmt(s))
@@ -300,7 +300,7 @@ impl<'o> Lowerer<'o> {
     }
 
     /// The register of an assignable variable.
-    pub(super) fn assign_target(&mut self, id: &IdentifierReference) -> R<u16> {
+    pub(super) fn assign_target(&mut self, id: &IdentifierReference) -> R<Reg> {
         let name = id.name.as_str();
         self.check_callback_write(name, id.span)?;
         // (the name first: the scopes are searched only for these three)
@@ -320,7 +320,7 @@ impl<'o> Lowerer<'o> {
         }
     }
 
-    pub(super) fn simple_target(&mut self, t: &SimpleAssignmentTarget, span: Span) -> R<u16> {
+    pub(super) fn simple_target(&mut self, t: &SimpleAssignmentTarget, span: Span) -> R<Reg> {
         match t {
             SimpleAssignmentTarget::AssignmentTargetIdentifier(id) => self.assign_target(id),
             t if t.as_member_expression().is_some() => fail(
@@ -368,15 +368,15 @@ impl<'o> Lowerer<'o> {
             | AssignmentOperator::LogicalNullish => {
                 let j = match op {
                     AssignmentOperator::LogicalAnd => Op::JumpIfFalse {
-                        cond: Src(reg),
+                        cond: reg.src(),
                         target: Target(0),
                     },
                     AssignmentOperator::LogicalOr => Op::JumpIfTrue {
-                        cond: Src(reg),
+                        cond: reg.src(),
                         target: Target(0),
                     },
                     _ => Op::JumpIfNotNullish {
-                        src: Src(reg),
+                        src: reg.src(),
                         target: Target(0),
                     },
                 };
@@ -394,7 +394,7 @@ impl<'o> Lowerer<'o> {
                 };
                 self.with_temps(|l| {
                     let r = l.expr(rhs)?;
-                    if let Some(o) = arith(Dst(reg), Src(reg), Src(r)) {
+                    if let Some(o) = arith(reg.dst(), reg.src(), r.src()) {
                         l.emit(o, a.span);
                     }
                     Ok(())
@@ -405,7 +405,7 @@ impl<'o> Lowerer<'o> {
 
     /// Evaluates `e` into a variable's register, through a temporary when `e` writes its
     /// destination before it has read everything (logical, conditional, literals, chains).
-    pub(super) fn expr_to_var(&mut self, e: &Expression, reg: u16) -> R<()> {
+    pub(super) fn expr_to_var(&mut self, e: &Expression, reg: Reg) -> R<()> {
         let direct = matches!(
             e.without_parentheses(),
             Expression::BinaryExpression(_)
@@ -428,8 +428,8 @@ impl<'o> Lowerer<'o> {
                 l.expr_to(e, t)?;
                 l.emit(
                     Op::Move {
-                        dst: Dst(reg),
-                        src: Src(t),
+                        dst: reg.dst(),
+                        src: t.src(),
                     },
                     e.span(),
                 );
@@ -451,9 +451,9 @@ impl<'o> Lowerer<'o> {
         )?;
         self.emit(
             Op::Sub {
-                dst: Dst(reg),
-                a: Src(reg),
-                b: Src(k),
+                dst: reg.dst(),
+                a: reg.src(),
+                b: k.src(),
             },
             u.span,
         );
