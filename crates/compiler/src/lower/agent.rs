@@ -100,8 +100,9 @@ pub(crate) fn lower_agent(
     body: &[Statement],
     raw: &[RawFunction],
     opts: &CompileOptions,
+    kept: &mut Kept,
 ) -> Result<Program, crate::Fail> {
-    agent_program(src, body, raw, opts).map_err(|e| *e)
+    agent_program(src, body, raw, opts, kept).map_err(|e| *e)
 }
 
 fn agent_program(
@@ -109,6 +110,7 @@ fn agent_program(
     body: &[Statement],
     raw: &[RawFunction],
     opts: &CompileOptions,
+    kept: &mut Kept,
 ) -> R<Program> {
     // (sized for the statements, every one a function: not grown from empty, ~1.3 k
     // instructions per compile of the 8 KB agent)
@@ -171,12 +173,12 @@ fn agent_program(
         num_map: NumMap::with_capacity(guess / 4),
         str_map: StrMap::with_capacity(guess),
         atoms: Vec::new(),
-        bufs: Buffers::take(),
+        bufs: kept.take_bufs(),
     };
     let mut functions = Vec::with_capacity(fns.len());
     let mut spans = Vec::with_capacity(fns.len());
     // a recycled program's functions, whose allocations the new ones are built in
-    let mut spare = take_spare();
+    let mut spare = kept.take_spare();
     let mut signature = None;
     // One lowerer for every function, each begun afresh (one per function was moved in and out
     // of its pool, some 600 bytes each way, ~5 k instructions per compile of the 8 KB agent);
@@ -258,7 +260,7 @@ fn agent_program(
         spans.push(pos);
     }
     let pool = l.into_pool();
-    pool.bufs.keep();
+    pool.bufs.keep(kept);
     Ok(Program {
         entry: (functions.len() - 1) as u16,
         functions,

@@ -14,9 +14,9 @@ pub(crate) struct Pool {
 }
 
 /// The working buffers of a lowering (instructions and their source offsets, specials, names, scopes), emptied
-/// when a function is finished: the next function of the program reuses them, and a thread
-/// keeps one set between compiles (see [`Buffers::take`]), so that a small compile allocates
-/// none of them.
+/// when a function is finished: the next function of the program reuses them, and a
+/// [`crate::Compiler`] keeps one set between compiles (see [`Kept`]), so that a small compile
+/// allocates none of them.
 #[derive(Default)]
 pub(crate) struct Buffers {
     /// The instructions of the function being lowered, each with its source offset (one vector:
@@ -43,11 +43,26 @@ pub(crate) struct Buffers {
     pub(super) const_regs: Vec<Option<Reg>>,
 }
 
-thread_local! {
-    /// The buffers of this thread's last finished compile (see [`Buffers`]).
-    /// (A `RefCell`: keeping them writes them into the slot, where a `Cell`'s `set` would
-    /// also copy the slot's old contents out to drop them.)
-    static BUFFERS: std::cell::RefCell<Option<Buffers>> = const { std::cell::RefCell::new(None) };
+/// What a compile may reuse of the compiles before it, owned by a [`crate::Compiler`]: the
+/// working buffers of its last finished lowering, and the vectors of a program handed back.
+#[derive(Default)]
+pub(crate) struct Kept {
+    bufs: Option<Buffers>,
+    spare: Option<Spare>,
+}
+
+impl Kept {
+    /// The kept buffers (empty ones when there are none).
+    #[inline]
+    pub(crate) fn take_bufs(&mut self) -> Buffers {
+        self.bufs.take().unwrap_or_default()
+    }
+
+    /// The vectors of the program handed back last ([`Kept::recycle`]), if there is one.
+    #[inline]
+    pub(crate) fn take_spare(&mut self) -> Option<Spare> {
+        self.spare.take()
+    }
 }
 
 /// Most elements a kept buffer may hold (a huge compile's buffers are freed, not kept).
@@ -80,18 +95,9 @@ impl Buffers {
         k
     }
 
-    /// This thread's kept buffers (empty ones when there are none).
-    pub(crate) fn take() -> Buffers {
-        BUFFERS
-            .try_with(|b| b.try_borrow_mut().ok().and_then(|mut b| b.take()))
-            .ok()
-            .flatten()
-            .unwrap_or_default()
-    }
-
-    /// Keeps these buffers, emptied by [`Lowerer::finish_function`], for the thread's next
+    /// Keeps these buffers, emptied by [`Lowerer::finish_function`], in `kept` for its next
     /// compile, unless they grew large (a few spare scopes at most).
-    pub(crate) fn keep(mut self) {
+    pub(crate) fn keep(mut self, kept: &mut Kept) {
         if self.nscopes == 0 {
             self.scopes.truncate(KEEP_SCOPES);
         }
@@ -120,60 +126,41 @@ impl Buffers {
         if too_big || !emptied {
             return;
         }
-        let _ = BUFFERS.try_with(|b| {
-            if let Ok(mut slot) = b.try_borrow_mut() {
-                *slot = Some(self);
-            }
-        });
+        kept.bufs = Some(self);
     }
 }
 
-/// Most functions a recycled program may have to be kept (see [`recycle`]).
+/// Most functions a recycled program may have to be kept (see [`Kept::recycle`]).
 pub(super) const KEEP_FUNCTIONS: usize = 64;
 
-/// The vectors of a program this thread no longer needs: its functions and their positions.
+/// The vectors of a program no longer needed: its functions and their positions.
 pub(crate) struct Spare {
     pub(super) functions: Vec<Function>,
     pub(super) spans: Vec<Vec<SourcePos>>,
 }
 
-thread_local! {
-    /// A program this thread no longer needs, whose vectors and strings the thread's next
-    /// compile reuses (see [`recycle`]).
-    static SPARE: std::cell::Cell<Option<Spare>> = const { std::cell::Cell::new(None) };
-}
-
-/// Hands a program that is no longer needed to this thread's next compile, which builds its own
-/// program in the allocations of this one (its functions' instructions, positions and lists of
-/// parameter names; the names themselves are `CompactString`s, most of them without an
-/// allocation)
-/// instead of allocating them. A big program is dropped instead; a compile on another thread
-/// does not see it. Its contents are never read: only its capacity is reused.
-pub fn recycle(program: Program) {
-    let small = program.functions.len() <= KEEP_FUNCTIONS
-        && program
-            .functions
-            .iter()
-            .all(|f| f.code.capacity() <= KEEP_BUFFER_LEN && f.params.len() <= u8::MAX as usize)
-        && program.debug.as_ref().is_none_or(|d| {
-            d.spans.len() <= KEEP_FUNCTIONS
-                && d.spans.iter().all(|s| s.capacity() <= KEEP_BUFFER_LEN)
-        });
-    if small {
-        let spare = Spare {
-            functions: program.functions,
-            spans: program.debug.map(|d| d.spans).unwrap_or_default(),
-        };
-        let _ = SPARE.try_with(|s| s.set(Some(spare)));
-    }
-}
-
-/// The recycled program of this thread, if there is one (see [`recycle`]), or else the vectors
-/// of the program it released last (`VerifiedProgram::release`).
-pub(crate) fn take_spare() -> Option<Spare> {
-    match SPARE.try_with(std::cell::Cell::take) {
-        Ok(Some(s)) => Some(s),
-        _ => ajs_bytecode::take_released().map(|(functions, spans)| Spare { functions, spans }),
+impl Kept {
+    /// Keeps a program that is no longer needed for the next compile, which builds its own
+    /// program in the allocations of this one (its functions' instructions, positions and lists
+    /// of parameter names; the names themselves are `CompactString`s, most of them without an
+    /// allocation) instead of allocating them. A big program is dropped instead. Its contents
+    /// are never read: only its capacity is reused.
+    pub(crate) fn recycle(&mut self, program: Program) {
+        let small = program.functions.len() <= KEEP_FUNCTIONS
+            && program.functions.iter().all(|f| {
+                f.code.capacity() <= KEEP_BUFFER_LEN && f.params.len() <= u8::MAX as usize
+            })
+            && program.debug.as_ref().is_none_or(|d| {
+                d.spans.len() <= KEEP_FUNCTIONS
+                    && d.spans.iter().all(|s| s.capacity() <= KEEP_BUFFER_LEN)
+            });
+        if small {
+            let spare = Spare {
+                functions: program.functions,
+                spans: program.debug.map(|d| d.spans).unwrap_or_default(),
+            };
+            self.spare = Some(spare);
+        }
     }
 }
 

@@ -52,12 +52,12 @@ impl Layout<'_, '_, '_> {
 impl<'o> Lowerer<'o> {
     // ---------------------------------------------------------------- finishing
 
-    /// Finishes the program of this one function (its buffers are kept for the thread's next
-    /// compile).
+    /// Finishes the program of this one function (its buffers are kept in `kept` for the next
+    /// compile, which may also have left a program to build in).
     /// (Inlined: the lowerer, some 600 bytes, is then not copied to be finished.)
     #[inline(always)]
-    pub(super) fn finish(mut self, src: &str, name: &str) -> R<Program> {
-        let mut spare = take_spare();
+    pub(super) fn finish(mut self, src: &str, name: &str, kept: &mut Kept) -> R<Program> {
+        let mut spare = kept.take_spare();
         let reuse = Reuse::from(&mut spare);
         let idx = LineIndex::new(src);
         let (function, pos) = self.finish_function(&mut idx.cursor(), name, reuse)?;
@@ -67,7 +67,7 @@ impl<'o> Lowerer<'o> {
             atoms,
             ..
         } = self;
-        bufs.keep();
+        bufs.keep(kept);
         // the outer vectors of the recycled program, if any (what is left in them is dropped)
         let (mut functions, mut spans) = match spare {
             Some(p) => (p.functions, p.spans),

@@ -57,7 +57,7 @@ use operands::*;
 use regs::*;
 use scope::*;
 
-pub use buffers::recycle;
+pub(crate) use buffers::Kept;
 
 /// A lowering's result. (Its error boxed: a result is then at most two registers wide and
 /// returned in them, not through memory, which every call and `?` of the lowering pays for:
@@ -122,19 +122,25 @@ pub(crate) fn lower_expression(
     src: &str,
     e: &Expression,
     opts: &CompileOptions,
+    kept: &mut Kept,
 ) -> Result<Program, Fail> {
-    expression_program(src, e, opts).map_err(|e| *e)
+    expression_program(src, e, opts, kept).map_err(|e| *e)
 }
 
-fn expression_program(src: &str, e: &Expression, opts: &CompileOptions) -> R<Program> {
-    let mut l = Lowerer::new(opts);
+fn expression_program(
+    src: &str,
+    e: &Expression,
+    opts: &CompileOptions,
+    kept: &mut Kept,
+) -> R<Program> {
+    let mut l = Lowerer::new(opts, kept.take_bufs());
     l.open_scope().is_top = true;
     l.with_temps(|l| {
         let r = l.expr(e)?;
         l.emit(Op::Return { src: r.src() }, e.span());
         Ok(())
     })?;
-    l.finish(src, "<eval>")
+    l.finish(src, "<eval>", kept)
 }
 
 /// Compiles a statement list (Eval block mode or FunctionBody).
@@ -143,8 +149,9 @@ pub(crate) fn lower_statements(
     body: &[Statement],
     opts: &CompileOptions,
     name: &str,
+    kept: &mut Kept,
 ) -> Result<Program, Fail> {
-    statements_program(src, body, opts, name).map_err(|e| *e)
+    statements_program(src, body, opts, name, kept).map_err(|e| *e)
 }
 
 fn statements_program(
@@ -152,8 +159,9 @@ fn statements_program(
     body: &[Statement],
     opts: &CompileOptions,
     name: &str,
+    kept: &mut Kept,
 ) -> R<Program> {
-    let mut l = Lowerer::new(opts);
+    let mut l = Lowerer::new(opts, kept.take_bufs());
     if opts.mode == Mode::FunctionBody {
         for (i, p) in opts.externals.iter().enumerate() {
             if forbidden(p) {
@@ -169,18 +177,18 @@ fn statements_program(
     let u = l.alloc(end)?;
     l.emit(Op::LoadUndef { dst: u.dst() }, end);
     l.emit(Op::Return { src: u.src() }, end);
-    l.finish(src, name)
+    l.finish(src, name, kept)
 }
 
 impl<'o> Lowerer<'o> {
-    /// A lowerer with this thread's kept buffers (see [`Buffers`]).
-    fn new(opts: &'o CompileOptions<'o>) -> Self {
+    /// A lowerer working in `bufs` (a compiler's kept buffers: see [`Buffers`]).
+    fn new(opts: &'o CompileOptions<'o>, bufs: Buffers) -> Self {
         let pool = Pool {
             constants: Vec::new(),
             num_map: NumMap::default(),
             str_map: StrMap::default(),
             atoms: Vec::new(),
-            bufs: Buffers::take(),
+            bufs,
         };
         Self::with_pool(opts, pool)
     }
