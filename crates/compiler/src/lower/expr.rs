@@ -115,29 +115,29 @@ impl<'o> Lowerer<'o> {
             Expression::ParenthesizedExpression(p) => self.expr_to(&p.expression, dst)?,
             Expression::BinaryExpression(b) => {
                 self.with_temps(|l| {
-                let a = l.expr(&b.left)?;
-                let c = l.expr(&b.right)?;
-                let (a, c) = (a.src(), c.src());
-                let op = match b.operator {
-                    BinaryOperator::Addition => Op::Add { dst: d, a, b: c },
-                    BinaryOperator::Subtraction => Op::Sub { dst: d, a, b: c },
-                    BinaryOperator::Multiplication => Op::Mul { dst: d, a, b: c },
-                    BinaryOperator::Division => Op::Div { dst: d, a, b: c },
-                    BinaryOperator::Remainder => Op::Mod { dst: d, a, b: c },
-                    BinaryOperator::Exponential => Op::Pow { dst: d, a, b: c },
-                    BinaryOperator::Equality => Op::Eq { dst: d, a, b: c },
-                    BinaryOperator::Inequality => Op::Ne { dst: d, a, b: c },
-                    BinaryOperator::StrictEquality => Op::StrictEq { dst: d, a, b: c },
-                    BinaryOperator::StrictInequality => Op::StrictNe { dst: d, a, b: c },
-                    BinaryOperator::LessThan => Op::Lt { dst: d, a, b: c },
-                    BinaryOperator::LessEqualThan => Op::Le { dst: d, a, b: c },
-                    BinaryOperator::GreaterThan => Op::Gt { dst: d, a, b: c },
-                    BinaryOperator::GreaterEqualThan => Op::Ge { dst: d, a, b: c },
-                    other => {
-                        return fail(span, format!("the '{}' operator is not supported in AJS", other.as_str()));
-                    }
-                };
-                l.emit(op, span);
+                    let a = l.expr(&b.left)?;
+                    let c = l.expr(&b.right)?;
+                    let (a, c) = (a.src(), c.src());
+                    let op = match b.operator {
+                        BinaryOperator::Addition => Op::Add { dst: d, a, b: c },
+                        BinaryOperator::Subtraction => Op::Sub { dst: d, a, b: c },
+                        BinaryOperator::Multiplication => Op::Mul { dst: d, a, b: c },
+                        BinaryOperator::Division => Op::Div { dst: d, a, b: c },
+                        BinaryOperator::Remainder => Op::Mod { dst: d, a, b: c },
+                        BinaryOperator::Exponential => Op::Pow { dst: d, a, b: c },
+                        BinaryOperator::Equality => Op::Eq { dst: d, a, b: c },
+                        BinaryOperator::Inequality => Op::Ne { dst: d, a, b: c },
+                        BinaryOperator::StrictEquality => Op::StrictEq { dst: d, a, b: c },
+                        BinaryOperator::StrictInequality => Op::StrictNe { dst: d, a, b: c },
+                        BinaryOperator::LessThan => Op::Lt { dst: d, a, b: c },
+                        BinaryOperator::LessEqualThan => Op::Le { dst: d, a, b: c },
+                        BinaryOperator::GreaterThan => Op::Gt { dst: d, a, b: c },
+                        BinaryOperator::GreaterEqualThan => Op::Ge { dst: d, a, b: c },
+                        other => {
+                            return fail(span, format!("the '{}' operator is not supported in AJS", other.as_str()));
+                        }
+                    };
+                    l.emit(op, span);
                     Ok(())
                 })?;
             }
@@ -170,14 +170,14 @@ impl<'o> Lowerer<'o> {
                     }
                 }
                 self.with_temps(|l| {
-                let op = match u.operator {
-                    UnaryOperator::UnaryNegation => Op::Neg { dst: d, src: l.expr(&u.argument)?.src() },
-                    UnaryOperator::UnaryPlus => Op::Pos { dst: d, src: l.expr(&u.argument)?.src() },
-                    UnaryOperator::LogicalNot => Op::Not { dst: d, src: l.expr(&u.argument)?.src() },
-                    UnaryOperator::Typeof => Op::TypeOf { dst: d, src: l.expr(&u.argument)?.src() },
-                    other => return fail(span, format!("the '{}' operator is not supported in AJS", other.as_str())),
-                };
-                l.emit(op, span);
+                    let op = match u.operator {
+                        UnaryOperator::UnaryNegation => Op::Neg { dst: d, src: l.expr(&u.argument)?.src() },
+                        UnaryOperator::UnaryPlus => Op::Pos { dst: d, src: l.expr(&u.argument)?.src() },
+                        UnaryOperator::LogicalNot => Op::Not { dst: d, src: l.expr(&u.argument)?.src() },
+                        UnaryOperator::Typeof => Op::TypeOf { dst: d, src: l.expr(&u.argument)?.src() },
+                        other => return fail(span, format!("the '{}' operator is not supported in AJS", other.as_str())),
+                    };
+                    l.emit(op, span);
                     Ok(())
                 })?;
             }
@@ -191,12 +191,12 @@ impl<'o> Lowerer<'o> {
                     return Ok(());
                 }
                 self.with_temps(|l| {
-                let o = l.expr(&m.object)?;
-                if m.optional {
-                    l.chain_jump(o, span);
-                }
-                let key = l.str_const(m.property.name.as_str(), m.property.span)?;
-                l.emit(Op::GetProp { dst: d, obj: o.src(), key: key.key() }, span);
+                    let o = l.expr(&m.object)?;
+                    if m.optional {
+                        l.chain_jump(o, span);
+                    }
+                    let key = l.str_const(m.property.name.as_str(), m.property.span)?;
+                    l.emit(Op::GetProp { dst: d, obj: o.src(), key: key.key() }, span);
                     Ok(())
                 })?;
             }
@@ -209,20 +209,20 @@ impl<'o> Lowerer<'o> {
                     }
                 }
                 self.with_temps(|l| {
-                let o = l.expr(&m.object)?;
-                if m.optional {
-                    l.chain_jump(o, span);
-                }
-                match m.expression.without_parentheses() {
-                    Expression::StringLiteral(s) => {
-                        let key = l.str_lit_const(s, s.span)?;
-                        l.emit(Op::GetProp { dst: d, obj: o.src(), key: key.key() }, span);
+                    let o = l.expr(&m.object)?;
+                    if m.optional {
+                        l.chain_jump(o, span);
                     }
-                    k => {
-                        let kr = l.expr(k)?;
-                        l.emit(Op::GetIndex { dst: d, obj: o.src(), key: kr.src() }, span);
+                    match m.expression.without_parentheses() {
+                        Expression::StringLiteral(s) => {
+                            let key = l.str_lit_const(s, s.span)?;
+                            l.emit(Op::GetProp { dst: d, obj: o.src(), key: key.key() }, span);
+                        }
+                        k => {
+                            let kr = l.expr(k)?;
+                            l.emit(Op::GetIndex { dst: d, obj: o.src(), key: kr.src() }, span);
+                        }
                     }
-                }
                     Ok(())
                 })?;
             }

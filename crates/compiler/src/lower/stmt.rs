@@ -135,11 +135,11 @@ impl<'o> Lowerer<'o> {
             }
             Statement::ReturnStatement(r) => {
                 self.with_temps(|l| {
-                let reg = match &r.argument {
-                    Some(e) => l.expr(e)?,
-                    None => l.special(SpecialKey::Undef, span)?,
-                };
-                l.emit(Op::Return { src: reg.src() }, span);
+                    let reg = match &r.argument {
+                        Some(e) => l.expr(e)?,
+                        None => l.special(SpecialKey::Undef, span)?,
+                    };
+                    l.emit(Op::Return { src: reg.src() }, span);
                     Ok(())
                 })
             }
