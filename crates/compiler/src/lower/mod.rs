@@ -273,3 +273,40 @@ impl<'o> Lowerer<'o> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `with_temps`, `in_scope` and `nested` put back the registers, the scopes and the depth
+    /// they found, when the lowering inside succeeds and when it fails half-way (`?`), and a
+    /// register allocated before them outlives them.
+    #[test]
+    fn the_scoped_helpers_restore_on_every_path() {
+        let opts = CompileOptions::default();
+        let mut l = Lowerer::new(&opts, Buffers::default());
+        let at = Span::new(0, 0);
+        let kept = l.alloc(at).unwrap();
+        let state = |l: &Lowerer| (l.next_temp(), l.bufs.nscopes, l.depth);
+        let before = state(&l);
+        assert_eq!(before.0, kept.plus(1));
+        for fails in [false, true] {
+            let r: R<()> = l.nested(at, |l| {
+                l.in_scope(|l| {
+                    l.with_temps(|l| {
+                        l.alloc(at)?;
+                        l.alloc(at)?;
+                        assert_eq!(state(l), (kept.plus(3), 1, 1));
+                        if fails {
+                            return fail(at, "half-way");
+                        }
+                        l.alloc(at)?;
+                        Ok(())
+                    })
+                })
+            });
+            assert_eq!(r.is_err(), fails);
+            assert_eq!(state(&l), before, "fails: {fails}");
+        }
+    }
+}
