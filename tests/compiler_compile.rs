@@ -1,6 +1,6 @@
 use ajs_bytecode::isa::{Int, Op};
 use ajs_bytecode::Program;
-use ajs_compiler::{compile, CompileError, CompileOptions, Mode};
+use ajs_compiler::{compile, CompileError, CompileOptions, Compiler, Mode};
 
 fn strs(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
@@ -437,9 +437,9 @@ fn garbage_never_panics() {
     }
 }
 
-/// A compile that builds in a recycled program's allocations produces exactly what a compile
-/// without one does, whatever the recycled program was (bigger, smaller, more functions, more
-/// parameters, longer names), in every mode.
+/// A compile that builds in a recycled program's allocations, with a compiler kept from earlier
+/// compiles, produces exactly what a new compiler does, whatever the recycled program was
+/// (bigger, smaller, more functions, more parameters, longer names), in every mode.
 #[test]
 fn a_recycled_program_changes_nothing_in_the_next_compile() {
     let agent = "function helper(x, y) {\n  return x * y + 1\n}\nfunction other(s) {\n  return s.length\n}\nfunction main({ n = 3, label = 'a long label' }) {\n  let i = 0\n  let t = 0\n  while (i < n) { t = t + helper(i, 2)\n i = i + 1 }\n  return { t, l: other(label) }\n}";
@@ -457,6 +457,23 @@ fn a_recycled_program_changes_nothing_in_the_next_compile() {
         .iter()
         .map(|&(mode, src, ext)| ok(mode, src, ext))
         .collect();
+    fn compile_in(
+        compiler: &mut Compiler,
+        mode: Mode,
+        src: &str,
+        ext: &[&str],
+    ) -> Result<Program, CompileError> {
+        let (ext, atoms) = (strs(ext), strs(&["httpFetch", "llmPredict"]));
+        let opts = CompileOptions {
+            mode,
+            externals: &ext,
+            atoms: &atoms,
+            source_name: "<source>",
+        };
+        compiler.compile(src, &opts)
+    }
+    // one compiler for every compile: each builds in what the ones before it left
+    let mut compiler = Compiler::new();
     for (i, &(mode, src, ext)) in cases.iter().enumerate() {
         for spare in [
             0,
@@ -465,14 +482,16 @@ fn a_recycled_program_changes_nothing_in_the_next_compile() {
             cases.len() - 1,
             (i + 7) % cases.len(),
         ] {
-            // recycled through the compiler, or released by its last handle (as a run does)
+            // handed back as compiled, or by the last handle of its verified program
             for released in [false, true] {
-                if released {
-                    fresh[spare].clone().verify().unwrap().release();
+                let p = fresh[spare].clone();
+                let p = if released {
+                    p.verify().unwrap().try_into_program().unwrap()
                 } else {
-                    ajs_compiler::recycle(fresh[spare].clone());
-                }
-                let again = compile_with(mode, src, ext, &["httpFetch", "llmPredict"])
+                    p
+                };
+                compiler.recycle(p);
+                let again = compile_in(&mut compiler, mode, src, ext)
                     .unwrap_or_else(|e| panic!("{src:?} should compile: {e}"));
                 // (as bytes: a NaN constant is not equal to itself)
                 assert_eq!(
@@ -480,7 +499,6 @@ fn a_recycled_program_changes_nothing_in_the_next_compile() {
                     (fresh[i].to_bytes(), &fresh[i].debug),
                     "{src:?} compiled after recycling case {spare} (released: {released})"
                 );
-                // and verified in the released program's allocation
                 let v = again.clone().verify().unwrap();
                 assert_eq!(v.program().to_bytes(), fresh[i].to_bytes());
                 assert_eq!(
@@ -496,13 +514,14 @@ fn a_recycled_program_changes_nothing_in_the_next_compile() {
     }
     // a refused compile with a recycled program is refused the same way, and the next compile
     // is still right
-    ajs_compiler::recycle(fresh[cases.len() - 2].clone());
     let before = eval("a +", &["a"]).unwrap_err();
-    assert_eq!(eval("a +", &["a"]).unwrap_err(), before);
+    compiler.recycle(fresh[cases.len() - 2].clone());
     assert_eq!(
-        ok(Mode::Eval, "a + b", &["a", "b", "cfg"]).to_bytes(),
-        fresh[0].to_bytes()
+        compile_in(&mut compiler, Mode::Eval, "a +", &["a"]).unwrap_err(),
+        before
     );
+    let again = compile_in(&mut compiler, Mode::Eval, "a + b", &["a", "b", "cfg"]).unwrap();
+    assert_eq!(again.to_bytes(), fresh[0].to_bytes());
 }
 
 #[test]

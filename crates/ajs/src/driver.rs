@@ -194,9 +194,14 @@ pub(crate) fn start_vm<'a>(
     let mut vm = match SPARE.try_with(Cell::take).ok().flatten() {
         Some(spare) => match spare.start(program, args, opts) {
             Ok((vm, previous)) => {
+                // the previous run's program (an `Eval`'s, when nothing else holds it) is built
+                // in by the next compile
+                #[cfg(feature = "compiler")]
                 if let Some(p) = previous {
-                    recycle_program(p);
+                    crate::compilers::recycle(p);
                 }
+                #[cfg(not(feature = "compiler"))]
+                drop(previous);
                 vm
             }
             Err((e, vm)) => {
@@ -210,13 +215,6 @@ pub(crate) fn start_vm<'a>(
         vm.set_random_seed(s);
     }
     Ok(vm)
-}
-
-/// The previous run's program, when nothing else holds it (an `Eval`'s), is kept for the
-/// thread's next compile, which builds in its allocations (`VerifiedProgram::release`; the
-/// program stays where it is, in its handle's allocation).
-fn recycle_program(p: VerifiedProgram) {
-    p.release();
 }
 
 /// Releases a finished run's VM and keeps it as the thread's spare (unless it grew large).

@@ -35,6 +35,8 @@ mod answer;
 mod approvals;
 mod atom_inputs;
 mod capabilities;
+#[cfg(feature = "compiler")]
+mod compilers;
 mod driver;
 mod signature;
 
@@ -62,7 +64,7 @@ pub use driver::CANCELLED_MESSAGE;
 pub use tokio_util::sync::CancellationToken;
 
 #[cfg(feature = "compiler")]
-use ajs_compiler::{compile, CompileOptions, Mode};
+use ajs_compiler::{CompileOptions, Mode};
 use ajs_vm::{AtomSpec, HostArg, VmOptions, MILLI};
 
 /// Default fuel budget (1000 fuel).
@@ -537,15 +539,17 @@ impl SafeFunction {
         source_check(body, &options).map_err(CreateError::SourceTooLarge)?;
         let params: Vec<String> = params.iter().map(|p| p.as_ref().to_string()).collect();
         let atoms = options.atom_names();
-        let program = compile(
-            body,
-            &CompileOptions {
-                mode: Mode::FunctionBody,
-                externals: &params,
-                atoms: &atoms,
-                source_name: "<source>",
-            },
-        )?;
+        let program = compilers::with(|kept| {
+            kept.compiler.compile(
+                body,
+                &CompileOptions {
+                    mode: Mode::FunctionBody,
+                    externals: &params,
+                    atoms: &atoms,
+                    source_name: "<source>",
+                },
+            )
+        })?;
         let program = program.verify().map_err(|e| {
             CreateError::Compile(CompileError {
                 message: format!("internal compiler error: {e}"),
@@ -727,21 +731,16 @@ fn context_get<'c>(
 }
 
 /// Calls `f` with the context's keys as owned strings (what the compiler takes), written into
-/// this thread's reused buffer, so a run does not allocate a string per key. A buffer that
-/// grew past a few kilobytes is not kept.
+/// the reused buffer `keys`, so a run does not allocate a string per key. A buffer that grew
+/// past a few kilobytes is not kept.
 #[cfg(feature = "compiler")]
 fn with_context_keys<R>(
+    keys: &mut Vec<String>,
     context: &serde_json::Map<String, serde_json::Value>,
     f: impl FnOnce(&[String]) -> R,
 ) -> R {
-    use std::cell::Cell;
     /// Most bytes (the strings' and the vector's capacity) the buffer may keep between runs.
     const KEEP_BYTES: usize = 4096;
-    thread_local! {
-        static KEYS: Cell<Vec<String>> = const { Cell::new(Vec::new()) };
-    }
-    // taken out while in use: a nested use (or a thread exiting) starts from an empty buffer
-    let mut keys = KEYS.try_with(Cell::take).unwrap_or_default();
     keys.truncate(context.len());
     let mut bytes = 0;
     for (i, k) in context.keys().enumerate() {
@@ -757,9 +756,9 @@ fn with_context_keys<R>(
             }
         }
     }
-    let r = f(&keys);
-    if bytes + keys.capacity() * std::mem::size_of::<String>() <= KEEP_BYTES {
-        let _ = KEYS.try_with(move |c| c.set(keys));
+    let r = f(keys);
+    if bytes + keys.capacity() * std::mem::size_of::<String>() > KEEP_BYTES {
+        *keys = Vec::new();
     }
     r
 }
@@ -843,16 +842,19 @@ impl Runner {
         options.validate()?;
         source_check(source, options).map_err(CreateError::SourceTooLarge)?;
         let atoms = options.atom_names();
-        let (program, warnings) = ajs_compiler::compile_with_warnings(
-            source,
-            &CompileOptions {
-                mode: Mode::Agent,
-                externals: &[],
-                atoms: &atoms,
-                source_name: "<source>",
-            },
-            &options.capabilities.atom_inputs(),
-        )?;
+        let inputs = options.capabilities.atom_inputs();
+        let (program, warnings) = compilers::with(|kept| {
+            kept.compiler.compile_with_warnings(
+                source,
+                &CompileOptions {
+                    mode: Mode::Agent,
+                    externals: &[],
+                    atoms: &atoms,
+                    source_name: "<source>",
+                },
+                &inputs,
+            )
+        })?;
         let program = program.verify().map_err(|e| {
             CreateError::Compile(CompileError {
                 message: format!("internal compiler error: {e}"),
@@ -1040,21 +1042,25 @@ impl Runner {
             return refused(fail(m));
         }
         let atoms = options.capabilities.atom_names_cow();
-        let program = with_context_keys(context, |externals| {
-            let program = compile(
-                code,
-                &CompileOptions {
-                    mode: Mode::Eval,
-                    externals,
-                    atoms: &atoms,
-                    source_name: "<source>",
-                },
-            )
-            .map_err(|e| Box::new(compile_error(e)))?;
-            // verified here, so that only the (small) verified program moves out
-            program
-                .verify()
-                .map_err(|e| Box::new(fail(format!("internal compiler error: {e}"))))
+        let program = compilers::with(|kept| {
+            let compilers::Kept { compiler, keys } = kept;
+            with_context_keys(keys, context, |externals| {
+                let program = compiler
+                    .compile(
+                        code,
+                        &CompileOptions {
+                            mode: Mode::Eval,
+                            externals,
+                            atoms: &atoms,
+                            source_name: "<source>",
+                        },
+                    )
+                    .map_err(|e| Box::new(compile_error(e)))?;
+                // verified here, so that only the (small) verified program moves out
+                program
+                    .verify()
+                    .map_err(|e| Box::new(fail(format!("internal compiler error: {e}"))))
+            })
         });
         let program = match program {
             Ok(p) => p,

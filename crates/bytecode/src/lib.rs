@@ -34,7 +34,6 @@ pub use forbidden::{forbidden_message, FORBIDDEN_NAMES};
 pub use isa::{Op, ISA_HASH};
 pub use natives::NativeId;
 pub use program::{
-    artifact_fingerprint, take_released, widen, CompactString, Constant, DebugInfo, Entry,
-    Function, LoadError, ParamSpec, Program, Signature, SourcePos, StrUnits, TypeSpec,
-    VerifiedProgram,
+    artifact_fingerprint, widen, CompactString, Constant, DebugInfo, Entry, Function, LoadError,
+    ParamSpec, Program, Signature, SourcePos, StrUnits, TypeSpec, VerifiedProgram,
 };

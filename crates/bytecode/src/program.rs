@@ -846,24 +846,7 @@ impl Program {
                 })?;
         }
         let most = self.functions.iter().map(|f| f.nregs).max().unwrap_or(0);
-        // built in the allocation of the thread's last released program when there is one
-        // (see `VerifiedProgram::release`): no allocation for the handle or the entries
-        let shared = match SPARE.try_with(Cell::take).ok().flatten() {
-            Some(mut spare) => match Arc::get_mut(&mut spare) {
-                Some((program, flat)) => {
-                    if program.owns_nothing() {
-                        // (forgetting what owns nothing frees nothing, and skips its drop)
-                        std::mem::forget(std::mem::replace(program, self));
-                    } else {
-                        *program = self;
-                    }
-                    flat.fill(program);
-                    spare
-                }
-                None => new_shared(self),
-            },
-            None => new_shared(self),
-        };
+        let shared = new_shared(self);
         Ok(VerifiedProgram(shared, most))
     }
 
@@ -1271,51 +1254,6 @@ fn new_shared(program: Program) -> Arc<(Program, Flat)> {
     Arc::new((program, flat))
 }
 
-/// Most elements a released program's vectors (its functions' code and positions, its flat
-/// code) may have room for, and most functions it may have, to be kept as the thread's spare
-/// (a big program is freed).
-const KEEP_LEN: usize = 1 << 14;
-const KEEP_FUNCTIONS: usize = 64;
-
-thread_local! {
-    /// The last program released on this thread ([`VerifiedProgram::release`]) in its own
-    /// allocation: [`take_released`] hands the program out (a compiler builds the next one in
-    /// its vectors), and the thread's next [`Program::verify`] builds in the allocation (the
-    /// handle's and the flat code's), so that a snippet compiled and run again and again
-    /// allocates neither. Its contents are never read: only their capacity is reused.
-    static SPARE: Cell<Option<Arc<(Program, Flat)>>> = const { Cell::new(None) };
-}
-
-/// The vectors of the program last released on this thread ([`VerifiedProgram::release`]), if
-/// they are still there: its functions and their source positions (empty when it had none),
-/// which a compiler may build in (their contents mean nothing). The rest of the program stays
-/// in its allocation until the thread's next [`Program::verify`].
-pub fn take_released() -> Option<(Vec<Function>, Vec<Vec<SourcePos>>)> {
-    let mut spare = SPARE.try_with(Cell::take).ok()??;
-    // (a program has a function: no room for one means its vectors were taken already)
-    let parts = match Arc::get_mut(&mut spare) {
-        Some((p, _)) if p.functions.capacity() != 0 => Some((
-            std::mem::take(&mut p.functions),
-            p.debug.take().map(|d| d.spans).unwrap_or_default(),
-        )),
-        _ => None,
-    };
-    let _ = SPARE.try_with(|s| s.set(Some(spare)));
-    parts
-}
-
-impl Program {
-    /// Whether it holds no allocation (as [`EMPTY`]).
-    #[inline]
-    fn owns_nothing(&self) -> bool {
-        self.functions.capacity() == 0
-            && self.constants.capacity() == 0
-            && self.atoms.capacity() == 0
-            && self.debug.is_none()
-            && self.signature.is_none()
-    }
-}
-
 /// A program without functions, constants or anything else (allocates nothing).
 const EMPTY: Program = Program {
     functions: Vec::new(),
@@ -1380,11 +1318,10 @@ impl VerifiedProgram {
     }
 
     /// The program itself when this is its last handle (so that its allocations can be reused,
-    /// as `ajs_compiler::recycle` does); otherwise this handle back.
+    /// as `ajs_compiler::Compiler::recycle` does); otherwise this handle back.
     ///
     /// # Errors
     /// `self`, when another handle to the program exists.
-    /// (The emptied allocation is kept for the thread's next [`Program::verify`].)
     #[inline]
     pub fn try_into_program(mut self) -> Result<Program, VerifiedProgram> {
         // (a shared program, the common case, costs one load here)
@@ -1394,36 +1331,7 @@ impl VerifiedProgram {
         let Some((program, _)) = Arc::get_mut(&mut self.0) else {
             return Err(self);
         };
-        let program = std::mem::replace(program, EMPTY);
-        if self.small() {
-            let _ = SPARE.try_with(|s| s.set(Some(self.0)));
-        }
-        Ok(program)
-    }
-
-    /// Lets go of this handle. When it is the program's last, a small program is kept whole,
-    /// in its allocation, as this thread's released program: the thread's next compile may
-    /// build in its vectors ([`take_released`]) and its next [`Program::verify`] in the
-    /// allocation. (No copy of the program is moved: a snippet's run hands its program to the
-    /// next compile for the cost of a reference-count check.)
-    #[inline]
-    pub fn release(self) {
-        // (a shared program, the common case, costs one load here)
-        if Arc::strong_count(&self.0) == 1 && self.small() {
-            let _ = SPARE.try_with(|s| s.set(Some(self.0)));
-        }
-    }
-
-    /// Whether its vectors are small enough for it to be kept as a thread's spare.
-    fn small(&self) -> bool {
-        let (p, flat) = &*self.0;
-        p.functions.len() <= KEEP_FUNCTIONS
-            && p.functions.iter().all(|f| f.code.capacity() <= KEEP_LEN)
-            && p.debug.as_ref().is_none_or(|d| {
-                d.spans.len() <= KEEP_FUNCTIONS && d.spans.iter().all(|s| s.capacity() <= KEEP_LEN)
-            })
-            && flat.code.capacity() <= KEEP_LEN
-            && flat.entries.capacity() <= KEEP_LEN
+        Ok(std::mem::replace(program, EMPTY))
     }
 }
 
@@ -1629,84 +1537,22 @@ mod tests {
         assert_eq!(v.flat_pc(1, 3), start + 3);
     }
 
-    /// A program verified in the allocation of a released one (its handle's, its flat code's)
-    /// is exactly what a fresh verify gives, whatever the released program was (one function or
-    /// several, bigger or smaller, its program handed out or not), and a shared program is
-    /// never reused while another handle holds it.
+    /// The last handle of a verified program gives the program back, exactly as it was; a
+    /// handle while another one exists does not, and the other still reads it.
     #[test]
-    fn verifying_in_a_released_program_changes_nothing() {
+    fn only_the_last_handle_gives_the_program_back() {
         let one = || {
             program_of(vec![function(&[
                 Op::LoadUndef { dst: Dst(0) },
                 Op::Return { src: Src(0) },
             ])])
         };
-        let two = || {
-            let mut p = program_of(vec![
-                function(&[Op::LoadUndef { dst: Dst(1) }, Op::Return { src: Src(1) }]),
-                function(&[
-                    Op::JumpIfNullish {
-                        src: Src(0),
-                        target: Target(2),
-                    },
-                    Op::Return { src: Src(0) },
-                    Op::Return { src: Src(1) },
-                ]),
-            ]);
-            p.constants.push(Constant::Number(2.5));
-            p.atoms.push("httpFetch".into());
-            p.debug = Some(DebugInfo {
-                spans: p
-                    .functions
-                    .iter()
-                    .map(|f| vec![SourcePos::default(); f.code.len()])
-                    .collect(),
-            });
-            p
-        };
-        let seen = |v: &VerifiedProgram| {
-            (
-                v.program().clone(),
-                v.code().to_vec(),
-                v.entries().to_vec(),
-                v.max_registers(),
-            )
-        };
-        let fresh = [
-            seen(&one().verify().unwrap()),
-            seen(&two().verify().unwrap()),
-        ];
-        let make = [one, two];
-        for first in 0..2 {
-            for next in 0..2 {
-                for hand_out in [false, true] {
-                    make[first]().verify().unwrap().release();
-                    if hand_out {
-                        let (functions, spans) = take_released().expect("the released program");
-                        assert_eq!(functions, fresh[first].0.functions);
-                        let want = fresh[first].0.debug.as_ref().map(|d| d.spans.clone());
-                        assert_eq!(spans, want.unwrap_or_default());
-                        // handed out once only
-                        assert!(take_released().is_none());
-                    }
-                    let v = make[next]().verify().unwrap();
-                    assert_eq!(seen(&v), fresh[next], "{first} then {next}, {hand_out}");
-                }
-            }
-        }
-        // a program another handle holds is not kept: the handle still reads it
-        let v = two().verify().unwrap();
-        let held = v.clone();
-        v.release();
-        let _ = one().verify().unwrap();
-        assert_eq!(seen(&held), fresh[1]);
-        // nor handed out through `try_into_program`
         let v = one().verify().unwrap();
         let held = v.clone();
         let v = v.try_into_program().unwrap_err();
         drop(v);
-        assert_eq!(held.try_into_program().unwrap(), fresh[0].0);
-        assert_eq!(seen(&two().verify().unwrap()), fresh[1]);
+        assert_eq!(held.code(), one().verify().unwrap().code());
+        assert_eq!(held.try_into_program().unwrap(), one());
     }
 
     /// A program whose functions hold more than [`MAX_CODE_LEN`] instructions in all is refused

@@ -8,7 +8,7 @@
 
 use std::time::Instant;
 
-use ajs_compiler::{compile, CompileOptions, Mode};
+use ajs_compiler::{CompileOptions, Compiler, Mode};
 
 const AGENT_8K: &str = include_str!("../../../benches/programs/agent_8k.js");
 
@@ -25,12 +25,16 @@ fn main() {
         atoms: &atoms,
         source_name: "<source>",
     };
+    // one compiler for every compile, as a runner keeps one
+    let mut compiler = Compiler::new();
     let mut times = Vec::with_capacity(n);
     let mut verified = Vec::with_capacity(n);
     let mut size = 0;
     for _ in 0..n.max(1) {
         let t = Instant::now();
-        let p = compile(std::hint::black_box(AGENT_8K), &opts).expect("the agent compiles");
+        let p = compiler
+            .compile(std::hint::black_box(AGENT_8K), &opts)
+            .expect("the agent compiles");
         times.push(t.elapsed());
         let p = p.verify().expect("the agent verifies");
         verified.push(t.elapsed());

@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use ajs_compiler::{compile, CompileOptions, Mode};
+use ajs_compiler::{CompileOptions, Compiler, Mode};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -20,10 +20,14 @@ fn main() {
         atoms: &[],
         source_name: "<source>",
     };
+    // one compiler for every compile, as a runner keeps one
+    let mut compiler = Compiler::new();
     let mut times = Vec::with_capacity(n);
     for _ in 0..n.max(1) {
         let t = Instant::now();
-        let p = compile(std::hint::black_box(&src), &opts).expect("the snippet compiles");
+        let p = compiler
+            .compile(std::hint::black_box(&src), &opts)
+            .expect("the snippet compiles");
         times.push(t.elapsed());
         if verify {
             let v = p.verify().expect("the snippet verifies");

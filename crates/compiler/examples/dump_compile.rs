@@ -9,7 +9,7 @@
 
 use std::io::Write;
 
-use ajs_compiler::{compile, CompileOptions, Mode};
+use ajs_compiler::{CompileOptions, Compiler, Mode};
 
 fn main() {
     let path = std::env::args().nth(1).expect("a cases file");
@@ -28,6 +28,9 @@ fn main() {
         .nth(2)
         .map(|p| std::io::BufWriter::new(std::fs::File::create(p).expect("writable")));
     let mut n = 0;
+    // one compiler for every case, each program handed back after: every compile builds in
+    // what the ones before it left
+    let mut compiler = Compiler::new();
     while at < data.len() {
         let mode = match data[at] {
             0 => Mode::Eval,
@@ -51,7 +54,7 @@ fn main() {
             atoms: &atoms,
             source_name: "<case>",
         };
-        match compile(&src, &opts) {
+        match compiler.compile(&src, &opts) {
             Err(e) => writeln!(out, "#{n} ERR {e:?}").unwrap(),
             Ok(p) => {
                 writeln!(out, "#{n} OK {p:?}").unwrap();
@@ -64,6 +67,9 @@ fn main() {
                             w.write_all(&b).unwrap();
                         }
                         writeln!(out, "  verified {} bytes {fp:016x}", b.len()).unwrap();
+                        if let Ok(p) = v.try_into_program() {
+                            compiler.recycle(p);
+                        }
                     }
                     Err(e) => writeln!(out, "  VERIFY ERR {e:?}").unwrap(),
                 }

@@ -1,8 +1,9 @@
 //! Compiles AJS source (parsed with oxc) to ajs bytecode.
 //!
-//! Entry point: [`compile`]. The produced [`Program`] holds one function whose parameters are the
-//! externals the code uses (see [`CompileOptions`]), with fuel `Charge`s inserted and a span table
-//! pointing into the user's source.
+//! Entry point: [`compile`], or [`Compiler::compile`] to reuse one compile's allocations in the
+//! next. The produced [`Program`] holds one function whose parameters are the externals the code
+//! uses (see [`CompileOptions`]), with fuel `Charge`s inserted and a span table pointing into the
+//! user's source.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -32,7 +33,6 @@ use oxc_ast::ast::Statement;
 use oxc_parser::{ParseOptions, Parser};
 use oxc_span::SourceType;
 
-pub use lower::recycle;
 pub use pos::LineIndex;
 pub use warnings::{unknown_input, unknown_member, AtomInputs, Warning};
 
@@ -113,16 +113,100 @@ impl Fail {
     }
 }
 
-/// Compiles `source`.
+/// Compiles `source` (with a new [`Compiler`]: nothing is reused from an earlier compile).
 ///
 /// # Errors
 /// [`CompileError`] naming what is refused and where; never panics.
 pub fn compile(source: &str, opts: &CompileOptions) -> Result<Program, CompileError> {
-    compile_checked(source, opts, None).map(|(p, _)| p)
+    Compiler::new().compile(source, opts)
 }
 
-/// Compiles `source` and returns the warnings (decision 39) beside the program: an atom call
-/// whose input object, written out, names an input `inputs` does not declare for that atom.
+/// What one compile leaves for the next to reuse: the parse arena, the lowering's working
+/// buffers and a program handed back ([`Compiler::recycle`]). Keep one for a series of compiles
+/// (as a host keeps a VM for a series of runs): a small compile then allocates little.
+#[derive(Default)]
+pub struct Compiler {
+    /// The parse arena, reset before each parse (`None` while in use, or when too big to keep).
+    arena: Option<Allocator>,
+    /// The lowering's buffers and a recycled program.
+    kept: lower::Kept,
+}
+
+const _: () = {
+    const fn send<T: Send>() {}
+    send::<Compiler>();
+};
+
+impl std::fmt::Debug for Compiler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Compiler").finish_non_exhaustive()
+    }
+}
+
+impl Compiler {
+    /// A compiler that has nothing to reuse yet.
+    pub fn new() -> Compiler {
+        Compiler::default()
+    }
+
+    /// Compiles `source`, in what the previous compiles left (the result is the same as
+    /// [`compile`]'s).
+    ///
+    /// # Errors
+    /// [`CompileError`] naming what is refused and where; never panics.
+    pub fn compile(
+        &mut self,
+        source: &str,
+        opts: &CompileOptions,
+    ) -> Result<Program, CompileError> {
+        compile_checked(self, source, opts, None).map(|(p, _)| p)
+    }
+
+    /// Compiles `source` and returns the warnings (decision 39) beside the program: an atom
+    /// call whose input object, written out, names an input `inputs` does not declare for that
+    /// atom.
+    ///
+    /// # Errors
+    /// As [`Compiler::compile`].
+    pub fn compile_with_warnings(
+        &mut self,
+        source: &str,
+        opts: &CompileOptions,
+        inputs: &AtomInputs,
+    ) -> Result<(Program, Vec<Warning>), CompileError> {
+        let name = if opts.source_name.is_empty() {
+            "<source>"
+        } else {
+            opts.source_name
+        };
+        let (program, found) = compile_checked(self, source, opts, Some(inputs))?;
+        let idx = LineIndex::new(source);
+        let warnings = found
+            .into_iter()
+            .map(|(offset, message)| {
+                let p = idx.pos(offset);
+                Warning {
+                    message,
+                    source_name: name.to_string(),
+                    line: p.line,
+                    column: p.col,
+                }
+            })
+            .collect();
+        Ok((program, warnings))
+    }
+
+    /// Hands back a program that is no longer needed: the next compile builds its program in
+    /// this one's allocations (its functions' instructions, positions and parameter lists)
+    /// instead of allocating them. A big program is dropped instead. Its contents are never
+    /// read: only its capacity is reused.
+    pub fn recycle(&mut self, program: Program) {
+        self.kept.recycle(program);
+    }
+}
+
+/// Compiles `source` and returns the warnings (decision 39) beside the program (with a new
+/// [`Compiler`]).
 ///
 /// # Errors
 /// As [`compile`].
@@ -131,30 +215,12 @@ pub fn compile_with_warnings(
     opts: &CompileOptions,
     inputs: &AtomInputs,
 ) -> Result<(Program, Vec<Warning>), CompileError> {
-    let name = if opts.source_name.is_empty() {
-        "<source>"
-    } else {
-        opts.source_name
-    };
-    let (program, found) = compile_checked(source, opts, Some(inputs))?;
-    let idx = LineIndex::new(source);
-    let warnings = found
-        .into_iter()
-        .map(|(offset, message)| {
-            let p = idx.pos(offset);
-            Warning {
-                message,
-                source_name: name.to_string(),
-                line: p.line,
-                column: p.col,
-            }
-        })
-        .collect();
-    Ok((program, warnings))
+    Compiler::new().compile_with_warnings(source, opts, inputs)
 }
 
 /// [`compile`], collecting the warnings (byte offset, message) when `inputs` is given.
 fn compile_checked(
+    c: &mut Compiler,
     source: &str,
     opts: &CompileOptions,
     inputs: Option<&AtomInputs>,
@@ -166,10 +232,10 @@ fn compile_checked(
     };
     let run = |bodies: &[stack::Body]| {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match inputs {
-            None => compile_inner(source, opts, bodies).map(|p| (p, Vec::new())),
+            None => compile_inner(c, source, opts, bodies).map(|p| (p, Vec::new())),
             Some(inputs) => {
                 // (collected on the thread that compiles: the sink is thread-local)
-                let (r, found) = warnings::collect(inputs, || compile_inner(source, opts, bodies));
+                let (r, found) = warnings::collect(inputs, || compile_inner(c, source, opts, bodies));
                 r.map(|p| (p, found))
             }
         }))
@@ -192,6 +258,7 @@ fn to_error(source: &str, name: &str, f: Fail) -> CompileError {
 /// Compiles `source` (on a stack [`stack::guarded`] found big enough; `bodies` are the top-level
 /// brackets its scan read, for the parameter rewrite).
 fn compile_inner(
+    c: &mut Compiler,
     source: &str,
     opts: &CompileOptions,
     bodies: &[stack::Body],
@@ -212,32 +279,32 @@ fn compile_inner(
     match opts.mode {
         Mode::Agent => {
             let (rewritten, raw) = params::rewrite_with(source, bodies);
-            with_arena(|alloc| {
+            with_arena(&mut c.arena, |alloc| {
                 let ret = Parser::new(alloc, &rewritten, SourceType::script())
                     .with_options(plain_opts)
                     .parse();
                 if ret.panicked || !ret.diagnostics.is_empty() {
                     return Err(diag_fail(&rewritten, first_diag!(ret.diagnostics)));
                 }
-                lower::lower_agent(&rewritten, &ret.program.body, &raw, opts)
+                lower::lower_agent(&rewritten, &ret.program.body, &raw, opts, &mut c.kept)
             })
         }
-        Mode::FunctionBody => with_arena(|alloc| {
+        Mode::FunctionBody => with_arena(&mut c.arena, |alloc| {
             let ret = Parser::new(alloc, source, SourceType::script())
                 .with_options(script_opts)
                 .parse();
             if ret.panicked || !ret.diagnostics.is_empty() {
                 return Err(diag_fail(source, first_diag!(ret.diagnostics)));
             }
-            lower::lower_statements(source, &ret.program.body, opts, "<function>")
+            lower::lower_statements(source, &ret.program.body, opts, "<function>", &mut c.kept)
         }),
         Mode::Eval => {
-            let expr_err = match with_arena(|alloc| {
+            let expr_err = match with_arena(&mut c.arena, |alloc| {
                 match Parser::new(alloc, source, SourceType::script())
                     .with_options(plain_opts)
                     .parse_expression()
                 {
-                    Ok(expr) => Ok(lower::lower_expression(source, &expr, opts)),
+                    Ok(expr) => Ok(lower::lower_expression(source, &expr, opts, &mut c.kept)),
                     Err(d) => Err(diag_fail(source, first_diag!(d))),
                 }
             }) {
@@ -251,7 +318,13 @@ fn compile_inner(
             let has_return = has_own_return(&ret.program.body, 0);
             if !ret.panicked && ret.diagnostics.is_empty() {
                 if has_return {
-                    return lower::lower_statements(source, &ret.program.body, opts, "<eval>");
+                    return lower::lower_statements(
+                        source,
+                        &ret.program.body,
+                        opts,
+                        "<eval>",
+                        &mut c.kept,
+                    );
                 }
                 // Statements without a `return`: say how to get a result out.
                 return Err(Fail::new(
@@ -271,27 +344,19 @@ fn compile_inner(
     }
 }
 
-thread_local! {
-    /// The parse arena of this thread, kept between compiles (and reset before each) so that
-    /// parsing reuses its memory instead of allocating and faulting in fresh chunks every time.
-    static ARENA: std::cell::Cell<Option<Allocator>> = const { std::cell::Cell::new(None) };
-}
-
-/// Most bytes of arena a thread keeps between compiles (a huge source's arena is freed).
+/// Most bytes of arena a compiler keeps between compiles (a huge source's arena is freed).
 const KEEP_ARENA_BYTES: usize = 4 << 20;
 
-/// Runs `f` with this thread's parse arena, emptied (a new one when it is in use or gone).
-fn with_arena<T>(f: impl FnOnce(&Allocator) -> T) -> T {
-    let mut alloc = ARENA
-        .try_with(std::cell::Cell::take)
-        .ok()
-        .flatten()
-        .unwrap_or_default();
+/// Runs `f` with the kept parse arena `kept`, emptied (a new one when there is none), and keeps
+/// it again after unless it grew large. (Parsing then reuses its memory instead of allocating
+/// and faulting in fresh chunks every time.)
+fn with_arena<T>(kept: &mut Option<Allocator>, f: impl FnOnce(&Allocator) -> T) -> T {
+    let mut alloc = kept.take().unwrap_or_default();
     alloc.reset();
     let r = f(&alloc);
     if alloc.capacity() <= KEEP_ARENA_BYTES {
         alloc.reset();
-        let _ = ARENA.try_with(|a| a.set(Some(alloc)));
+        *kept = Some(alloc);
     }
     r
 }

@@ -553,8 +553,8 @@ pub struct SpareVm(Box<Vm>);
 impl SpareVm {
     /// Starts a run of `program` with `args`, as [`Vm::new_with`] would build it (keeping only
     /// the capacity of the vectors). Returns the VM and the program of its last run when that
-    /// was another one (drop it, or reuse its allocations as `ajs_compiler::recycle` does); the
-    /// same program is kept, not cloned again.
+    /// was another one (drop it, or reuse its allocations as `ajs_compiler::Compiler::recycle`
+    /// does); the same program is kept, not cloned again.
     ///
     /// # Errors
     /// As [`Vm::new`], with the VM, its run ended (release it, or restart it).
@@ -721,7 +721,7 @@ impl Vm {
     /// without a reset does not compile.
     ///
     /// Returns the program of the previous run, which the VM held until now: drop it, or, when
-    /// it was the last handle, reuse its allocations (`ajs_compiler::recycle`).
+    /// it was the last handle, reuse its allocations (`ajs_compiler::Compiler::recycle`).
     ///
     /// # Errors
     /// As [`Vm::new`]; the VM is then left holding the failed start (release or restart it).

@@ -100,8 +100,9 @@ pub(crate) fn lower_agent(
     body: &[Statement],
     raw: &[RawFunction],
     opts: &CompileOptions,
+    kept: &mut Kept,
 ) -> Result<Program, crate::Fail> {
-    agent_program(src, body, raw, opts).map_err(|e| *e)
+    agent_program(src, body, raw, opts, kept).map_err(|e| *e)
 }
 
 fn agent_program(
@@ -109,6 +110,7 @@ fn agent_program(
     body: &[Statement],
     raw: &[RawFunction],
     opts: &CompileOptions,
+    kept: &mut Kept,
 ) -> R<Program> {
     // (sized for the statements, every one a function: not grown from empty, ~1.3 k
     // instructions per compile of the 8 KB agent)
@@ -171,12 +173,12 @@ fn agent_program(
         num_map: NumMap::with_capacity(guess / 4),
         str_map: StrMap::with_capacity(guess),
         atoms: Vec::new(),
-        bufs: Buffers::take(),
+        bufs: kept.take_bufs(),
     };
     let mut functions = Vec::with_capacity(fns.len());
     let mut spans = Vec::with_capacity(fns.len());
     // a recycled program's functions, whose allocations the new ones are built in
-    let mut spare = take_spare();
+    let mut spare = kept.take_spare();
     let mut signature = None;
     // One lowerer for every function, each begun afresh (one per function was moved in and out
     // of its pool, some 600 bytes each way, ~5 k instructions per compile of the 8 KB agent);
@@ -235,7 +237,7 @@ fn agent_program(
                 };
                 let skip = l.emit_jump(
                     Op::JumpIfNotNullish {
-                        src: Src(reg),
+                        src: reg.src(),
                         target: Target(0),
                     },
                     p.span,
@@ -250,15 +252,15 @@ fn agent_program(
         l.block(&fbody.statements, true, fbody.span)?;
         let end = Span::new(fbody.span.end.saturating_sub(1), fbody.span.end);
         let u = l.alloc(end)?;
-        l.emit(Op::LoadUndef { dst: Dst(u) }, end);
-        l.emit(Op::Return { src: Src(u) }, end);
+        l.emit(Op::LoadUndef { dst: u.dst() }, end);
+        l.emit(Op::Return { src: u.src() }, end);
         let reuse = Reuse::from(&mut spare);
         let (function, pos) = l.finish_function(&mut cursor, name, reuse)?;
         functions.push(function);
         spans.push(pos);
     }
     let pool = l.into_pool();
-    pool.bufs.keep();
+    pool.bufs.keep(kept);
     Ok(Program {
         entry: (functions.len() - 1) as u16,
         functions,
@@ -403,7 +405,7 @@ impl Lowerer<'_> {
         &mut self,
         name: &str,
         args: &[&Expression],
-        dst: u16,
+        dst: Reg,
         span: Span,
     ) -> R<bool> {
         let Some((func, arity)) = self.helper(name) else {
@@ -418,25 +420,25 @@ impl Lowerer<'_> {
                 ),
             );
         }
-        let mark = self.top;
-        let base = self.top;
-        for _ in 0..arity {
-            self.alloc(span)?;
-        }
-        for (i, a) in args.iter().enumerate() {
-            self.expr_to(a, base + i as u16)?;
-        }
-        self.emit(
-            Op::Call {
-                dst: Dst(dst),
-                func: Func(func),
-                base: Base(base),
-                argc: Count(arity as u8),
-            },
-            span,
-        );
-        self.top = mark;
-        Ok(true)
+        self.with_temps(|l| {
+            let base = l.next_temp();
+            for _ in 0..arity {
+                l.alloc(span)?;
+            }
+            for (i, a) in args.iter().enumerate() {
+                l.expr_to(a, base.plus(i))?;
+            }
+            l.emit(
+                Op::Call {
+                    dst: dst.dst(),
+                    func: Func(func),
+                    base: base.base(),
+                    argc: Count(arity as u8),
+                },
+                span,
+            );
+            Ok(true)
+        })
     }
 }
 

@@ -33,7 +33,7 @@ fn unsupported_callback_method(m: &str) -> Option<&'static str> {
 /// State of the callback body being lowered.
 pub(super) struct CallbackCtx {
     /// Register receiving the callback's value.
-    result: u16,
+    result: Reg,
     /// `return` jumps to patch to the end of the body.
     exits: Vec<usize>,
     /// `try` depth when the body started.
@@ -53,7 +53,7 @@ impl Lowerer<'_> {
         m: &str,
         optional: bool,
         args: &[&Expression],
-        dst: u16,
+        dst: Reg,
         span: Span,
     ) -> R<bool> {
         if (m == "sort" || m == "toSorted") && !args.is_empty() {
@@ -106,273 +106,273 @@ impl Lowerer<'_> {
             );
         }
 
-        let mark = self.top;
-        let recv = self.alloc(span)?;
-        match self.callback_source.take() {
-            // `Array.from(x, cb)`: the array was built already
-            Some(r) => self.emit(
-                Op::Move {
-                    dst: Dst(recv),
-                    src: Src(r),
-                },
-                span,
-            ),
-            None => {
-                self.expr_to(obj, recv)?;
-                if optional {
-                    self.chain_jump(recv, span);
-                }
-            }
-        }
-        let len = self.alloc(span)?;
-        let name = self.str_const(m, span)?;
-        self.emit(
-            Op::ArrayLen {
-                dst: Dst(len),
-                arr: Src(recv),
-                method: Key(name),
-            },
-            span,
-        );
-        let i = self.alloc(span)?;
-        let acc = self.alloc(span)?;
-        let elem = self.alloc(span)?;
-        let cond = self.alloc(span)?;
-        let zero = self.num_reg(0.0, span)?;
-        let one = self.num_reg(1.0, span)?;
-
-        // accumulator
-        match m {
-            "map" | "filter" | "flatMap" => self.emit(
-                Op::NewArray {
-                    dst: Dst(acc),
-                    base: Base(0),
-                    count: Count(0),
-                },
-                span,
-            ),
-            "findIndex" | "findLastIndex" => {
-                let k = self.num_const(-1.0, span)?;
-                self.emit(
-                    Op::LoadConst {
-                        dst: Dst(acc),
-                        k: Const(k),
+        self.with_temps(|l| {
+            let recv = l.alloc(span)?;
+            match l.callback_source.take() {
+                // `Array.from(x, cb)`: the array was built already
+                Some(r) => l.emit(
+                    Op::Move {
+                        dst: recv.dst(),
+                        src: r.src(),
                     },
                     span,
-                );
-            }
-            "some" => self.emit(Op::LoadFalse { dst: Dst(acc) }, span),
-            "every" => self.emit(Op::LoadTrue { dst: Dst(acc) }, span),
-            "find" | "findLast" | "forEach" => self.emit(Op::LoadUndef { dst: Dst(acc) }, span),
-            _ => {}
-        }
-        // start index
-        if backwards {
-            self.emit(
-                Op::Sub {
-                    dst: Dst(i),
-                    a: Src(len),
-                    b: Src(one),
-                },
-                span,
-            );
-        } else {
-            self.emit(
-                Op::Move {
-                    dst: Dst(i),
-                    src: Src(zero),
-                },
-                span,
-            );
-        }
-        if is_reduce {
-            if let Some(init) = args.get(1) {
-                self.expr_to(init, acc)?;
-            } else {
-                // no initial value: the first element is the accumulator (TypeError when empty)
-                let ok = self.emit_jump(
-                    Op::JumpIfTrue {
-                        cond: Src(len),
-                        target: Target(0),
-                    },
-                    span,
-                );
-                let msg = self.str_const("Reduce of empty array with no initial value", span)?;
-                self.emit(
-                    Op::LoadConst {
-                        dst: Dst(cond),
-                        k: Const(msg),
-                    },
-                    span,
-                );
-                self.emit(Op::Throw { src: Src(cond) }, span);
-                self.patch_here(ok);
-                self.emit(
-                    Op::GetIndex {
-                        dst: Dst(acc),
-                        obj: Src(recv),
-                        key: Src(i),
-                    },
-                    span,
-                );
-                self.step_index(i, one, backwards, span);
-            }
-        }
-
-        let start = self.here();
-        let test = if backwards {
-            Op::Ge {
-                dst: Dst(cond),
-                a: Src(i),
-                b: Src(zero),
-            }
-        } else {
-            Op::Lt {
-                dst: Dst(cond),
-                a: Src(i),
-                b: Src(len),
-            }
-        };
-        let exit = self.emit_test(test, false, span);
-        self.emit(
-            Op::GetIndex {
-                dst: Dst(elem),
-                obj: Src(recv),
-                key: Src(i),
-            },
-            span,
-        );
-
-        // the callback's parameters: (item, index, array) or, for reduce, (acc, item, index, array)
-        let all = [acc, elem, i, recv];
-        let sources = if is_reduce { &all[..] } else { &all[1..] };
-        let value = self.alloc(span)?;
-        self.callback_body(cb, sources, value, par)?;
-
-        let mut early_exit = None;
-        match m {
-            "map" if par => {}
-            "map" => self.push(acc, value, span),
-            "flatMap" => {
-                // an array result is flattened one level; anything else is pushed as is
-                match native("Array.isArray") {
-                    Some(n) => {
-                        self.emit(
-                            Op::CallNative {
-                                dst: Dst(cond),
-                                native: Native(n.to_u16()),
-                                base: Base(value),
-                                argc: Count(1),
-                            },
-                            span,
-                        );
-                        let plain = self.emit_jump(
-                            Op::JumpIfFalse {
-                                cond: Src(cond),
-                                target: Target(0),
-                            },
-                            span,
-                        );
-                        self.emit(
-                            Op::ArrayExtend {
-                                arr: Src(acc),
-                                src: Src(value),
-                            },
-                            span,
-                        );
-                        let done = self.emit_jump(Op::Jump { target: Target(0) }, span);
-                        self.patch_here(plain);
-                        self.push(acc, value, span);
-                        self.patch_here(done);
+                ),
+                None => {
+                    l.expr_to(obj, recv)?;
+                    if optional {
+                        l.chain_jump(recv, span);
                     }
-                    None => self.push(acc, value, span),
                 }
             }
-            "filter" => {
-                let skip = self.emit_jump(
-                    Op::JumpIfFalse {
-                        cond: Src(value),
-                        target: Target(0),
-                    },
-                    span,
-                );
-                self.push(acc, elem, span);
-                self.patch_here(skip);
-            }
-            "find" | "findLast" | "findIndex" | "findLastIndex" | "some" => {
-                let skip = self.emit_jump(
-                    Op::JumpIfFalse {
-                        cond: Src(value),
-                        target: Target(0),
-                    },
-                    span,
-                );
-                match m {
-                    "find" | "findLast" => self.emit(
-                        Op::Move {
-                            dst: Dst(acc),
-                            src: Src(elem),
-                        },
-                        span,
-                    ),
-                    "findIndex" | "findLastIndex" => self.emit(
-                        Op::Move {
-                            dst: Dst(acc),
-                            src: Src(i),
-                        },
-                        span,
-                    ),
-                    _ => self.emit(Op::LoadTrue { dst: Dst(acc) }, span),
-                }
-                early_exit = Some(self.emit_jump(Op::Jump { target: Target(0) }, span));
-                self.patch_here(skip);
-            }
-            "every" => {
-                let skip = self.emit_jump(
-                    Op::JumpIfTrue {
-                        cond: Src(value),
-                        target: Target(0),
-                    },
-                    span,
-                );
-                self.emit(Op::LoadFalse { dst: Dst(acc) }, span);
-                early_exit = Some(self.emit_jump(Op::Jump { target: Target(0) }, span));
-                self.patch_here(skip);
-            }
-            "reduce" | "reduceRight" => self.emit(
-                Op::Move {
-                    dst: Dst(acc),
-                    src: Src(value),
+            let len = l.alloc(span)?;
+            let name = l.str_const(m, span)?;
+            l.emit(
+                Op::ArrayLen {
+                    dst: len.dst(),
+                    arr: recv.src(),
+                    method: name.key(),
                 },
                 span,
-            ),
-            _ => {} // forEach
-        }
-        self.step_index(i, one, backwards, span);
-        self.emit(
-            Op::Jump {
-                target: Target(start),
-            },
-            span,
-        );
-        self.patch_here(exit);
-        if let Some(j) = early_exit {
-            self.patch_here(j);
-        }
-        self.emit(
-            Op::Move {
-                dst: Dst(dst),
-                src: Src(acc),
-            },
-            span,
-        );
-        self.top = mark;
-        Ok(true)
+            );
+            let i = l.alloc(span)?;
+            let acc = l.alloc(span)?;
+            let elem = l.alloc(span)?;
+            let cond = l.alloc(span)?;
+            let zero = l.num_reg(0.0, span)?;
+            let one = l.num_reg(1.0, span)?;
+
+            // accumulator
+            match m {
+                "map" | "filter" | "flatMap" => l.emit(
+                    Op::NewArray {
+                        dst: acc.dst(),
+                        base: Base(0),
+                        count: Count(0),
+                    },
+                    span,
+                ),
+                "findIndex" | "findLastIndex" => {
+                    let k = l.num_const(-1.0, span)?;
+                    l.emit(
+                        Op::LoadConst {
+                            dst: acc.dst(),
+                            k: k.constant(),
+                        },
+                        span,
+                    );
+                }
+                "some" => l.emit(Op::LoadFalse { dst: acc.dst() }, span),
+                "every" => l.emit(Op::LoadTrue { dst: acc.dst() }, span),
+                "find" | "findLast" | "forEach" => l.emit(Op::LoadUndef { dst: acc.dst() }, span),
+                _ => {}
+            }
+            // start index
+            if backwards {
+                l.emit(
+                    Op::Sub {
+                        dst: i.dst(),
+                        a: len.src(),
+                        b: one.src(),
+                    },
+                    span,
+                );
+            } else {
+                l.emit(
+                    Op::Move {
+                        dst: i.dst(),
+                        src: zero.src(),
+                    },
+                    span,
+                );
+            }
+            if is_reduce {
+                if let Some(init) = args.get(1) {
+                    l.expr_to(init, acc)?;
+                } else {
+                    // no initial value: the first element is the accumulator (TypeError when empty)
+                    let ok = l.emit_jump(
+                        Op::JumpIfTrue {
+                            cond: len.src(),
+                            target: Target(0),
+                        },
+                        span,
+                    );
+                    let msg = l.str_const("Reduce of empty array with no initial value", span)?;
+                    l.emit(
+                        Op::LoadConst {
+                            dst: cond.dst(),
+                            k: msg.constant(),
+                        },
+                        span,
+                    );
+                    l.emit(Op::Throw { src: cond.src() }, span);
+                    l.patch_here(ok);
+                    l.emit(
+                        Op::GetIndex {
+                            dst: acc.dst(),
+                            obj: recv.src(),
+                            key: i.src(),
+                        },
+                        span,
+                    );
+                    l.step_index(i, one, backwards, span);
+                }
+            }
+
+            let start = l.here();
+            let test = if backwards {
+                Op::Ge {
+                    dst: cond.dst(),
+                    a: i.src(),
+                    b: zero.src(),
+                }
+            } else {
+                Op::Lt {
+                    dst: cond.dst(),
+                    a: i.src(),
+                    b: len.src(),
+                }
+            };
+            let exit = l.emit_test(test, false, span);
+            l.emit(
+                Op::GetIndex {
+                    dst: elem.dst(),
+                    obj: recv.src(),
+                    key: i.src(),
+                },
+                span,
+            );
+
+            // the callback's parameters: (item, index, array) or, for reduce, (acc, item, index, array)
+            let all = [acc, elem, i, recv];
+            let sources = if is_reduce { &all[..] } else { &all[1..] };
+            let value = l.alloc(span)?;
+            l.callback_body(cb, sources, value, par)?;
+
+            let mut early_exit = None;
+            match m {
+                "map" if par => {}
+                "map" => l.push(acc, value, span),
+                "flatMap" => {
+                    // an array result is flattened one level; anything else is pushed as is
+                    match native("Array.isArray") {
+                        Some(n) => {
+                            l.emit(
+                                Op::CallNative {
+                                    dst: cond.dst(),
+                                    native: Native(n.to_u16()),
+                                    base: value.base(),
+                                    argc: Count(1),
+                                },
+                                span,
+                            );
+                            let plain = l.emit_jump(
+                                Op::JumpIfFalse {
+                                    cond: cond.src(),
+                                    target: Target(0),
+                                },
+                                span,
+                            );
+                            l.emit(
+                                Op::ArrayExtend {
+                                    arr: acc.src(),
+                                    src: value.src(),
+                                },
+                                span,
+                            );
+                            let done = l.emit_jump(Op::Jump { target: Target(0) }, span);
+                            l.patch_here(plain);
+                            l.push(acc, value, span);
+                            l.patch_here(done);
+                        }
+                        None => l.push(acc, value, span),
+                    }
+                }
+                "filter" => {
+                    let skip = l.emit_jump(
+                        Op::JumpIfFalse {
+                            cond: value.src(),
+                            target: Target(0),
+                        },
+                        span,
+                    );
+                    l.push(acc, elem, span);
+                    l.patch_here(skip);
+                }
+                "find" | "findLast" | "findIndex" | "findLastIndex" | "some" => {
+                    let skip = l.emit_jump(
+                        Op::JumpIfFalse {
+                            cond: value.src(),
+                            target: Target(0),
+                        },
+                        span,
+                    );
+                    match m {
+                        "find" | "findLast" => l.emit(
+                            Op::Move {
+                                dst: acc.dst(),
+                                src: elem.src(),
+                            },
+                            span,
+                        ),
+                        "findIndex" | "findLastIndex" => l.emit(
+                            Op::Move {
+                                dst: acc.dst(),
+                                src: i.src(),
+                            },
+                            span,
+                        ),
+                        _ => l.emit(Op::LoadTrue { dst: acc.dst() }, span),
+                    }
+                    early_exit = Some(l.emit_jump(Op::Jump { target: Target(0) }, span));
+                    l.patch_here(skip);
+                }
+                "every" => {
+                    let skip = l.emit_jump(
+                        Op::JumpIfTrue {
+                            cond: value.src(),
+                            target: Target(0),
+                        },
+                        span,
+                    );
+                    l.emit(Op::LoadFalse { dst: acc.dst() }, span);
+                    early_exit = Some(l.emit_jump(Op::Jump { target: Target(0) }, span));
+                    l.patch_here(skip);
+                }
+                "reduce" | "reduceRight" => l.emit(
+                    Op::Move {
+                        dst: acc.dst(),
+                        src: value.src(),
+                    },
+                    span,
+                ),
+                _ => {} // forEach
+            }
+            l.step_index(i, one, backwards, span);
+            l.emit(
+                Op::Jump {
+                    target: Target(start),
+                },
+                span,
+            );
+            l.patch_here(exit);
+            if let Some(j) = early_exit {
+                l.patch_here(j);
+            }
+            l.emit(
+                Op::Move {
+                    dst: dst.dst(),
+                    src: acc.src(),
+                },
+                span,
+            );
+            Ok(true)
+        })
     }
 
     /// `i = i + 1`, or `i = i - 1` when walking backwards.
-    fn step_index(&mut self, i: u16, one: u16, backwards: bool, span: Span) {
-        let (dst, a, b) = (Dst(i), Src(i), Src(one));
+    fn step_index(&mut self, i: Reg, one: Reg, backwards: bool, span: Span) {
+        let (dst, a, b) = (i.dst(), i.src(), one.src());
         let op = if backwards {
             Op::Sub { dst, a, b }
         } else {
@@ -381,131 +381,126 @@ impl Lowerer<'_> {
         self.emit(op, span);
     }
 
-    fn push(&mut self, arr: u16, val: u16, span: Span) {
+    fn push(&mut self, arr: Reg, val: Reg, span: Span) {
         // `.push(arr, val)` needs the two in consecutive registers
-        let base = self.top;
-        let ok = self
-            .alloc(span)
-            .and_then(|a| self.alloc(span).map(|b| (a, b)));
-        if let Ok((a, b)) = ok {
-            self.emit(
+        // (no register left: nothing is emitted)
+        let _ = self.with_temps(|l| {
+            let a = l.alloc(span)?;
+            let b = l.alloc(span)?;
+            l.emit(
                 Op::Move {
-                    dst: Dst(a),
-                    src: Src(arr),
+                    dst: a.dst(),
+                    src: arr.src(),
                 },
                 span,
             );
-            self.emit(
+            l.emit(
                 Op::Move {
-                    dst: Dst(b),
-                    src: Src(val),
+                    dst: b.dst(),
+                    src: val.src(),
                 },
                 span,
             );
-            self.emit(
+            l.emit(
                 Op::CallNative {
-                    dst: Dst(a),
+                    dst: a.dst(),
                     native: Native(NativeId::Push.to_u16()),
-                    base: Base(a),
+                    base: a.base(),
                     argc: Count(2),
                 },
                 span,
             );
-        }
-        self.top = base;
+            Ok(())
+        });
     }
 
     /// Lowers the callback's body into `value`, with its parameters bound to `sources`.
     fn callback_body(
         &mut self,
         cb: &ArrowFunctionExpression,
-        sources: &[u16],
-        value: u16,
+        sources: &[Reg],
+        value: Reg,
         par: bool,
     ) -> R<()> {
-        let mark = self.top;
-        self.open_scope();
-        let floor = self.bufs.nscopes - 1;
-        for (k, p) in cb.params.items.iter().enumerate() {
-            if p.initializer.is_some() {
-                self.pop_scope();
-                return fail(p.span, "default values for callback parameters are not supported; use ?? inside the body");
-            }
-            let src = sources.get(k).copied();
-            match &p.pattern {
-                BindingPattern::BindingIdentifier(b) => {
-                    let probe = Probe::new(b.name.as_str());
-                    let reg = self.declare(probe, b.span)?;
-                    match src {
-                        Some(s) => self.emit(
-                            Op::Move {
-                                dst: Dst(reg),
-                                src: Src(s),
-                            },
-                            b.span,
-                        ),
-                        None => self.emit(Op::LoadUndef { dst: Dst(reg) }, b.span),
-                    }
-                    self.bind(probe, reg, false);
+        self.in_scope(|l| {
+            let floor = l.bufs.nscopes - 1;
+            for (k, p) in cb.params.items.iter().enumerate() {
+                if p.initializer.is_some() {
+                    return fail(p.span, "default values for callback parameters are not supported; use ?? inside the body");
                 }
-                pattern => {
-                    // object and array patterns, defaults and rest, as in `let`
-                    let Some(s) = src else {
-                        self.pop_scope();
-                        return fail(
-                            p.span,
-                            "this callback parameter receives nothing to destructure",
-                        );
+                let src = sources.get(k).copied();
+                match &p.pattern {
+                    BindingPattern::BindingIdentifier(b) => {
+                        let probe = Probe::new(b.name.as_str());
+                        let reg = l.declare(probe, b.span)?;
+                        match src {
+                            Some(s) => l.emit(
+                                Op::Move {
+                                    dst: reg.dst(),
+                                    src: s.src(),
+                                },
+                                b.span,
+                            ),
+                            None => l.emit(Op::LoadUndef { dst: reg.dst() }, b.span),
+                        }
+                        l.bind(probe, reg, false);
+                    }
+                    pattern => {
+                        // object and array patterns, defaults and rest, as in `let`
+                        let Some(s) = src else {
+                            return fail(
+                                p.span,
+                                "this callback parameter receives nothing to destructure",
+                            );
+                        };
+                        let mut names = Vec::new();
+                        Self::pattern_names(pattern, &mut names)?;
+                        let mut regs: Vec<(String, Reg)> = Vec::with_capacity(names.len());
+                        for (name, nspan) in names {
+                            let reg = l.declare(Probe::new(name), nspan)?;
+                            regs.push((name.to_string(), reg));
+                        }
+                        l.destructure(pattern, s, &regs)?;
+                        for (name, reg) in regs {
+                            l.bind(Probe::new(&name), reg, false);
+                        }
+                    }
+                }
+            }
+            // `break`/`continue` inside the body cannot reach loops outside it
+            let outer_loops = std::mem::take(&mut l.loops);
+            let r = match cb.body.as_expression() {
+                Some(e) if par => l.parallel_item(e),
+                Some(e) => l.expr_to(e, value),
+                _ => {
+                    let body = cb.body.as_function_body();
+                    l.emit(Op::LoadUndef { dst: value.dst() }, cb.span);
+                    l.callbacks.push(CallbackCtx {
+                        result: value,
+                        exits: Vec::new(),
+                        try_depth: l.try_depth,
+                        scope_floor: floor,
+                        parallel: par,
+                    });
+                    let r = match body {
+                        Some(b) => l.block(&b.statements, false, b.span),
+                        None => Ok(()),
                     };
-                    let mut names = Vec::new();
-                    Self::pattern_names(pattern, &mut names)?;
-                    let mut regs: Vec<(String, u16)> = Vec::with_capacity(names.len());
-                    for (name, nspan) in names {
-                        let reg = self.declare(Probe::new(name), nspan)?;
-                        regs.push((name.to_string(), reg));
+                    if par && r.is_ok() {
+                        // falling off the end: the item is undefined
+                        l.emit(Op::ParValue { src: value.src() }, cb.span);
                     }
-                    self.destructure(pattern, s, &regs)?;
-                    for (name, reg) in regs {
-                        self.bind(Probe::new(&name), reg, false);
+                    if let Some(ctx) = l.callbacks.pop() {
+                        for j in ctx.exits {
+                            l.patch_here(j);
+                        }
                     }
+                    r
                 }
-            }
-        }
-        // `break`/`continue` inside the body cannot reach loops outside it
-        let outer_loops = std::mem::take(&mut self.loops);
-        let r = match cb.body.as_expression() {
-            Some(e) if par => self.parallel_item(e),
-            Some(e) => self.expr_to(e, value),
-            _ => {
-                let body = cb.body.as_function_body();
-                self.emit(Op::LoadUndef { dst: Dst(value) }, cb.span);
-                self.callbacks.push(CallbackCtx {
-                    result: value,
-                    exits: Vec::new(),
-                    try_depth: self.try_depth,
-                    scope_floor: floor,
-                    parallel: par,
-                });
-                let r = match body {
-                    Some(b) => self.block(&b.statements, false, b.span),
-                    None => Ok(()),
-                };
-                if par && r.is_ok() {
-                    // falling off the end: the item is undefined
-                    self.emit(Op::ParValue { src: Src(value) }, cb.span);
-                }
-                if let Some(ctx) = self.callbacks.pop() {
-                    for j in ctx.exits {
-                        self.patch_here(j);
-                    }
-                }
-                r
-            }
-        };
-        self.loops = outer_loops;
-        self.pop_scope();
-        self.top = mark;
-        r
+            };
+            l.loops = outer_loops;
+            r
+        })
     }
 
     /// `return e` inside a block-bodied callback: the callback's value.
@@ -520,10 +515,10 @@ impl Lowerer<'_> {
         match arg {
             Some(e) if par => self.parallel_item(e)?,
             Some(e) => self.expr_to(e, result)?,
-            None => self.emit(Op::LoadUndef { dst: Dst(result) }, span),
+            None => self.emit(Op::LoadUndef { dst: result.dst() }, span),
         }
         if par && arg.is_none() {
-            self.emit(Op::ParValue { src: Src(result) }, span);
+            self.emit(Op::ParValue { src: result.src() }, span);
         }
         for _ in depth..self.try_depth {
             self.emit(Op::TryExit {}, span);
@@ -569,7 +564,7 @@ impl Lowerer<'_> {
         m: &str,
         optional: bool,
         args: &[&Expression],
-        dst: u16,
+        dst: Reg,
         span: Span,
     ) -> R<()> {
         let Some(Expression::ArrowFunctionExpression(cb)) =
@@ -592,348 +587,348 @@ impl Lowerer<'_> {
         let Some(splice) = native(".splice") else {
             return fail(span, "sorting with a comparator needs .splice");
         };
-        let mark = self.top;
-        let recv = self.alloc(span)?;
-        self.expr_to(obj, recv)?;
-        if optional {
-            self.chain_jump(recv, span);
-        }
-        let n = self.alloc(span)?;
-        let name = self.str_const(m, span)?;
-        self.emit(
-            Op::ArrayLen {
-                dst: Dst(n),
-                arr: Src(recv),
-                method: Key(name),
-            },
-            span,
-        );
-        let mut r = [0u16; 12];
-        for slot in r.iter_mut() {
-            *slot = self.alloc(span)?;
-        }
-        let [a, b, width, lo, mid, hi, i, j, x, y, c, v] = r;
-        let zero = self.num_reg(0.0, span)?;
-        let one = self.num_reg(1.0, span)?;
-        // a = [...recv]
-        self.emit(
-            Op::NewArray {
-                dst: Dst(a),
-                base: Base(0),
-                count: Count(0),
-            },
-            span,
-        );
-        self.emit(
-            Op::ArrayExtend {
-                arr: Src(a),
-                src: Src(recv),
-            },
-            span,
-        );
-        self.emit(
-            Op::Move {
-                dst: Dst(width),
-                src: Src(one),
-            },
-            span,
-        );
-        // while (width < n)
-        let outer = self.here();
-        let outer_exit = self.emit_test(
-            Op::Lt {
-                dst: Dst(c),
-                a: Src(width),
-                b: Src(n),
-            },
-            false,
-            span,
-        );
-        self.emit(
-            Op::NewArray {
-                dst: Dst(b),
-                base: Base(0),
-                count: Count(0),
-            },
-            span,
-        );
-        self.emit(
-            Op::Move {
-                dst: Dst(lo),
-                src: Src(zero),
-            },
-            span,
-        );
-        // while (lo < n): merge the runs [lo, mid) and [mid, hi)
-        let runs = self.here();
-        let runs_exit = self.emit_test(
-            Op::Lt {
-                dst: Dst(c),
-                a: Src(lo),
-                b: Src(n),
-            },
-            false,
-            span,
-        );
-        for (to, from) in [(mid, lo), (hi, mid)] {
-            self.emit(
-                Op::Add {
-                    dst: Dst(to),
-                    a: Src(from),
-                    b: Src(width),
+        self.with_temps(|l| {
+            let recv = l.alloc(span)?;
+            l.expr_to(obj, recv)?;
+            if optional {
+                l.chain_jump(recv, span);
+            }
+            let n = l.alloc(span)?;
+            let name = l.str_const(m, span)?;
+            l.emit(
+                Op::ArrayLen {
+                    dst: n.dst(),
+                    arr: recv.src(),
+                    method: name.key(),
                 },
                 span,
             );
-            let ok = self.emit_test(
-                Op::Gt {
-                    dst: Dst(c),
-                    a: Src(to),
-                    b: Src(n),
-                },
-                false,
-                span,
-            );
-            self.emit(
-                Op::Move {
-                    dst: Dst(to),
-                    src: Src(n),
-                },
-                span,
-            );
-            self.patch_here(ok);
-        }
-        self.emit(
-            Op::Move {
-                dst: Dst(i),
-                src: Src(lo),
-            },
-            span,
-        );
-        self.emit(
-            Op::Move {
-                dst: Dst(j),
-                src: Src(mid),
-            },
-            span,
-        );
-        let merge = self.here();
-        let m_exit1 = self.emit_test(
-            Op::Lt {
-                dst: Dst(c),
-                a: Src(i),
-                b: Src(mid),
-            },
-            false,
-            span,
-        );
-        let m_exit2 = self.emit_test(
-            Op::Lt {
-                dst: Dst(c),
-                a: Src(j),
-                b: Src(hi),
-            },
-            false,
-            span,
-        );
-        self.emit(
-            Op::GetIndex {
-                dst: Dst(x),
-                obj: Src(a),
-                key: Src(i),
-            },
-            span,
-        );
-        self.emit(
-            Op::GetIndex {
-                dst: Dst(y),
-                obj: Src(a),
-                key: Src(j),
-            },
-            span,
-        );
-        self.callback_body(cb, &[x, y], v, false)?;
-        // y goes first only when cmp(x, y) > 0: stable, and NaN or undefined count as 0
-        let take_x = self.emit_test(
-            Op::Gt {
-                dst: Dst(c),
-                a: Src(v),
-                b: Src(zero),
-            },
-            false,
-            span,
-        );
-        self.push(b, y, span);
-        self.emit(
-            Op::Add {
-                dst: Dst(j),
-                a: Src(j),
-                b: Src(one),
-            },
-            span,
-        );
-        self.emit(
-            Op::Jump {
-                target: Target(merge),
-            },
-            span,
-        );
-        self.patch_here(take_x);
-        self.push(b, x, span);
-        self.emit(
-            Op::Add {
-                dst: Dst(i),
-                a: Src(i),
-                b: Src(one),
-            },
-            span,
-        );
-        self.emit(
-            Op::Jump {
-                target: Target(merge),
-            },
-            span,
-        );
-        self.patch_here(m_exit1);
-        self.patch_here(m_exit2);
-        for (k, end) in [(i, mid), (j, hi)] {
-            let top = self.here();
-            let exit = self.emit_test(
-                Op::Lt {
-                    dst: Dst(c),
-                    a: Src(k),
-                    b: Src(end),
-                },
-                false,
-                span,
-            );
-            self.emit(
-                Op::GetIndex {
-                    dst: Dst(x),
-                    obj: Src(a),
-                    key: Src(k),
-                },
-                span,
-            );
-            self.push(b, x, span);
-            self.emit(
-                Op::Add {
-                    dst: Dst(k),
-                    a: Src(k),
-                    b: Src(one),
-                },
-                span,
-            );
-            self.emit(
-                Op::Jump {
-                    target: Target(top),
-                },
-                span,
-            );
-            self.patch_here(exit);
-        }
-        self.emit(
-            Op::Move {
-                dst: Dst(lo),
-                src: Src(hi),
-            },
-            span,
-        );
-        self.emit(
-            Op::Jump {
-                target: Target(runs),
-            },
-            span,
-        );
-        self.patch_here(runs_exit);
-        self.emit(
-            Op::Move {
-                dst: Dst(a),
-                src: Src(b),
-            },
-            span,
-        );
-        self.emit(
-            Op::Add {
-                dst: Dst(width),
-                a: Src(width),
-                b: Src(width),
-            },
-            span,
-        );
-        self.emit(
-            Op::Jump {
-                target: Target(outer),
-            },
-            span,
-        );
-        self.patch_here(outer_exit);
-        if m == "toSorted" {
-            self.emit(
-                Op::Move {
-                    dst: Dst(dst),
-                    src: Src(a),
-                },
-                span,
-            );
-        } else {
-            // recv.splice(0, n, ...a) writes the order back in place; the array is the result
-            let args = self.alloc(span)?;
-            let base = self.alloc(span)?;
-            let b0 = self.alloc(span)?;
-            let b1 = self.alloc(span)?;
-            self.emit(
-                Op::Move {
-                    dst: Dst(base),
-                    src: Src(recv),
-                },
-                span,
-            );
-            self.emit(
-                Op::Move {
-                    dst: Dst(b0),
-                    src: Src(zero),
-                },
-                span,
-            );
-            self.emit(
-                Op::Move {
-                    dst: Dst(b1),
-                    src: Src(n),
-                },
-                span,
-            );
-            self.emit(
+            let mut r = [Reg(0); 12];
+            for slot in r.iter_mut() {
+                *slot = l.alloc(span)?;
+            }
+            let [a, b, width, lo, mid, hi, i, j, x, y, c, v] = r;
+            let zero = l.num_reg(0.0, span)?;
+            let one = l.num_reg(1.0, span)?;
+            // a = [...recv]
+            l.emit(
                 Op::NewArray {
-                    dst: Dst(args),
-                    base: Base(base),
-                    count: Count(3),
+                    dst: a.dst(),
+                    base: Base(0),
+                    count: Count(0),
                 },
                 span,
             );
-            self.emit(
+            l.emit(
                 Op::ArrayExtend {
-                    arr: Src(args),
-                    src: Src(a),
+                    arr: a.src(),
+                    src: recv.src(),
                 },
                 span,
             );
-            self.emit(
-                Op::CallNativeArray {
-                    dst: Dst(c),
-                    native: Native(splice.to_u16()),
-                    args: Src(args),
-                },
-                span,
-            );
-            self.emit(
+            l.emit(
                 Op::Move {
-                    dst: Dst(dst),
-                    src: Src(recv),
+                    dst: width.dst(),
+                    src: one.src(),
                 },
                 span,
             );
-        }
-        self.top = mark;
-        Ok(())
+            // while (width < n)
+            let outer = l.here();
+            let outer_exit = l.emit_test(
+                Op::Lt {
+                    dst: c.dst(),
+                    a: width.src(),
+                    b: n.src(),
+                },
+                false,
+                span,
+            );
+            l.emit(
+                Op::NewArray {
+                    dst: b.dst(),
+                    base: Base(0),
+                    count: Count(0),
+                },
+                span,
+            );
+            l.emit(
+                Op::Move {
+                    dst: lo.dst(),
+                    src: zero.src(),
+                },
+                span,
+            );
+            // while (lo < n): merge the runs [lo, mid) and [mid, hi)
+            let runs = l.here();
+            let runs_exit = l.emit_test(
+                Op::Lt {
+                    dst: c.dst(),
+                    a: lo.src(),
+                    b: n.src(),
+                },
+                false,
+                span,
+            );
+            for (to, from) in [(mid, lo), (hi, mid)] {
+                l.emit(
+                    Op::Add {
+                        dst: to.dst(),
+                        a: from.src(),
+                        b: width.src(),
+                    },
+                    span,
+                );
+                let ok = l.emit_test(
+                    Op::Gt {
+                        dst: c.dst(),
+                        a: to.src(),
+                        b: n.src(),
+                    },
+                    false,
+                    span,
+                );
+                l.emit(
+                    Op::Move {
+                        dst: to.dst(),
+                        src: n.src(),
+                    },
+                    span,
+                );
+                l.patch_here(ok);
+            }
+            l.emit(
+                Op::Move {
+                    dst: i.dst(),
+                    src: lo.src(),
+                },
+                span,
+            );
+            l.emit(
+                Op::Move {
+                    dst: j.dst(),
+                    src: mid.src(),
+                },
+                span,
+            );
+            let merge = l.here();
+            let m_exit1 = l.emit_test(
+                Op::Lt {
+                    dst: c.dst(),
+                    a: i.src(),
+                    b: mid.src(),
+                },
+                false,
+                span,
+            );
+            let m_exit2 = l.emit_test(
+                Op::Lt {
+                    dst: c.dst(),
+                    a: j.src(),
+                    b: hi.src(),
+                },
+                false,
+                span,
+            );
+            l.emit(
+                Op::GetIndex {
+                    dst: x.dst(),
+                    obj: a.src(),
+                    key: i.src(),
+                },
+                span,
+            );
+            l.emit(
+                Op::GetIndex {
+                    dst: y.dst(),
+                    obj: a.src(),
+                    key: j.src(),
+                },
+                span,
+            );
+            l.callback_body(cb, &[x, y], v, false)?;
+            // y goes first only when cmp(x, y) > 0: stable, and NaN or undefined count as 0
+            let take_x = l.emit_test(
+                Op::Gt {
+                    dst: c.dst(),
+                    a: v.src(),
+                    b: zero.src(),
+                },
+                false,
+                span,
+            );
+            l.push(b, y, span);
+            l.emit(
+                Op::Add {
+                    dst: j.dst(),
+                    a: j.src(),
+                    b: one.src(),
+                },
+                span,
+            );
+            l.emit(
+                Op::Jump {
+                    target: Target(merge),
+                },
+                span,
+            );
+            l.patch_here(take_x);
+            l.push(b, x, span);
+            l.emit(
+                Op::Add {
+                    dst: i.dst(),
+                    a: i.src(),
+                    b: one.src(),
+                },
+                span,
+            );
+            l.emit(
+                Op::Jump {
+                    target: Target(merge),
+                },
+                span,
+            );
+            l.patch_here(m_exit1);
+            l.patch_here(m_exit2);
+            for (k, end) in [(i, mid), (j, hi)] {
+                let top = l.here();
+                let exit = l.emit_test(
+                    Op::Lt {
+                        dst: c.dst(),
+                        a: k.src(),
+                        b: end.src(),
+                    },
+                    false,
+                    span,
+                );
+                l.emit(
+                    Op::GetIndex {
+                        dst: x.dst(),
+                        obj: a.src(),
+                        key: k.src(),
+                    },
+                    span,
+                );
+                l.push(b, x, span);
+                l.emit(
+                    Op::Add {
+                        dst: k.dst(),
+                        a: k.src(),
+                        b: one.src(),
+                    },
+                    span,
+                );
+                l.emit(
+                    Op::Jump {
+                        target: Target(top),
+                    },
+                    span,
+                );
+                l.patch_here(exit);
+            }
+            l.emit(
+                Op::Move {
+                    dst: lo.dst(),
+                    src: hi.src(),
+                },
+                span,
+            );
+            l.emit(
+                Op::Jump {
+                    target: Target(runs),
+                },
+                span,
+            );
+            l.patch_here(runs_exit);
+            l.emit(
+                Op::Move {
+                    dst: a.dst(),
+                    src: b.src(),
+                },
+                span,
+            );
+            l.emit(
+                Op::Add {
+                    dst: width.dst(),
+                    a: width.src(),
+                    b: width.src(),
+                },
+                span,
+            );
+            l.emit(
+                Op::Jump {
+                    target: Target(outer),
+                },
+                span,
+            );
+            l.patch_here(outer_exit);
+            if m == "toSorted" {
+                l.emit(
+                    Op::Move {
+                        dst: dst.dst(),
+                        src: a.src(),
+                    },
+                    span,
+                );
+            } else {
+                // recv.splice(0, n, ...a) writes the order back in place; the array is the result
+                let args = l.alloc(span)?;
+                let base = l.alloc(span)?;
+                let b0 = l.alloc(span)?;
+                let b1 = l.alloc(span)?;
+                l.emit(
+                    Op::Move {
+                        dst: base.dst(),
+                        src: recv.src(),
+                    },
+                    span,
+                );
+                l.emit(
+                    Op::Move {
+                        dst: b0.dst(),
+                        src: zero.src(),
+                    },
+                    span,
+                );
+                l.emit(
+                    Op::Move {
+                        dst: b1.dst(),
+                        src: n.src(),
+                    },
+                    span,
+                );
+                l.emit(
+                    Op::NewArray {
+                        dst: args.dst(),
+                        base: base.base(),
+                        count: Count(3),
+                    },
+                    span,
+                );
+                l.emit(
+                    Op::ArrayExtend {
+                        arr: args.src(),
+                        src: a.src(),
+                    },
+                    span,
+                );
+                l.emit(
+                    Op::CallNativeArray {
+                        dst: c.dst(),
+                        native: Native(splice.to_u16()),
+                        args: args.src(),
+                    },
+                    span,
+                );
+                l.emit(
+                    Op::Move {
+                        dst: dst.dst(),
+                        src: recv.src(),
+                    },
+                    span,
+                );
+            }
+            Ok(())
+        })
     }
 }

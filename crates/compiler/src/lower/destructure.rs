@@ -40,7 +40,7 @@ impl Lowerer<'_> {
     ) -> R<()> {
         let mut names = Vec::new();
         Self::pattern_names(pattern, &mut names)?;
-        let mut regs: Vec<(String, u16)> = Vec::with_capacity(names.len());
+        let mut regs: Vec<(String, Reg)> = Vec::with_capacity(names.len());
         for (name, span) in &names {
             if regs.iter().any(|(n, _)| n == name) {
                 return fail(
@@ -51,11 +51,12 @@ impl Lowerer<'_> {
             let r = self.declare(Probe::new(name), *span)?;
             regs.push((name.to_string(), r));
         }
-        let mark = self.top;
-        let src = self.alloc(init.span())?;
-        self.expr_to(init, src)?;
-        self.destructure(pattern, src, &regs)?;
-        self.top = mark;
+        self.with_temps(|l| {
+            let src = l.alloc(init.span())?;
+            l.expr_to(init, src)?;
+            l.destructure(pattern, src, &regs)?;
+            Ok(())
+        })?;
         for (name, r) in regs {
             self.bind(Probe::new(&name), r, is_const);
         }
@@ -65,8 +66,8 @@ impl Lowerer<'_> {
     pub(super) fn destructure(
         &mut self,
         p: &BindingPattern,
-        src: u16,
-        regs: &[(String, u16)],
+        src: Reg,
+        regs: &[(String, Reg)],
     ) -> R<()> {
         let span = p.span();
         match p {
@@ -78,210 +79,213 @@ impl Lowerer<'_> {
                     .unwrap_or(src);
                 self.emit(
                     Op::Move {
-                        dst: Dst(reg),
-                        src: Src(src),
+                        dst: reg.dst(),
+                        src: src.src(),
                     },
                     b.span,
                 );
             }
             BindingPattern::AssignmentPattern(a) => {
                 // JavaScript: the default applies when the value is undefined
-                let mark = self.top;
-                let t = self.alloc(span)?;
-                let c = self.alloc(span)?;
-                let undef = self.special(SpecialKey::Undef, span)?;
-                self.emit(
-                    Op::Move {
-                        dst: Dst(t),
-                        src: Src(src),
-                    },
-                    span,
-                );
-                self.emit(
-                    Op::StrictNe {
-                        dst: Dst(c),
-                        a: Src(t),
-                        b: Src(undef),
-                    },
-                    span,
-                );
-                let skip = self.emit_jump(
-                    Op::JumpIfTrue {
-                        cond: Src(c),
-                        target: Target(0),
-                    },
-                    span,
-                );
-                self.expr_to(&a.right, t)?;
-                self.patch_here(skip);
-                self.destructure(&a.left, t, regs)?;
-                self.top = mark;
+                self.with_temps(|l| {
+                    let t = l.alloc(span)?;
+                    let c = l.alloc(span)?;
+                    let undef = l.special(SpecialKey::Undef, span)?;
+                    l.emit(
+                        Op::Move {
+                            dst: t.dst(),
+                            src: src.src(),
+                        },
+                        span,
+                    );
+                    l.emit(
+                        Op::StrictNe {
+                            dst: c.dst(),
+                            a: t.src(),
+                            b: undef.src(),
+                        },
+                        span,
+                    );
+                    let skip = l.emit_jump(
+                        Op::JumpIfTrue {
+                            cond: c.src(),
+                            target: Target(0),
+                        },
+                        span,
+                    );
+                    l.expr_to(&a.right, t)?;
+                    l.patch_here(skip);
+                    l.destructure(&a.left, t, regs)?;
+                    Ok(())
+                })?;
             }
             BindingPattern::ObjectPattern(o) => {
-                let mark = self.top;
-                let checked = self.alloc(span)?;
-                self.emit(
-                    Op::Destructurable {
-                        dst: Dst(checked),
-                        src: Src(src),
-                        array: Count(0),
-                    },
-                    span,
-                );
-                let mut taken: Vec<u16> = Vec::new(); // registers holding the keys taken (for ...rest)
-                for prop in &o.properties {
-                    let t = self.alloc(prop.span)?;
-                    if prop.computed {
-                        let Some(ke) = prop.key.as_expression() else {
-                            return fail(prop.span, "unsupported computed key");
-                        };
-                        let k = self.alloc(prop.span)?;
-                        self.expr_to(ke, k)?;
-                        self.emit(
-                            Op::GetIndex {
-                                dst: Dst(t),
-                                obj: Src(src),
-                                key: Src(k),
-                            },
-                            prop.span,
-                        );
-                        taken.push(k);
-                    } else {
-                        let key = match &prop.key {
-                            PropertyKey::StaticIdentifier(id) => id.name.as_str().to_string(),
-                            PropertyKey::StringLiteral(s) => {
-                                String::from_utf16_lossy(&string_units(s))
-                            }
-                            PropertyKey::NumericLiteral(n) => js_number_to_string(n.value),
-                            _ => {
-                                return fail(
-                                    prop.key.span(),
-                                    "unsupported key in a destructuring pattern",
-                                )
-                            }
-                        };
-                        if forbidden(&key) {
-                            return fail(prop.key.span(), forbidden_msg(&key));
-                        }
-                        let kc = self.str_const(&key, prop.key.span())?;
-                        self.emit(
-                            Op::GetProp {
-                                dst: Dst(t),
-                                obj: Src(src),
-                                key: Key(kc),
-                            },
-                            prop.span,
-                        );
-                        if o.rest.is_some() {
-                            let k = self.alloc(prop.span)?;
-                            self.emit(
-                                Op::LoadConst {
-                                    dst: Dst(k),
-                                    k: Const(kc),
+                self.with_temps(|l| {
+                    let checked = l.alloc(span)?;
+                    l.emit(
+                        Op::Destructurable {
+                            dst: checked.dst(),
+                            src: src.src(),
+                            array: Count(0),
+                        },
+                        span,
+                    );
+                    let mut taken: Vec<Reg> = Vec::new(); // registers holding the keys taken (for ...rest)
+                    for prop in &o.properties {
+                        let t = l.alloc(prop.span)?;
+                        if prop.computed {
+                            let Some(ke) = prop.key.as_expression() else {
+                                return fail(prop.span, "unsupported computed key");
+                            };
+                            let k = l.alloc(prop.span)?;
+                            l.expr_to(ke, k)?;
+                            l.emit(
+                                Op::GetIndex {
+                                    dst: t.dst(),
+                                    obj: src.src(),
+                                    key: k.src(),
                                 },
                                 prop.span,
                             );
                             taken.push(k);
+                        } else {
+                            let key = match &prop.key {
+                                PropertyKey::StaticIdentifier(id) => id.name.as_str().to_string(),
+                                PropertyKey::StringLiteral(s) => {
+                                    String::from_utf16_lossy(&string_units(s))
+                                }
+                                PropertyKey::NumericLiteral(n) => js_number_to_string(n.value),
+                                _ => {
+                                    return fail(
+                                        prop.key.span(),
+                                        "unsupported key in a destructuring pattern",
+                                    )
+                                }
+                            };
+                            if forbidden(&key) {
+                                return fail(prop.key.span(), forbidden_msg(&key));
+                            }
+                            let kc = l.str_const(&key, prop.key.span())?;
+                            l.emit(
+                                Op::GetProp {
+                                    dst: t.dst(),
+                                    obj: src.src(),
+                                    key: kc.key(),
+                                },
+                                prop.span,
+                            );
+                            if o.rest.is_some() {
+                                let k = l.alloc(prop.span)?;
+                                l.emit(
+                                    Op::LoadConst {
+                                        dst: k.dst(),
+                                        k: kc.constant(),
+                                    },
+                                    prop.span,
+                                );
+                                taken.push(k);
+                            }
                         }
+                        l.destructure(&prop.value, t, regs)?;
                     }
-                    self.destructure(&prop.value, t, regs)?;
-                }
-                if let Some(rest) = &o.rest {
-                    if taken.len() > u8::MAX as usize {
-                        return fail(
-                            rest.span,
-                            "too many properties before ...rest (at most 255)",
-                        );
-                    }
-                    // the excluded keys must sit in consecutive registers
-                    let base = self.top;
-                    for _ in 0..taken.len() {
-                        self.alloc(rest.span)?;
-                    }
-                    for (i, k) in taken.iter().enumerate() {
-                        self.emit(
-                            Op::Move {
-                                dst: Dst(base + i as u16),
-                                src: Src(*k),
+                    if let Some(rest) = &o.rest {
+                        if taken.len() > u8::MAX as usize {
+                            return fail(
+                                rest.span,
+                                "too many properties before ...rest (at most 255)",
+                            );
+                        }
+                        // the excluded keys must sit in consecutive registers
+                        let base = l.next_temp();
+                        for _ in 0..taken.len() {
+                            l.alloc(rest.span)?;
+                        }
+                        for (i, k) in taken.iter().enumerate() {
+                            l.emit(
+                                Op::Move {
+                                    dst: base.plus(i).dst(),
+                                    src: (*k).src(),
+                                },
+                                rest.span,
+                            );
+                        }
+                        let t = l.alloc(rest.span)?;
+                        l.emit(
+                            Op::ObjectRest {
+                                dst: t.dst(),
+                                src: src.src(),
+                                base: base.base(),
+                                count: Count(taken.len() as u8),
                             },
                             rest.span,
                         );
+                        l.destructure(&rest.argument, t, regs)?;
                     }
-                    let t = self.alloc(rest.span)?;
-                    self.emit(
-                        Op::ObjectRest {
-                            dst: Dst(t),
-                            src: Src(src),
-                            base: Base(base),
-                            count: Count(taken.len() as u8),
-                        },
-                        rest.span,
-                    );
-                    self.destructure(&rest.argument, t, regs)?;
-                }
-                self.top = mark;
+                    Ok(())
+                })?;
             }
             BindingPattern::ArrayPattern(a) => {
                 let original = src;
-                let mark = self.top;
-                // a string destructures by code points, as `[...s]` does
-                let src = self.alloc(span)?;
-                self.emit(
-                    Op::Destructurable {
-                        dst: Dst(src),
-                        src: Src(original),
-                        array: Count(1),
-                    },
-                    span,
-                );
-                for (i, el) in a.elements.iter().enumerate() {
-                    let Some(el) = el else { continue };
-                    let t = self.alloc(el.span())?;
-                    let idx = self.num_reg(i as f64, el.span())?;
-                    self.emit(
-                        Op::GetIndex {
-                            dst: Dst(t),
-                            obj: Src(src),
-                            key: Src(idx),
+                self.with_temps(|l| {
+                    // a string destructures by code points, as `[...s]` does
+                    let src = l.alloc(span)?;
+                    l.emit(
+                        Op::Destructurable {
+                            dst: src.dst(),
+                            src: original.src(),
+                            array: Count(1),
                         },
-                        el.span(),
+                        span,
                     );
-                    self.destructure(el, t, regs)?;
-                }
-                if let Some(rest) = &a.rest {
-                    let Some(slice) = native(".slice") else {
-                        return fail(rest.span, "...rest in array patterns needs .slice");
-                    };
-                    let base = self.alloc(rest.span)?;
-                    let from = self.alloc(rest.span)?;
-                    self.emit(
-                        Op::Move {
-                            dst: Dst(base),
-                            src: Src(src),
-                        },
-                        rest.span,
-                    );
-                    let k = self.num_const(a.elements.len() as f64, rest.span)?;
-                    self.emit(
-                        Op::LoadConst {
-                            dst: Dst(from),
-                            k: Const(k),
-                        },
-                        rest.span,
-                    );
-                    let t = self.alloc(rest.span)?;
-                    self.emit(
-                        Op::CallNative {
-                            dst: Dst(t),
-                            native: Native(slice.to_u16()),
-                            base: Base(base),
-                            argc: Count(2),
-                        },
-                        rest.span,
-                    );
-                    self.destructure(&rest.argument, t, regs)?;
-                }
-                self.top = mark;
+                    for (i, el) in a.elements.iter().enumerate() {
+                        let Some(el) = el else { continue };
+                        let t = l.alloc(el.span())?;
+                        let idx = l.num_reg(i as f64, el.span())?;
+                        l.emit(
+                            Op::GetIndex {
+                                dst: t.dst(),
+                                obj: src.src(),
+                                key: idx.src(),
+                            },
+                            el.span(),
+                        );
+                        l.destructure(el, t, regs)?;
+                    }
+                    if let Some(rest) = &a.rest {
+                        let Some(slice) = native(".slice") else {
+                            return fail(rest.span, "...rest in array patterns needs .slice");
+                        };
+                        let base = l.alloc(rest.span)?;
+                        let from = l.alloc(rest.span)?;
+                        l.emit(
+                            Op::Move {
+                                dst: base.dst(),
+                                src: src.src(),
+                            },
+                            rest.span,
+                        );
+                        let k = l.num_const(a.elements.len() as f64, rest.span)?;
+                        l.emit(
+                            Op::LoadConst {
+                                dst: from.dst(),
+                                k: k.constant(),
+                            },
+                            rest.span,
+                        );
+                        let t = l.alloc(rest.span)?;
+                        l.emit(
+                            Op::CallNative {
+                                dst: t.dst(),
+                                native: Native(slice.to_u16()),
+                                base: base.base(),
+                                argc: Count(2),
+                            },
+                            rest.span,
+                        );
+                        l.destructure(&rest.argument, t, regs)?;
+                    }
+                    Ok(())
+                })?;
             }
         }
         Ok(())

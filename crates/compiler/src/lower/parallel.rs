@@ -13,7 +13,7 @@ const SHAPE: &str = "parallel() takes an array of atom calls, e.g. parallel([htt
 
 impl Lowerer<'_> {
     /// Lowers `parallel(args…)` into `dst`.
-    pub(super) fn parallel_call(&mut self, args: &[&Expression], dst: u16, span: Span) -> R<()> {
+    pub(super) fn parallel_call(&mut self, args: &[&Expression], dst: Reg, span: Span) -> R<()> {
         let Some(items) = args.first() else {
             return fail(span, SHAPE);
         };
@@ -36,10 +36,11 @@ impl Lowerer<'_> {
                             )
                         }
                         ArrayExpressionElement::Elision(e) => {
-                            let mark = self.top;
-                            let r = self.special(SpecialKey::Undef, e.span)?;
-                            self.emit(Op::ParValue { src: Src(r) }, e.span);
-                            self.top = mark;
+                            self.with_temps(|l| {
+                                let r = l.special(SpecialKey::Undef, e.span)?;
+                                l.emit(Op::ParValue { src: r.src() }, e.span);
+                                Ok(())
+                            })?;
                         }
                         _ => match el.as_expression() {
                             Some(e) => self.parallel_item(e)?,
@@ -49,20 +50,21 @@ impl Lowerer<'_> {
                 }
             }
             Expression::CallExpression(c) if is_map_call(c) => {
-                let mark = self.top;
-                let r = self.alloc(c.span)?;
-                self.parallel_map = true;
-                self.expr_to(items, r)?;
-                if std::mem::take(&mut self.parallel_map) {
-                    return fail(c.span, SHAPE);
-                }
-                self.top = mark;
+                self.with_temps(|l| {
+                    let r = l.alloc(c.span)?;
+                    l.parallel_map = true;
+                    l.expr_to(items, r)?;
+                    if std::mem::take(&mut l.parallel_map) {
+                        return fail(c.span, SHAPE);
+                    }
+                    Ok(())
+                })?;
             }
             other => return fail(other.span(), SHAPE),
         }
         self.emit(
             Op::ParEnd {
-                dst: Dst(dst),
+                dst: dst.dst(),
                 settled: Imm(u32::from(settled)),
             },
             span,
@@ -100,10 +102,7 @@ impl Lowerer<'_> {
     /// One item: a direct atom call is queued, a conditional chooses between items, anything
     /// else is a plain value.
     pub(super) fn parallel_item(&mut self, e: &Expression) -> R<()> {
-        self.enter(e.span())?;
-        let r = self.parallel_item_inner(e);
-        self.depth -= 1;
-        r
+        self.nested(e.span(), |l| l.parallel_item_inner(e))
     }
 
     fn parallel_item_inner(&mut self, e: &Expression) -> R<()> {
@@ -125,31 +124,32 @@ impl Lowerer<'_> {
                     );
                 }
                 let idx = self.atom_index(&name, c.span)?;
-                let mark = self.top;
-                let r = match args.first() {
-                    Some(a) => self.expr(a)?,
-                    None => self.special(SpecialKey::Undef, c.span)?,
-                };
-                self.emit(
-                    Op::ParCall {
-                        atom: Atom(idx),
-                        arg: Src(r),
-                    },
-                    c.span,
-                );
-                self.top = mark;
+                self.with_temps(|l| {
+                    let r = match args.first() {
+                        Some(a) => l.expr(a)?,
+                        None => l.special(SpecialKey::Undef, c.span)?,
+                    };
+                    l.emit(
+                        Op::ParCall {
+                            atom: idx.atom(),
+                            arg: r.src(),
+                        },
+                        c.span,
+                    );
+                    Ok(())
+                })?;
             }
             Expression::ConditionalExpression(c) => {
-                let mark = self.top;
-                let t = self.expr(&c.test)?;
-                let jf = self.emit_jump(
-                    Op::JumpIfFalse {
-                        cond: Src(t),
-                        target: Target(0),
-                    },
-                    c.test.span(),
-                );
-                self.top = mark;
+                let jf = self.with_temps(|l| {
+                    let t = l.expr(&c.test)?;
+                    Ok(l.emit_jump(
+                        Op::JumpIfFalse {
+                            cond: t.src(),
+                            target: Target(0),
+                        },
+                        c.test.span(),
+                    ))
+                })?;
                 self.parallel_item(&c.consequent)?;
                 let je = self.emit_jump(Op::Jump { target: Target(0) }, c.consequent.span());
                 self.patch_here(jf);
@@ -157,10 +157,11 @@ impl Lowerer<'_> {
                 self.patch_here(je);
             }
             _ => {
-                let mark = self.top;
-                let r = self.expr(e)?;
-                self.emit(Op::ParValue { src: Src(r) }, span);
-                self.top = mark;
+                self.with_temps(|l| {
+                    let r = l.expr(e)?;
+                    l.emit(Op::ParValue { src: r.src() }, span);
+                    Ok(())
+                })?;
             }
         }
         Ok(())

@@ -5,13 +5,13 @@ use super::*;
 
 impl Lowerer<'_> {
     /// Evaluates `e` and appends it to the array in `arr`.
-    fn append_value(&mut self, arr: u16, e: &Expression) -> R<()> {
+    fn append_value(&mut self, arr: Reg, e: &Expression) -> R<()> {
         let t = self.alloc(e.span())?;
         self.expr_to(e, t)?;
         self.emit(
             Op::ArrayAppend {
-                arr: Src(arr),
-                base: Base(t),
+                arr: arr.src(),
+                base: t.base(),
                 count: Count(1),
             },
             e.span(),
@@ -20,65 +20,66 @@ impl Lowerer<'_> {
     }
 
     /// `[a, ...b, c]`.
-    pub(super) fn array_with_spread(&mut self, a: &ArrayExpression, dst: u16) -> R<()> {
-        let mark = self.top;
-        let arr = self.alloc(a.span)?;
-        self.emit(
-            Op::NewArray {
-                dst: Dst(arr),
-                base: Base(self.top),
-                count: Count(0),
-            },
-            a.span,
-        );
-        for el in &a.elements {
-            let m = self.top;
-            match el {
-                ArrayExpressionElement::SpreadElement(s) => {
-                    let v = self.expr(&s.argument)?;
-                    self.emit(
-                        Op::ArrayExtend {
-                            arr: Src(arr),
-                            src: Src(v),
-                        },
-                        s.span,
-                    );
-                }
-                ArrayExpressionElement::Elision(e) => {
-                    let t = self.alloc(e.span)?;
-                    self.emit(Op::LoadUndef { dst: Dst(t) }, e.span);
-                    self.emit(
-                        Op::ArrayAppend {
-                            arr: Src(arr),
-                            base: Base(t),
-                            count: Count(1),
-                        },
-                        e.span,
-                    );
-                }
-                el => {
-                    let Some(e) = el.as_expression() else {
-                        return fail(a.span, "unsupported array element");
-                    };
-                    self.append_value(arr, e)?;
-                }
+    pub(super) fn array_with_spread(&mut self, a: &ArrayExpression, dst: Reg) -> R<()> {
+        self.with_temps(|l| {
+            let arr = l.alloc(a.span)?;
+            l.emit(
+                Op::NewArray {
+                    dst: arr.dst(),
+                    base: l.next_temp().base(),
+                    count: Count(0),
+                },
+                a.span,
+            );
+            for el in &a.elements {
+                l.with_temps(|l| {
+                    match el {
+                        ArrayExpressionElement::SpreadElement(s) => {
+                            let v = l.expr(&s.argument)?;
+                            l.emit(
+                                Op::ArrayExtend {
+                                    arr: arr.src(),
+                                    src: v.src(),
+                                },
+                                s.span,
+                            );
+                        }
+                        ArrayExpressionElement::Elision(e) => {
+                            let t = l.alloc(e.span)?;
+                            l.emit(Op::LoadUndef { dst: t.dst() }, e.span);
+                            l.emit(
+                                Op::ArrayAppend {
+                                    arr: arr.src(),
+                                    base: t.base(),
+                                    count: Count(1),
+                                },
+                                e.span,
+                            );
+                        }
+                        el => {
+                            let Some(e) = el.as_expression() else {
+                                return fail(a.span, "unsupported array element");
+                            };
+                            l.append_value(arr, e)?;
+                        }
+                    }
+                    Ok(())
+                })?;
             }
-            self.top = m;
-        }
-        self.emit(
-            Op::Move {
-                dst: Dst(dst),
-                src: Src(arr),
-            },
-            a.span,
-        );
-        self.top = mark;
-        Ok(())
+            l.emit(
+                Op::Move {
+                    dst: dst.dst(),
+                    src: arr.src(),
+                },
+                a.span,
+            );
+            Ok(())
+        })
     }
 
     /// `Math.max(...xs)`, `xs.push(...ys)`, `parseInt(...args)`: the arguments are gathered in an
     /// array at run time and the native checks its arity when it runs.
-    pub(super) fn call_with_spread(&mut self, c: &CallExpression, dst: u16) -> R<()> {
+    pub(super) fn call_with_spread(&mut self, c: &CallExpression, dst: Reg) -> R<()> {
         let span = c.span;
         let (native, recv) = match c.callee.without_parentheses() {
             Expression::StaticMemberExpression(m) => {
@@ -116,61 +117,62 @@ impl Lowerer<'_> {
             }
             _ => return fail(span, "spread arguments are only supported for builtins and methods, e.g. Math.max(...xs)"),
         };
-        let mark = self.top;
-        let arr = self.alloc(span)?;
-        match recv {
-            Some(obj) => {
-                let r = self.alloc(span)?;
-                self.expr_to(obj, r)?;
-                self.emit(
-                    Op::NewArray {
-                        dst: Dst(arr),
-                        base: Base(r),
-                        count: Count(1),
-                    },
-                    span,
-                );
-            }
-            None => self.emit(
-                Op::NewArray {
-                    dst: Dst(arr),
-                    base: Base(self.top),
-                    count: Count(0),
-                },
-                span,
-            ),
-        }
-        for a in &c.arguments {
-            let m = self.top;
-            match a {
-                Argument::SpreadElement(s) => {
-                    let v = self.expr(&s.argument)?;
-                    self.emit(
-                        Op::ArrayExtend {
-                            arr: Src(arr),
-                            src: Src(v),
+        self.with_temps(|l| {
+            let arr = l.alloc(span)?;
+            match recv {
+                Some(obj) => {
+                    let r = l.alloc(span)?;
+                    l.expr_to(obj, r)?;
+                    l.emit(
+                        Op::NewArray {
+                            dst: arr.dst(),
+                            base: r.base(),
+                            count: Count(1),
                         },
-                        s.span,
+                        span,
                     );
                 }
-                a => {
-                    let Some(e) = a.as_expression() else {
-                        return fail(span, "unsupported argument");
-                    };
-                    self.append_value(arr, e)?;
-                }
+                None => l.emit(
+                    Op::NewArray {
+                        dst: arr.dst(),
+                        base: l.next_temp().base(),
+                        count: Count(0),
+                    },
+                    span,
+                ),
             }
-            self.top = m;
-        }
-        self.emit(
-            Op::CallNativeArray {
-                dst: Dst(dst),
-                native: Native(native.to_u16()),
-                args: Src(arr),
-            },
-            span,
-        );
-        self.top = mark;
-        Ok(())
+            for a in &c.arguments {
+                l.with_temps(|l| {
+                    match a {
+                        Argument::SpreadElement(s) => {
+                            let v = l.expr(&s.argument)?;
+                            l.emit(
+                                Op::ArrayExtend {
+                                    arr: arr.src(),
+                                    src: v.src(),
+                                },
+                                s.span,
+                            );
+                        }
+                        a => {
+                            let Some(e) = a.as_expression() else {
+                                return fail(span, "unsupported argument");
+                            };
+                            l.append_value(arr, e)?;
+                        }
+                    }
+                    Ok(())
+                })?;
+            }
+            l.emit(
+                Op::CallNativeArray {
+                    dst: dst.dst(),
+                    native: Native(native.to_u16()),
+                    args: arr.src(),
+                },
+                span,
+            );
+            Ok(())
+        })
     }
 }
