@@ -30,3 +30,62 @@ fn vm_links_no_parser_runtime_or_network() {
         );
     }
 }
+
+/// No published crate offers a Cargo feature that switches a limit off: any crate in a user's
+/// tree could enable it (features unify), and fuel, timeout and cancellation would go unenforced
+/// for everyone. Metering is measured with `--cfg ajs_unmetered` instead (benches/README.md).
+/// Every feature is either on this list, reviewed as keeping every limit, or the test fails.
+#[test]
+fn no_crate_offers_a_feature_that_disables_a_limit() {
+    const REVIEWED: &[(&str, &str)] = &[
+        ("ajs", "default"),
+        ("ajs", "compiler"),
+        ("ajs", "http"),
+        ("ajs-compiler", "check-calls"),
+        ("ajs-runner", "default"),
+        ("ajs-runner", "jemalloc"),
+        ("ajs-runner", "source"),
+    ];
+    const DENIED: &[&str] = &[
+        "unmetered",
+        "unlimited",
+        "unbounded",
+        "no-fuel",
+        "nofuel",
+        "no-limit",
+        "nolimit",
+        "no-timeout",
+        "unchecked",
+        "unsafe",
+        "insecure",
+        "danger",
+    ];
+    let out = std::process::Command::new(env!("CARGO"))
+        .args(["metadata", "--no-deps", "--format-version", "1", "--offline"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo metadata runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata is JSON");
+    let packages = meta["packages"].as_array().expect("packages");
+    assert!(packages.iter().any(|p| p["name"] == "ajs-vm"), "{meta}");
+    for p in packages {
+        let name = p["name"].as_str().unwrap_or_default();
+        for feature in p["features"].as_object().expect("features").keys() {
+            let lower = feature.to_ascii_lowercase();
+            assert!(
+                !DENIED.iter().any(|d| lower.contains(d)),
+                "{name} offers the feature `{feature}`, which reads as switching a limit off"
+            );
+            assert!(
+                REVIEWED.contains(&(name, feature.as_str())),
+                "{name} offers the unreviewed feature `{feature}`: check it keeps every limit, \
+                 then add it to REVIEWED in tests/deps.rs"
+            );
+        }
+    }
+}
