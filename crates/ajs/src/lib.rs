@@ -34,6 +34,7 @@ mod answer;
 mod approvals;
 mod capabilities;
 mod driver;
+mod error;
 mod signature;
 
 use std::collections::HashMap;
@@ -44,7 +45,7 @@ pub use ajs_bytecode::{LoadError, Program, SourcePos, VerifiedProgram};
 #[cfg(feature = "compiler")]
 pub use ajs_compiler::CompileError;
 pub use ajs_io::{FetchPolicy, HttpClient, LlmClient, LlmConfig, SAFE_RESPONSE_HEADERS};
-pub use ajs_vm::{ErrorKind, JsValue, LogLevel, LogLine, RunError};
+pub use ajs_vm::{ErrorKind as RunErrorKind, JsValue, LogLevel, LogLine, RunError};
 pub use ajs_vm::{SnapshotError, TraceStep, DEFAULT_MAX_LOG_BYTES, MAX_TRACE_STEPS};
 pub use approvals::{
     replay, ApprovalHandler, Approvals, ConfigError, Decision, FileNonceStore, GatedRunner,
@@ -57,6 +58,7 @@ pub use capabilities::{
     QuotaLedger, DEFAULT_ATOM_FUEL, DEFAULT_ATOM_TIMEOUT,
 };
 pub use driver::CANCELLED_MESSAGE;
+pub use error::{Error, ErrorInfo, ErrorKind};
 pub use tokio_util::sync::CancellationToken;
 
 #[cfg(feature = "compiler")]
@@ -294,18 +296,6 @@ fn random_seed() -> u64 {
     })
 }
 
-/// The error of a run, as users see it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ErrorInfo {
-    /// The message (run-time messages exactly as documented; compile errors end with
-    /// ` at <source>:LINE:COLUMN`).
-    pub message: String,
-    /// What kind of failure (compile errors and refused input are `Input`).
-    pub kind: ErrorKind,
-    /// Where in the user's source, when known.
-    pub pos: Option<SourcePos>,
-}
-
 /// What every run returns: `{ result, fuelUsed, error }`. After an error `result` is
 /// `undefined` (decision 15).
 #[derive(Clone, Debug, PartialEq)]
@@ -323,19 +313,38 @@ pub struct Outcome {
 impl Outcome {
     pub(crate) fn failed(
         message: impl Into<String>,
-        kind: ErrorKind,
+        kind: impl Into<ErrorKind>,
         pos: Option<SourcePos>,
         fuel_used: f64,
     ) -> Outcome {
+        let message = message.into();
+        let kind = kind.into().classified(&message);
         Outcome {
             result: JsValue::Undefined,
             fuel_used,
-            error: Some(ErrorInfo {
-                message: message.into(),
-                kind,
-                pos,
-            }),
+            error: Some(Error { message, kind, pos }),
             log: Vec::new(),
+        }
+    }
+
+    /// The result, or the error as a Rust error (the fuel used and the log are dropped; read
+    /// them from the outcome first when needed).
+    ///
+    /// ```
+    /// # #[cfg(feature = "compiler")] {
+    /// use ajs::{Eval, ErrorKind, JsValue};
+    /// assert_eq!(Eval::new("1 + 2").run_sync().into_result(), Ok(JsValue::Number(3.0)));
+    /// let e = Eval::new("while (true) {}\nreturn 1").fuel(10.0).run_sync().into_result().unwrap_err();
+    /// assert_eq!((e.kind, e.message.as_str()), (ErrorKind::OutOfFuel, "Out of Fuel"));
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// The run's [`Error`] when it failed.
+    pub fn into_result(self) -> Result<JsValue, Error> {
+        match self.error {
+            None => Ok(self.result),
+            Some(e) => Err(e),
         }
     }
 
@@ -400,7 +409,7 @@ fn compile_error(e: CompileError) -> Outcome {
         line: e.line,
         col: e.column,
     };
-    Outcome::failed(e.to_string(), ErrorKind::Input, Some(pos), 0.0)
+    Outcome::failed(e.to_string(), ErrorKind::Compile, Some(pos), 0.0)
 }
 
 #[cfg(feature = "compiler")]
