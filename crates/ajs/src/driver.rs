@@ -10,8 +10,9 @@
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use ajs_bytecode::VerifiedProgram;
@@ -27,7 +28,9 @@ use ajs_vm::{
 use crate::answer::{guest_value, parse_json, AnswerError, Room};
 use crate::approvals::{ApprovalHandler, Journal, PendingCall, Policy, ReplayMismatch, Verdict};
 use crate::capabilities::{AtomDecl, FetchCall, QuotaLedger};
+use crate::host_fn::HostContext;
 use crate::{Options, Outcome};
+use futures_util::FutureExt;
 
 /// Milli-fuel per slice: between slices the driver checks the deadline and the cancellation
 /// token, and lets other tasks run.
@@ -42,7 +45,37 @@ pub(crate) struct RunEnv<'a> {
     /// Per-atom call limits (the runner's `quotas`).
     pub quotas: &'a HashMap<String, u32>,
     /// Counters shared across runs, checked against `quotas`.
-    pub ledger: Option<&'a QuotaLedger>,
+    pub ledger: Option<&'a Arc<QuotaLedger>>,
+    /// The run's id, drawn when a host function first asks for it.
+    pub run_id: OnceLock<u64>,
+}
+
+impl RunEnv<'_> {
+    /// The context a host atom's call runs in.
+    fn host_context(&self, atom: &str, options: &Options) -> HostContext {
+        HostContext {
+            run_id: crate::host_fn::run_id(&self.run_id),
+            atom: atom.to_string(),
+            depth: self.depth,
+            cancel: options.cancel.clone(),
+            quotas: Arc::new(self.quotas.clone()),
+            ledger: self.ledger.cloned(),
+        }
+    }
+}
+
+/// The run-ending error of a host function that panicked (the panic is caught, the caller's
+/// task goes on).
+fn host_panic(atom: &str, payload: &(dyn std::any::Any + Send)) -> RunError {
+    let what = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a non-text payload");
+    RunError::new(
+        ErrorKind::HostPanic,
+        format!("The host function behind '{atom}' panicked: {what}"),
+    )
 }
 
 enum HostErr {
@@ -546,9 +579,20 @@ pub(crate) async fn perform(
             return Err(quota_error(&atom, limit));
         }
     }
-    match dispatch(call, options, env.depth, room) {
+    let host_atom = options.capabilities.atoms.contains_key(&atom);
+    let dispatched = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        dispatch(call, options, env.depth, room)
+    }))
+    .map_err(|p| host_panic(&atom, p.as_ref()))?;
+    match dispatched {
         Err(refusal) => Ok(Err(refusal)),
         Ok((fut, own_timeout)) => {
+            let fut = AssertUnwindSafe(fut).catch_unwind();
+            let fut: Pin<Box<dyn Future<Output = _> + Send>> = if host_atom {
+                Box::pin(env.host_context(&atom, options).scope(fut))
+            } else {
+                Box::pin(fut)
+            };
             let own_deadline = after(Instant::now(), own_timeout);
             let until = deadline.min(own_deadline);
             let waited = tokio::time::timeout_at(until.into(), fut);
@@ -559,6 +603,11 @@ pub(crate) async fn perform(
                     r = waited => r,
                 },
                 None => waited.await,
+            };
+            let r = match r {
+                Ok(Ok(answer)) => Ok(answer),
+                Ok(Err(p)) => return Err(host_panic(&atom, p.as_ref())),
+                Err(elapsed) => Err(elapsed),
             };
             match r {
                 Ok(Ok(v)) => match check_boundary(&atom, &v, options.membrane_max_bytes) {

@@ -96,6 +96,7 @@ impl From<ajs_vm::ErrorKind> for ErrorKind {
             ajs_vm::ErrorKind::Boundary => ErrorKind::Boundary,
             ajs_vm::ErrorKind::Cancelled => ErrorKind::Cancelled,
             ajs_vm::ErrorKind::Input => ErrorKind::Input,
+            ajs_vm::ErrorKind::HostPanic => ErrorKind::HostPanic,
         }
     }
 }

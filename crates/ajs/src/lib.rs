@@ -35,6 +35,7 @@ mod approvals;
 mod capabilities;
 mod driver;
 mod error;
+mod host_fn;
 mod signature;
 
 use std::collections::HashMap;
@@ -59,6 +60,7 @@ pub use capabilities::{
 };
 pub use driver::CANCELLED_MESSAGE;
 pub use error::{Error, ErrorInfo, ErrorKind};
+pub use host_fn::{from_value, to_value, HostContext, HostError, ValueError};
 pub use tokio_util::sync::CancellationToken;
 
 #[cfg(feature = "compiler")]
@@ -443,6 +445,36 @@ impl Eval {
         self
     }
 
+    /// Sets the context from any `Serialize` value that is a map or a struct (its fields become
+    /// the code's variables).
+    ///
+    /// ```
+    /// #[derive(serde::Serialize)]
+    /// struct Cart { price: f64, qty: u32 }
+    /// let eval = ajs::Eval::new("price * qty").context_of(&Cart { price: 2.5, qty: 4 }).unwrap();
+    /// assert_eq!(eval.run_sync().into_result(), Ok(ajs::JsValue::Number(10.0)));
+    /// assert!(ajs::Eval::new("1").context_of(&[1, 2]).is_err());
+    /// ```
+    ///
+    /// # Errors
+    /// [`ValueError`] when the value is not a map or cannot be written as JSON data.
+    pub fn context_of<T: serde::Serialize + ?Sized>(
+        mut self,
+        context: &T,
+    ) -> Result<Eval, ValueError> {
+        match serde_json::to_value(context) {
+            Ok(serde_json::Value::Object(m)) => {
+                self.context = m;
+                Ok(self)
+            }
+            Ok(other) => Err(ValueError(format!(
+                "the context must be a map or a struct, got {}",
+                json_kind(&other)
+            ))),
+            Err(e) => Err(ValueError(e.to_string())),
+        }
+    }
+
     /// Sets all options.
     pub fn options(mut self, options: Options) -> Eval {
         self.options = options;
@@ -578,6 +610,7 @@ impl SafeFunction {
                 depth: 0,
                 quotas: no_quotas(),
                 ledger: None,
+                run_id: Default::default(),
             };
             driver::run_program(
                 &self.program,
@@ -610,6 +643,33 @@ impl SafeFunction {
                 seed,
                 &self.options,
             ),
+            Err(o) => *o,
+        }
+    }
+
+    /// [`SafeFunction::call`] with the arguments from any `Serialize` value that is a sequence:
+    /// a tuple (`&(4, "x")`), a `Vec`, an array. Anything else is refused with an `Input` error.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use ajs::{JsValue, Options, SafeFunction};
+    /// let f = SafeFunction::new(&["name", "n"], "return name + n", Options::default()).unwrap();
+    /// assert_eq!(f.call_with(&("pen", 2)).await.result, JsValue::String("pen2".into()));
+    /// assert_eq!(f.call_with_sync(&["a", "b"]).result, JsValue::String("ab".into()));
+    /// # });
+    /// ```
+    pub async fn call_with<A: serde::Serialize + ?Sized>(&self, args: &A) -> Outcome {
+        match serde_args(args) {
+            Ok(a) => self.call(&a).await,
+            Err(o) => *o,
+        }
+    }
+
+    /// [`SafeFunction::call_sync`] with the arguments from any `Serialize` sequence (see
+    /// [`SafeFunction::call_with`]).
+    pub fn call_with_sync<A: serde::Serialize + ?Sized>(&self, args: &A) -> Outcome {
+        match serde_args(args) {
+            Ok(a) => self.call_sync(&a),
             Err(o) => *o,
         }
     }
@@ -667,6 +727,22 @@ impl SafeFunction {
             Some(_) => None,
             None => Some(random_seed()),
         })
+    }
+}
+
+/// A `Serialize` sequence as call arguments, or the refusal of anything else.
+#[cfg(feature = "compiler")]
+fn serde_args<A: serde::Serialize + ?Sized>(
+    args: &A,
+) -> Result<Vec<serde_json::Value>, Box<Outcome>> {
+    let refuse = |m: String| Box::new(Outcome::failed(m, ErrorKind::Input, None, 0.0));
+    match serde_json::to_value(args) {
+        Ok(serde_json::Value::Array(a)) => Ok(a),
+        Ok(other) => Err(refuse(format!(
+            "Arguments must be a sequence (a tuple, a Vec or an array), got {}",
+            json_kind(&other)
+        ))),
+        Err(e) => Err(refuse(format!("Arguments could not be converted: {e}"))),
     }
 }
 
@@ -1086,7 +1162,8 @@ impl Runner {
         driver::RunEnv {
             depth: self.depth,
             quotas: &self.quotas,
-            ledger: self.ledger.as_deref(),
+            ledger: self.ledger.as_ref(),
+            run_id: Default::default(),
         }
     }
 }
