@@ -42,6 +42,8 @@ fn no_crate_offers_a_feature_that_disables_a_limit() {
         ("ajs", "compiler"),
         ("ajs", "http"),
         ("ajs-compiler", "check-calls"),
+        ("ajs-io", "default"),
+        ("ajs-io", "client"),
         ("ajs-runner", "default"),
         ("ajs-runner", "jemalloc"),
         ("ajs-runner", "source"),
@@ -93,5 +95,41 @@ fn no_crate_offers_a_feature_that_disables_a_limit() {
                  then add it to REVIEWED in tests/deps.rs"
             );
         }
+    }
+}
+
+/// Issue 31: a minimal embedder (`default-features = false, features = ["compiler"]`) links no
+/// HTTP stack, no TLS and no tokio network code: the built-in clients are the `http` feature.
+#[test]
+fn ajs_without_the_http_feature_links_no_http_or_tls() {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args([
+            "tree",
+            "-p",
+            "ajs",
+            "--no-default-features",
+            "--features",
+            "compiler",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+            "--offline",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tree = String::from_utf8_lossy(&out.stdout);
+    assert!(tree.lines().any(|l| l.starts_with("oxc_parser")), "{tree}");
+    for banned in ["hyper", "rustls", "ring ", "tokio-rustls", "webpki"] {
+        assert!(
+            !tree.lines().any(|l| l.starts_with(banned)),
+            "ajs without `http` depends on {banned}:\n{tree}"
+        );
     }
 }

@@ -16,16 +16,17 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use ajs_bytecode::VerifiedProgram;
-use ajs_io::{
-    admit, encode_body, structured_not_json, FetchRequest, HttpClient, HttpError, HttpRequest,
-    LlmClient, DEPTH_HEADER,
-};
+use ajs_io::{admit, FetchRequest, DEPTH_HEADER};
+#[cfg(feature = "http")]
+use ajs_io::{encode_body, structured_not_json, HttpClient, HttpError, HttpRequest, LlmClient};
 use ajs_vm::{
     ErrorKind, HostArg, HostCall, JsValue, LogLine, RunError, SpareVm, Step, Vm, VmOptions,
     MAX_BOUNDARY_DEPTH,
 };
 
-use crate::answer::{guest_value, parse_json, AnswerError, Room};
+use crate::answer::Room;
+#[cfg(feature = "http")]
+use crate::answer::{guest_value, parse_json, AnswerError};
 use crate::approvals::{ApprovalHandler, Journal, PendingCall, Policy, ReplayMismatch, Verdict};
 use crate::capabilities::{AtomDecl, FetchCall, QuotaLedger};
 use crate::host_fn::HostContext;
@@ -81,7 +82,8 @@ fn host_panic(atom: &str, payload: &(dyn std::any::Any + Send)) -> RunError {
 enum HostErr {
     /// A catchable guest error (the capability threw, the request failed).
     Catch(String),
-    /// Ends the run.
+    /// Ends the run (only the built-in clients' answers do).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     End(RunError),
 }
 
@@ -1061,6 +1063,7 @@ fn field<'a>(input: &'a JsValue, name: &str) -> Option<&'a JsValue> {
     }
 }
 
+#[cfg(feature = "http")]
 fn default_http_client() -> HttpClient {
     static CLIENT: OnceLock<HttpClient> = OnceLock::new();
     CLIENT.get_or_init(HttpClient::new).clone()
@@ -1089,6 +1092,7 @@ fn dispatch(
     match call.atom.as_str() {
         "httpFetch" => http_fetch(call.input, &decl, options, depth, room),
         "llmPredict" => {
+            #[cfg(feature = "http")]
             if let Some(client) = &caps.llm_client {
                 return llm_predict(client.clone(), &call.input, &decl, room);
             }
@@ -1112,6 +1116,7 @@ fn dispatch(
 }
 
 /// The run-ending error of an answer over its room: `what` names it.
+#[cfg(feature = "http")]
 fn answer_over(atom: &str, what: &str, room: &Room, instead: &str) -> RunError {
     boundary_error(
         atom,
@@ -1123,6 +1128,7 @@ fn answer_over(atom: &str, what: &str, room: &Room, instead: &str) -> RunError {
 }
 
 /// `llmPredict` by the built-in model client: structured answers are parsed within `room`.
+#[cfg(feature = "http")]
 fn llm_predict(
     client: std::sync::Arc<LlmClient>,
     input: &JsValue,
@@ -1204,6 +1210,53 @@ fn http_fetch(
         return Ok((catchable(fut), decl.timeout));
     }
     // No capability: admission passed, so `fetchPolicy.domains` is set. The built-in client.
+    let (url, method) = (req.url, req.method);
+    builtin_fetch(
+        url,
+        method,
+        headers,
+        body,
+        response_type,
+        decl,
+        options,
+        room,
+    )
+}
+
+/// Without the built-in client, a fetch that no capability serves is a catchable refusal.
+#[cfg(not(feature = "http"))]
+#[allow(clippy::too_many_arguments)]
+fn builtin_fetch(
+    _: String,
+    _: String,
+    _: Vec<(String, String)>,
+    _: JsValue,
+    _: Option<String>,
+    _: &AtomDecl,
+    _: &Options,
+    _: &Room,
+) -> Result<(CallFuture, Duration), String> {
+    Err(NO_BUILTIN_FETCH.into())
+}
+
+/// The refusal of [`builtin_fetch`] in a build without the `http` feature.
+#[cfg(not(feature = "http"))]
+const NO_BUILTIN_FETCH: &str = "httpFetch: this build has no built-in HTTP client (the `http` feature of ajs is off); the host must give a fetch capability";
+
+/// The built-in client's request: the guest's body encoded, the answer parsed within `room`.
+#[cfg(feature = "http")]
+#[allow(clippy::too_many_arguments)]
+fn builtin_fetch(
+    url: String,
+    method: String,
+    mut headers: Vec<(String, String)>,
+    body: JsValue,
+    response_type: Option<String>,
+    decl: &AtomDecl,
+    options: &Options,
+    room: &Room,
+) -> Result<(CallFuture, Duration), String> {
+    let caps = &options.capabilities;
     let mut client = caps
         .http_client
         .clone()
@@ -1221,8 +1274,8 @@ fn http_fetch(
         }
     }
     let request = HttpRequest {
-        url: req.url,
-        method: req.method,
+        url,
+        method,
         headers,
         body: bytes,
     };

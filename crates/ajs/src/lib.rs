@@ -45,7 +45,9 @@ pub use ajs_bytecode::program::MAX_ARTIFACT_BYTES;
 pub use ajs_bytecode::{LoadError, Program, SourcePos, VerifiedProgram};
 #[cfg(feature = "compiler")]
 pub use ajs_compiler::CompileError;
-pub use ajs_io::{FetchPolicy, HttpClient, LlmClient, LlmConfig, SAFE_RESPONSE_HEADERS};
+pub use ajs_io::{FetchPolicy, LlmConfig, SAFE_RESPONSE_HEADERS};
+#[cfg(feature = "http")]
+pub use ajs_io::{HttpClient, LlmClient};
 pub use ajs_vm::{ErrorKind as RunErrorKind, JsValue, LogLevel, LogLine, RunError};
 pub use ajs_vm::{SnapshotError, TraceStep, DEFAULT_MAX_LOG_BYTES, MAX_TRACE_STEPS};
 pub use approvals::{
