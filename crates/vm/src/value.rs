@@ -301,7 +301,10 @@ mod tests {
         assert_eq!(text, r#"{"b":[1,2.5,null,"x"],"a":{"t":true}}"#);
         assert_eq!(
             serde_json::from_str::<JsValue>("[18446744073709551615, -1]").unwrap(),
-            JsValue::Array(vec![JsValue::Number(1.8446744073709552e19), JsValue::Number(-1.0)])
+            JsValue::Array(vec![
+                JsValue::Number(1.8446744073709552e19),
+                JsValue::Number(-1.0)
+            ])
         );
     }
 
