@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Times one program in two builds of `vmbench` (crates/ajs/examples/vmbench.rs) in alternation, so
+# Times one program in two builds of `vmbench` (benches/src/bin/vmbench.rs) in alternation, so
 # that this machine's drifting speed lands on both alike: ROUNDS rounds, each running A's and
 # then B's `vmbench PROGRAM 21 --vm-only` (the median of 21 runs of the VM alone), and prints
 # each build's median and minimum and the median and quartiles of B's time over A's by round.

@@ -5,8 +5,8 @@ change that only moves code can add or remove one in a hot loop. Profile with
 `--dump-instr=yes` (so the counts are per instruction address), then:
 
     valgrind --tool=callgrind --dump-instr=yes --callgrind-out-file=cg.out \
-        --toggle-collect='*vm_only*' target/release/examples/vmbench fib 3 --vm-only
-    python3 benches/callgrind_nops.py cg.out target/release/examples/vmbench 4
+        --toggle-collect='*vm_only*' benches/target/release/vmbench fib 3 --vm-only
+    python3 benches/callgrind_nops.py cg.out benches/target/release/vmbench 4
 
 prints the total, the `nop`s and the rest, each divided by the last argument (the number of
 runs the profile holds: `vmbench P 3` runs P four times, once to warm up).

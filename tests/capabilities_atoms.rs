@@ -361,3 +361,131 @@ async fn the_run_log_is_returned() {
     .await;
     assert_eq!(out.log.len(), 2);
 }
+
+#[derive(serde::Deserialize)]
+struct Order {
+    sku: String,
+    qty: u32,
+    note: Option<String>,
+}
+
+#[derive(serde::Serialize)]
+struct Quote {
+    sku: String,
+    total: f64,
+    run: u64,
+    depth: u32,
+    atom: String,
+}
+
+/// Issue 31: a typed host function takes and returns serde types, sees the run's context, and
+/// its `HostError` (or an input that does not fit its type) is a catchable guest error.
+#[tokio::test]
+async fn typed_host_functions_take_serde_types_and_see_their_run() {
+    use ajs::{HostContext, HostError};
+    let caps = Capabilities::default().host_fn(
+        AtomDecl::new("quote").fuel(2.0),
+        |ctx: HostContext, o: Order| async move {
+            if o.qty == 0 {
+                return Err(HostError::new("qty must be positive"));
+            }
+            let _: u32 = "12".parse::<u32>()?; // any std error converts with `?`
+            assert!(!ctx.is_cancelled() && o.note.is_none());
+            Ok(Quote {
+                total: f64::from(o.qty) * 2.5,
+                sku: o.sku,
+                run: ctx.run_id(),
+                depth: ctx.depth(),
+                atom: ctx.atom().to_string(),
+            })
+        },
+    );
+    let runner = Runner {
+        depth: 3,
+        ..Runner::default()
+    };
+    let code = "let a = quote({ sku: 'A', qty: 4 })\nlet b = quote({ sku: 'B', qty: 1 })\n\
+                return [a, b.run === a.run]";
+    let out = runner
+        .run_eval(code, &serde_json::Map::new(), &with(caps.clone()))
+        .await;
+    let v = res(&out);
+    assert_eq!(v[0]["total"], json!(10));
+    assert_eq!(
+        (&v[0]["depth"], &v[0]["atom"]),
+        (&json!(3), &json!("quote"))
+    );
+    assert_eq!(v[1], json!(true), "one run, one id");
+    assert!(v[0]["run"].as_u64().unwrap() > 0);
+    // another run, another id
+    let again = res(&runner
+        .run_eval(code, &serde_json::Map::new(), &with(caps.clone()))
+        .await);
+    assert_ne!(again[0]["run"], v[0]["run"]);
+    for (call, want) in [
+        ("quote({ sku: 'A', qty: 0 })", "qty must be positive"),
+        (
+            "quote({ sku: 'A' })",
+            "quote: invalid input: missing field `qty`",
+        ),
+        ("quote({ sku: 'A', qty: -1 })", "quote: invalid input"),
+        ("quote('A')", "quote: invalid input: invalid type"),
+    ] {
+        let code = format!("try {{ return {call} }} catch (e) {{ return 'caught: ' + e }}");
+        let v = res(&eval(&code, with(caps.clone())).await);
+        let s = v.as_str().unwrap_or_default();
+        assert!(s.starts_with("caught: ") && s.contains(want), "{call}: {v}");
+    }
+    // the answer crosses the same boundary as any atom's
+    let big = Capabilities::default().host_fn_sync(AtomDecl::new("big"), |_, n: usize| {
+        Ok::<_, HostError>(vec!["x".repeat(1000); n])
+    });
+    let small = Options {
+        membrane_max_bytes: 10_000,
+        ..with(big)
+    };
+    let ok = eval("big(5).length", small.clone()).await;
+    assert_eq!(res(&ok), json!(5));
+    let e = eval("big(50).length", small)
+        .await
+        .into_result()
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Boundary, "{e}");
+}
+
+/// Issue 31: a host function that panics (while called or while awaited) ends the run with a
+/// `HostPanic` error; the caller does not panic, and the next run is unaffected.
+#[tokio::test]
+async fn a_panicking_host_function_is_a_run_error_not_the_callers_panic() {
+    let caps = Capabilities::default()
+        .host_fn_sync(AtomDecl::new("boom"), |_, _: JsValue| -> Result<u8, _> {
+            panic!("host bug")
+        })
+        .register_atom(AtomDecl::new("early"), |_: JsValue| -> ajs::HostFuture {
+            panic!("panicked before its future")
+        })
+        .with_fetch(|_| async move { panic!("fetch bug") });
+    let o = with(caps);
+    for (code, atom, what) in [
+        (
+            "try { return boom({}) } catch (e) { return 1 }",
+            "boom",
+            "host bug",
+        ),
+        ("early({})", "early", "panicked before its future"),
+        (
+            "httpFetch({ url: 'https://x.example/' })",
+            "httpFetch",
+            "fetch bug",
+        ),
+    ] {
+        let e = eval(code, o.clone()).await.into_result().unwrap_err();
+        assert_eq!(
+            (e.kind, e.kind.catchable()),
+            (ErrorKind::HostPanic, false),
+            "{e}"
+        );
+        assert!(e.message.contains(atom) && e.message.contains(what), "{e}");
+    }
+    assert_eq!(res(&eval("1 + 1", o).await), json!(2));
+}

@@ -341,6 +341,26 @@ fn refusals() {
     assert!(e.message.contains("await"), "{e}");
 }
 
+/// Decision 38: a snippet that parses neither as an expression nor as statements reports the
+/// error of the parse that got further into the source.
+#[test]
+fn eval_reports_the_parse_that_got_further() {
+    // the statement parse fails on line 2, the expression parse at `x` on line 1
+    let e = err(Mode::Eval, "let x = 1\nreturn x +* 2", &[]);
+    assert_eq!(
+        (e.line, e.message.starts_with("SyntaxError")),
+        (2, true),
+        "{e}"
+    );
+    let e = err(Mode::Eval, "let x = 1\nlet y = x +* 2", &[]);
+    assert_eq!(e.line, 2, "{e}");
+    // the expression parse gets further: its error stays
+    let e = err(Mode::Eval, "a +\n+ * 2", &["a"]);
+    assert_eq!(e.line, 2, "{e}");
+    let e = err(Mode::Eval, "(a + ", &["a"]);
+    assert_eq!((e.line, e.column), (1, 5), "{e}");
+}
+
 #[test]
 fn try_catch_layout() {
     let p = ok(Mode::Eval, "try { return 1 } catch (e) { return e }", &[]);

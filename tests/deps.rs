@@ -112,3 +112,106 @@ fn crates_without_a_unit_test_binary_have_no_unit_tests() {
         "only {untested} crates without unit tests found (io, runner)"
     );
 }
+
+/// No published crate offers a Cargo feature that switches a limit off: any crate in a user's
+/// tree could enable it (features unify), and fuel, timeout and cancellation would go unenforced
+/// for everyone. Metering is measured with `--cfg ajs_unmetered` instead (benches/README.md).
+/// Every feature is either on this list, reviewed as keeping every limit, or the test fails.
+#[test]
+fn no_crate_offers_a_feature_that_disables_a_limit() {
+    const REVIEWED: &[(&str, &str)] = &[
+        ("ajs", "default"),
+        ("ajs", "compiler"),
+        ("ajs", "http"),
+        ("ajs-compiler", "check-calls"),
+        ("ajs-io", "default"),
+        ("ajs-io", "client"),
+        ("ajs-runner", "default"),
+        ("ajs-runner", "jemalloc"),
+        ("ajs-runner", "source"),
+    ];
+    const DENIED: &[&str] = &[
+        "unmetered",
+        "unlimited",
+        "unbounded",
+        "no-fuel",
+        "nofuel",
+        "no-limit",
+        "nolimit",
+        "no-timeout",
+        "unchecked",
+        "unsafe",
+        "insecure",
+        "danger",
+    ];
+    let out = std::process::Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--no-deps",
+            "--format-version",
+            "1",
+            "--offline",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo metadata runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata is JSON");
+    let packages = meta["packages"].as_array().expect("packages");
+    assert!(packages.iter().any(|p| p["name"] == "ajs-vm"), "{meta}");
+    for p in packages {
+        let name = p["name"].as_str().unwrap_or_default();
+        for feature in p["features"].as_object().expect("features").keys() {
+            let lower = feature.to_ascii_lowercase();
+            assert!(
+                !DENIED.iter().any(|d| lower.contains(d)),
+                "{name} offers the feature `{feature}`, which reads as switching a limit off"
+            );
+            assert!(
+                REVIEWED.contains(&(name, feature.as_str())),
+                "{name} offers the unreviewed feature `{feature}`: check it keeps every limit, \
+                 then add it to REVIEWED in tests/deps.rs"
+            );
+        }
+    }
+}
+
+/// Issue 31: a minimal embedder (`default-features = false, features = ["compiler"]`) links no
+/// HTTP stack, no TLS and no tokio network code: the built-in clients are the `http` feature.
+#[test]
+fn ajs_without_the_http_feature_links_no_http_or_tls() {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args([
+            "tree",
+            "-p",
+            "ajs",
+            "--no-default-features",
+            "--features",
+            "compiler",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+            "--offline",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tree = String::from_utf8_lossy(&out.stdout);
+    assert!(tree.lines().any(|l| l.starts_with("oxc_parser")), "{tree}");
+    for banned in ["hyper", "rustls", "ring ", "tokio-rustls", "webpki"] {
+        assert!(
+            !tree.lines().any(|l| l.starts_with(banned)),
+            "ajs without `http` depends on {banned}:\n{tree}"
+        );
+    }
+}

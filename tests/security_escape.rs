@@ -14,7 +14,7 @@ fn security(code: &str, ctx: serde_json::Value) {
     let (m, k) = failed(&out, code);
     // `Math.constructor` and the like are refused at compile time, with their own message.
     assert!(
-        is_security_error(&m) || (k == ErrorKind::Input && out.fuel_used == 0.0),
+        is_security_error(&m) || (k == ErrorKind::Compile && out.fuel_used == 0.0),
         "`{code}`: {m}"
     );
 }
@@ -93,7 +93,7 @@ fn bindings_named_like_prototype_members_are_refused() {
             let out = eval(&code, json!({}), fuel(100.0));
             let (m, k) = failed(&out, &code);
             assert!(
-                is_security_error(&m) || k == ErrorKind::Input,
+                is_security_error(&m) || k == ErrorKind::Compile,
                 "`{code}`: {m}"
             );
         }
@@ -190,7 +190,7 @@ fn method_allowlist_and_no_inherited_members() {
     ] {
         let out = eval(code, ctx.clone(), fuel(100.0));
         if let Some(e) = &out.error {
-            assert_eq!(e.kind, ErrorKind::Input, "`{code}`: {}", e.message);
+            assert_eq!(e.kind, ErrorKind::Compile, "`{code}`: {}", e.message);
         } else {
             assert_eq!(
                 out.result,
@@ -249,7 +249,7 @@ fn host_globals_and_refused_constructs_are_compile_errors() {
     ] {
         let out = eval(code, json!({}), fuel(100.0));
         let (m, k) = failed(&out, code);
-        assert_eq!(k, ErrorKind::Input, "`{code}`: {m}");
+        assert_eq!(k, ErrorKind::Compile, "`{code}`: {m}");
         assert_eq!(out.fuel_used, 0.0, "`{code}` ran");
     }
     for code in [
@@ -261,7 +261,7 @@ fn host_globals_and_refused_constructs_are_compile_errors() {
         "with (Math) { return 1 }",
     ] {
         let out = eval(code, json!({}), fuel(100.0));
-        assert_eq!(failed(&out, code).1, ErrorKind::Input, "`{code}`");
+        assert_eq!(failed(&out, code).1, ErrorKind::Compile, "`{code}`");
     }
 }
 
@@ -334,7 +334,7 @@ fn regex_literals_run_in_linear_time() {
     let out = eval("/^(a+)+$/.test(s)", json!({ "s": s }), fuel(1e6));
     assert_eq!(ok_json(&out, "redos"), Some(json!(false)));
     let out = eval("/(a)\\1/.test('aa')", json!({}), fuel(100.0));
-    assert_eq!(failed(&out, "backreference").1, ErrorKind::Input);
+    assert_eq!(failed(&out, "backreference").1, ErrorKind::Compile);
 }
 
 /// Scenario 28: a catastrophic pattern either is refused at compile time (before regex support
@@ -346,7 +346,7 @@ fn regex_literals_cannot_hang() {
     let out = eval("/^(a+)+$/.test(s)", json!({ "s": s }), fuel(1e5));
     match &out.error {
         Some(e) => assert!(
-            e.kind == ErrorKind::Input || e.kind == ErrorKind::OutOfFuel,
+            e.kind == ErrorKind::Compile || e.kind == ErrorKind::OutOfFuel,
             "{}",
             e.message
         ),

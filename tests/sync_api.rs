@@ -116,3 +116,64 @@ fn the_largest_timeout_means_no_timeout_not_a_panic() {
     let out = rt().block_on(Eval::new(code).fuel(1e6).timeout_ms(u64::MAX).run());
     assert_eq!(out.result, JsValue::Number(5000.0), "{:?}", out.error);
 }
+
+/// Issue 31: every failure is an `ajs::Error` (a Rust error) whose kind tells compile errors,
+/// refused input, the heap limit, a guest's own error and the run-ending ones apart; the wire
+/// names stay as they were.
+#[test]
+fn errors_are_rust_errors_with_distinct_kinds() {
+    fn err(out: ajs::Outcome) -> ajs::Error {
+        out.into_result().expect_err("the run fails")
+    }
+    let e = err(Eval::new("let x = 1\nreturn x +* 2").run_sync());
+    assert_eq!(
+        (e.kind, e.line(), e.kind.name()),
+        (ErrorKind::Compile, Some(2), "input")
+    );
+    assert!(
+        e.message.ends_with(&format!(":2:{}", e.column().unwrap())),
+        "{e}"
+    );
+    let small = Options {
+        args_max_bytes: 8,
+        ..Options::default()
+    };
+    let e = err(Eval::new("a")
+        .context(json!({ "a": "a long string" }))
+        .options(small)
+        .run_sync());
+    assert_eq!(e.kind, ErrorKind::Input, "{e}");
+    let e = err(Eval::new("1").fuel(-1.0).run_sync());
+    assert_eq!(e.kind, ErrorKind::Input, "{e}");
+    let e = err(Eval::new("'x'.repeat(1e8)").fuel(1e9).run_sync());
+    assert_eq!(
+        (e.kind, e.kind.name()),
+        (ErrorKind::HeapLimit, "guest"),
+        "{e}"
+    );
+    let e = err(Eval::new("Error('Heap limit')").run_sync());
+    assert_eq!(e.kind, ErrorKind::Guest, "{e}");
+    let e = err(Eval::new("while (true) {}\nreturn 1").fuel(10.0).run_sync());
+    assert_eq!(
+        (e.kind, e.to_string()),
+        (ErrorKind::OutOfFuel, "Out of Fuel".into())
+    );
+    let cancel = CancellationToken::new();
+    cancel.cancel();
+    let options = Options {
+        cancel: Some(cancel),
+        ..Options::default()
+    };
+    let e = err(Eval::new("1").options(options).run_sync());
+    assert_eq!(e.kind, ErrorKind::Cancelled, "{e}");
+    assert_eq!(e.kind.to_string(), "cancelled by the host");
+    let e: ajs::Error = SafeFunction::new(&["a"], "return a +", Options::default())
+        .unwrap_err()
+        .into();
+    assert_eq!((e.kind, e.line()), (ErrorKind::Compile, Some(1)));
+    // usable with `?` in a function returning a boxed error
+    fn run() -> Result<JsValue, Box<dyn std::error::Error + Send + Sync + 'static>> {
+        Ok(Eval::new("Error('no')").run_sync().into_result()?)
+    }
+    assert!(run().unwrap_err().to_string().contains("no"));
+}

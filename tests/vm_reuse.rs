@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use ajs::{Capabilities, ErrorKind, Eval, JsValue, Options, Runner, SafeFunction};
+use ajs::{Capabilities, ErrorKind, Eval, JsValue, Options, RunErrorKind, Runner, SafeFunction};
 use ajs_vm::{AtomSpec, HostArg, Step, Vm, VmOptions};
 use serde_json::json;
 
@@ -88,7 +88,7 @@ fn dirty_vms() -> Vec<(&'static str, Vm)> {
         match name {
             "finished" => assert!(matches!(end, Step::Done(_)), "{end:?}"),
             "out of fuel" => assert!(
-                matches!(&end, Step::Failed(e) if e.kind == ErrorKind::OutOfFuel),
+                matches!(&end, Step::Failed(e) if e.kind == RunErrorKind::OutOfFuel),
                 "{end:?}"
             ),
             "stopped at a host call" => assert!(matches!(end, Step::Host(_)), "{end:?}"),
@@ -185,7 +185,7 @@ fn a_restart_that_fails_leaves_an_ended_run() {
     let e = vm
         .restart(needs_atom, [HostArg::Undefined], &clean_opts())
         .unwrap_err();
-    assert_eq!(e.kind, ErrorKind::Input);
+    assert_eq!(e.kind, RunErrorKind::Input);
     assert!(matches!(vm.run(u64::MAX), Step::Failed(_)));
     // arguments over the heap ceiling
     let clean = program(CLEAN, &[]);
@@ -208,7 +208,7 @@ fn a_restart_that_fails_leaves_an_ended_run() {
     let (e, vm) = spare
         .start(&needs_atom, [HostArg::Undefined], &clean_opts())
         .unwrap_err();
-    assert_eq!(e.kind, ErrorKind::Input);
+    assert_eq!(e.kind, RunErrorKind::Input);
     let mut vm = vm;
     assert!(matches!(vm.run(u64::MAX), Step::Failed(_)));
     let (e, mut vm) = vm
@@ -216,7 +216,7 @@ fn a_restart_that_fails_leaves_an_ended_run() {
         .unwrap()
         .start(&clean, [HostArg::Json(&big)], &tiny)
         .unwrap_err();
-    assert_ne!(e.kind, ErrorKind::Input);
+    assert_ne!(e.kind, RunErrorKind::Input);
     assert!(matches!(vm.run(u64::MAX), Step::Failed(_)));
     let (mut vm, _) = vm
         .into_spare()

@@ -4,6 +4,8 @@
 //! capped in bytes (`membraneMaxBytes`), but a body of tiny nodes (`[[],[],…]`) is many times
 //! larger once parsed; without the budget one answer could make the host hold many times the
 //! run's heap.
+// without the built-in clients only the budget (`Room`) is used
+#![cfg_attr(not(feature = "http"), allow(dead_code, unused_imports))]
 
 use std::cell::Cell;
 use std::fmt;

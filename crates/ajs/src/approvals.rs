@@ -443,7 +443,8 @@ impl GatedRunner {
         RunEnv {
             depth: self.runner.depth,
             quotas: &self.runner.quotas,
-            ledger: self.runner.ledger.as_deref(),
+            ledger: self.runner.ledger.as_ref(),
+            run_id: Default::default(),
         }
     }
 
@@ -1204,6 +1205,7 @@ pub async fn replay(
         depth: runner.depth,
         quotas: &runner.quotas,
         ledger: None,
+        run_id: Default::default(),
     };
     let mut ctl = Control {
         replay: Some((journal, 0)),

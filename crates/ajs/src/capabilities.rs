@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+#[cfg(feature = "http")]
 use ajs_io::{HttpClient, LlmClient};
 use ajs_vm::JsValue;
 
@@ -50,22 +51,25 @@ pub struct Capabilities {
     /// capability is: `None` means one trusting the public web roots (`webpki-roots`). Set it
     /// to trust a private CA (or a test's self-signed certificate). Its body cap is replaced by
     /// the run's `membrane_max_bytes`.
+    #[cfg(feature = "http")]
     pub http_client: Option<HttpClient>,
     /// The built-in model client behind `llmPredict` ([`Capabilities::with_llm_client`]): the
     /// driver calls it itself, so its structured answers are parsed within the run's heap room.
     /// When set it is used instead of [`Capabilities::llm`].
+    #[cfg(feature = "http")]
     pub llm_client: Option<Arc<LlmClient>>,
 }
 
 impl std::fmt::Debug for Capabilities {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Capabilities")
-            .field("fetch", &self.fetch.is_some())
+        let mut d = f.debug_struct("Capabilities");
+        d.field("fetch", &self.fetch.is_some())
             .field("llm", &self.llm.is_some())
-            .field("atoms", &self.atoms.keys().collect::<Vec<_>>())
-            .field("http_client", &self.http_client)
-            .field("llm_client", &self.llm_client.is_some())
-            .finish()
+            .field("atoms", &self.atoms.keys().collect::<Vec<_>>());
+        #[cfg(feature = "http")]
+        d.field("http_client", &self.http_client)
+            .field("llm_client", &self.llm_client.is_some());
+        d.finish()
     }
 }
 
@@ -87,11 +91,15 @@ impl Capabilities {
         Fut: Future<Output = Result<JsValue, String>> + Send + 'static,
     {
         self.llm = Some(Arc::new(move |p, o| Box::pin(f(p, o))));
-        self.llm_client = None;
+        #[cfg(feature = "http")]
+        {
+            self.llm_client = None;
+        }
         self
     }
 
     /// Puts the built-in model client behind `llmPredict` (an OpenAI-compatible endpoint).
+    #[cfg(feature = "http")]
     pub fn with_llm_client(self, client: LlmClient) -> Self {
         let client = Arc::new(client);
         let mut caps = {
@@ -112,6 +120,7 @@ impl Capabilities {
     }
 
     /// Sets the built-in `httpFetch` client (see [`Capabilities::http_client`]).
+    #[cfg(feature = "http")]
     pub fn with_http_client(mut self, client: HttpClient) -> Self {
         self.http_client = Some(client);
         self

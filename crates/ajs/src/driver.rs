@@ -10,25 +10,29 @@
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use ajs_bytecode::VerifiedProgram;
-use ajs_io::{
-    admit, encode_body, structured_not_json, FetchRequest, HttpClient, HttpError, HttpRequest,
-    LlmClient, DEPTH_HEADER,
-};
+use ajs_io::{admit, FetchRequest, DEPTH_HEADER};
+#[cfg(feature = "http")]
+use ajs_io::{encode_body, structured_not_json, HttpClient, HttpError, HttpRequest, LlmClient};
 use ajs_vm::{
     ErrorKind, HostArg, HostCall, JsValue, LogLine, RunError, SpareVm, Step, Vm, VmOptions,
     MAX_BOUNDARY_DEPTH,
 };
 
-use crate::answer::{guest_value, parse_json, AnswerError, Room};
+use crate::answer::Room;
+#[cfg(feature = "http")]
+use crate::answer::{guest_value, parse_json, AnswerError};
 use crate::approvals::{ApprovalHandler, Journal, PendingCall, Policy, ReplayMismatch, Verdict};
 use crate::atom_inputs::{fetch_headers, ResponseType};
 use crate::capabilities::{AtomDecl, FetchCall, QuotaLedger};
+use crate::host_fn::HostContext;
 use crate::{Options, Outcome};
+use futures_util::FutureExt;
 
 /// Milli-fuel per slice: between slices the driver checks the deadline and the cancellation
 /// token, and lets other tasks run.
@@ -43,13 +47,44 @@ pub(crate) struct RunEnv<'a> {
     /// Per-atom call limits (the runner's `quotas`).
     pub quotas: &'a HashMap<String, u32>,
     /// Counters shared across runs, checked against `quotas`.
-    pub ledger: Option<&'a QuotaLedger>,
+    pub ledger: Option<&'a Arc<QuotaLedger>>,
+    /// The run's id, drawn when a host function first asks for it.
+    pub run_id: OnceLock<u64>,
+}
+
+impl RunEnv<'_> {
+    /// The context a host atom's call runs in.
+    fn host_context(&self, atom: &str, options: &Options) -> HostContext {
+        HostContext {
+            run_id: crate::host_fn::run_id(&self.run_id),
+            atom: atom.to_string(),
+            depth: self.depth,
+            cancel: options.cancel.clone(),
+            quotas: Arc::new(self.quotas.clone()),
+            ledger: self.ledger.cloned(),
+        }
+    }
+}
+
+/// The run-ending error of a host function that panicked (the panic is caught, the caller's
+/// task goes on).
+fn host_panic(atom: &str, payload: &(dyn std::any::Any + Send)) -> RunError {
+    let what = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a non-text payload");
+    RunError::new(
+        ErrorKind::HostPanic,
+        format!("The host function behind '{atom}' panicked: {what}"),
+    )
 }
 
 enum HostErr {
     /// A catchable guest error (the capability threw, the request failed).
     Catch(String),
-    /// Ends the run.
+    /// Ends the run (only the built-in clients' answers do).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     End(RunError),
 }
 
@@ -565,9 +600,20 @@ pub(crate) async fn perform(
             return Err(quota_error(&atom, limit));
         }
     }
-    match dispatch(call, options, env.depth, room) {
+    let host_atom = options.capabilities.atoms.contains_key(&atom);
+    let dispatched = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        dispatch(call, options, env.depth, room)
+    }))
+    .map_err(|p| host_panic(&atom, p.as_ref()))?;
+    match dispatched {
         Err(refusal) => Ok(Err(refusal)),
         Ok((fut, own_timeout)) => {
+            let fut = AssertUnwindSafe(fut).catch_unwind();
+            let fut: Pin<Box<dyn Future<Output = _> + Send>> = if host_atom {
+                Box::pin(env.host_context(&atom, options).scope(fut))
+            } else {
+                Box::pin(fut)
+            };
             let own_deadline = after(Instant::now(), own_timeout);
             let until = deadline.min(own_deadline);
             let waited = tokio::time::timeout_at(until.into(), fut);
@@ -578,6 +624,11 @@ pub(crate) async fn perform(
                     r = waited => r,
                 },
                 None => waited.await,
+            };
+            let r = match r {
+                Ok(Ok(answer)) => Ok(answer),
+                Ok(Err(p)) => return Err(host_panic(&atom, p.as_ref())),
+                Err(elapsed) => Err(elapsed),
             };
             match r {
                 Ok(Ok(v)) => match check_boundary(&atom, &v, options.membrane_max_bytes) {
@@ -1036,6 +1087,7 @@ fn field<'a>(input: &'a JsValue, name: &str) -> Option<&'a JsValue> {
     }
 }
 
+#[cfg(feature = "http")]
 fn default_http_client() -> HttpClient {
     static CLIENT: OnceLock<HttpClient> = OnceLock::new();
     CLIENT.get_or_init(HttpClient::new).clone()
@@ -1064,6 +1116,7 @@ fn dispatch(
     match call.atom.as_str() {
         "httpFetch" => http_fetch(call.input, &decl, options, depth, room),
         "llmPredict" => {
+            #[cfg(feature = "http")]
             if let Some(client) = &caps.llm_client {
                 return llm_predict(client.clone(), &call.input, &decl, room);
             }
@@ -1087,6 +1140,7 @@ fn dispatch(
 }
 
 /// The run-ending error of an answer over its room: `what` names it.
+#[cfg(feature = "http")]
 fn answer_over(atom: &str, what: &str, room: &Room, instead: &str) -> RunError {
     boundary_error(
         atom,
@@ -1098,6 +1152,7 @@ fn answer_over(atom: &str, what: &str, room: &Room, instead: &str) -> RunError {
 }
 
 /// `llmPredict` by the built-in model client: structured answers are parsed within `room`.
+#[cfg(feature = "http")]
 fn llm_predict(
     client: std::sync::Arc<LlmClient>,
     input: &JsValue,
@@ -1169,6 +1224,56 @@ fn http_fetch(
         return Ok((catchable(fut), decl.timeout));
     }
     // No capability: admission passed, so `fetchPolicy.domains` is set. The built-in client.
+    let (url, method) = (req.url, req.method);
+    builtin_fetch(
+        url,
+        method,
+        headers,
+        body,
+        response_type,
+        &policy,
+        decl,
+        options,
+        room,
+    )
+}
+
+/// Without the built-in client, a fetch that no capability serves is a catchable refusal.
+#[cfg(not(feature = "http"))]
+#[allow(clippy::too_many_arguments)]
+fn builtin_fetch(
+    _: String,
+    _: String,
+    _: Vec<(String, String)>,
+    _: JsValue,
+    _: ResponseType,
+    _: &ajs_io::FetchPolicy,
+    _: &AtomDecl,
+    _: &Options,
+    _: &Room,
+) -> Result<(CallFuture, Duration), String> {
+    Err(NO_BUILTIN_FETCH.into())
+}
+
+/// The refusal of [`builtin_fetch`] in a build without the `http` feature.
+#[cfg(not(feature = "http"))]
+const NO_BUILTIN_FETCH: &str = "httpFetch: this build has no built-in HTTP client (the `http` feature of ajs is off); the host must give a fetch capability";
+
+/// The built-in client's request: the guest's body encoded, the answer parsed within `room`.
+#[cfg(feature = "http")]
+#[allow(clippy::too_many_arguments)]
+fn builtin_fetch(
+    url: String,
+    method: String,
+    mut headers: Vec<(String, String)>,
+    body: JsValue,
+    response_type: ResponseType,
+    policy: &ajs_io::FetchPolicy,
+    decl: &AtomDecl,
+    options: &Options,
+    room: &Room,
+) -> Result<(CallFuture, Duration), String> {
+    let caps = &options.capabilities;
     let mut client = caps
         .http_client
         .clone()
@@ -1186,8 +1291,8 @@ fn http_fetch(
         }
     }
     let request = HttpRequest {
-        url: req.url,
-        method: req.method,
+        url,
+        method,
         headers,
         body: bytes,
         screen: Some(policy.address_screen()?),

@@ -38,6 +38,8 @@ mod capabilities;
 #[cfg(feature = "compiler")]
 mod compilers;
 mod driver;
+mod error;
+mod host_fn;
 mod signature;
 
 use std::collections::HashMap;
@@ -47,8 +49,10 @@ pub use ajs_bytecode::program::MAX_ARTIFACT_BYTES;
 pub use ajs_bytecode::{LoadError, Program, SourcePos, VerifiedProgram};
 #[cfg(feature = "compiler")]
 pub use ajs_compiler::{AtomInputs, CompileError, Warning};
-pub use ajs_io::{FetchPolicy, HttpClient, LlmClient, LlmConfig, SAFE_RESPONSE_HEADERS};
-pub use ajs_vm::{ErrorKind, JsValue, LogLevel, LogLine, RunError};
+pub use ajs_io::{FetchPolicy, LlmConfig, SAFE_RESPONSE_HEADERS};
+#[cfg(feature = "http")]
+pub use ajs_io::{HttpClient, LlmClient};
+pub use ajs_vm::{ErrorKind as RunErrorKind, JsValue, LogLevel, LogLine, RunError};
 pub use ajs_vm::{SnapshotError, TraceStep, DEFAULT_MAX_LOG_BYTES, MAX_TRACE_STEPS};
 pub use approvals::{
     replay, ApprovalHandler, Approvals, ConfigError, Decision, FileNonceStore, GatedRunner,
@@ -61,6 +65,8 @@ pub use capabilities::{
     QuotaLedger, DEFAULT_ATOM_FUEL, DEFAULT_ATOM_TIMEOUT, MAX_RUN_WARNINGS,
 };
 pub use driver::CANCELLED_MESSAGE;
+pub use error::{Error, ErrorInfo, ErrorKind};
+pub use host_fn::{from_value, to_value, HostContext, HostError, ValueError};
 pub use tokio_util::sync::CancellationToken;
 
 #[cfg(feature = "compiler")]
@@ -309,18 +315,6 @@ fn random_seed() -> u64 {
     })
 }
 
-/// The error of a run, as users see it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ErrorInfo {
-    /// The message (run-time messages exactly as documented; compile errors end with
-    /// ` at <source>:LINE:COLUMN`).
-    pub message: String,
-    /// What kind of failure (compile errors and refused input are `Input`).
-    pub kind: ErrorKind,
-    /// Where in the user's source, when known.
-    pub pos: Option<SourcePos>,
-}
-
 /// What every run returns: `{ result, fuelUsed, error }`. After an error `result` is
 /// `undefined` (decision 15).
 #[derive(Clone, Debug, PartialEq)]
@@ -341,20 +335,39 @@ pub struct Outcome {
 impl Outcome {
     pub(crate) fn failed(
         message: impl Into<String>,
-        kind: ErrorKind,
+        kind: impl Into<ErrorKind>,
         pos: Option<SourcePos>,
         fuel_used: f64,
     ) -> Outcome {
+        let message = message.into();
+        let kind = kind.into().classified(&message);
         Outcome {
             result: JsValue::Undefined,
             fuel_used,
-            error: Some(ErrorInfo {
-                message: message.into(),
-                kind,
-                pos,
-            }),
+            error: Some(Error { message, kind, pos }),
             log: Vec::new(),
             warnings: Vec::new(),
+        }
+    }
+
+    /// The result, or the error as a Rust error (the fuel used and the log are dropped; read
+    /// them from the outcome first when needed).
+    ///
+    /// ```
+    /// # #[cfg(feature = "compiler")] {
+    /// use ajs::{Eval, ErrorKind, JsValue};
+    /// assert_eq!(Eval::new("1 + 2").run_sync().into_result(), Ok(JsValue::Number(3.0)));
+    /// let e = Eval::new("while (true) {}\nreturn 1").fuel(10.0).run_sync().into_result().unwrap_err();
+    /// assert_eq!((e.kind, e.message.as_str()), (ErrorKind::OutOfFuel, "Out of Fuel"));
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// The run's [`Error`] when it failed.
+    pub fn into_result(self) -> Result<JsValue, Error> {
+        match self.error {
+            None => Ok(self.result),
+            Some(e) => Err(e),
         }
     }
 
@@ -422,7 +435,7 @@ fn compile_error(e: CompileError) -> Outcome {
         line: e.line,
         col: e.column,
     };
-    Outcome::failed(e.to_string(), ErrorKind::Input, Some(pos), 0.0)
+    Outcome::failed(e.to_string(), ErrorKind::Compile, Some(pos), 0.0)
 }
 
 #[cfg(feature = "compiler")]
@@ -454,6 +467,36 @@ impl Eval {
             _ => serde_json::Map::new(),
         };
         self
+    }
+
+    /// Sets the context from any `Serialize` value that is a map or a struct (its fields become
+    /// the code's variables).
+    ///
+    /// ```
+    /// #[derive(serde::Serialize)]
+    /// struct Cart { price: f64, qty: u32 }
+    /// let eval = ajs::Eval::new("price * qty").context_of(&Cart { price: 2.5, qty: 4 }).unwrap();
+    /// assert_eq!(eval.run_sync().into_result(), Ok(ajs::JsValue::Number(10.0)));
+    /// assert!(ajs::Eval::new("1").context_of(&[1, 2]).is_err());
+    /// ```
+    ///
+    /// # Errors
+    /// [`ValueError`] when the value is not a map or cannot be written as JSON data.
+    pub fn context_of<T: serde::Serialize + ?Sized>(
+        mut self,
+        context: &T,
+    ) -> Result<Eval, ValueError> {
+        match serde_json::to_value(context) {
+            Ok(serde_json::Value::Object(m)) => {
+                self.context = m;
+                Ok(self)
+            }
+            Ok(other) => Err(ValueError(format!(
+                "the context must be a map or a struct, got {}",
+                json_kind(&other)
+            ))),
+            Err(e) => Err(ValueError(e.to_string())),
+        }
     }
 
     /// Sets all options.
@@ -593,6 +636,7 @@ impl SafeFunction {
                 depth: 0,
                 quotas: no_quotas(),
                 ledger: None,
+                run_id: Default::default(),
             };
             driver::run_program(
                 &self.program,
@@ -625,6 +669,33 @@ impl SafeFunction {
                 seed,
                 &self.options,
             ),
+            Err(o) => *o,
+        }
+    }
+
+    /// [`SafeFunction::call`] with the arguments from any `Serialize` value that is a sequence:
+    /// a tuple (`&(4, "x")`), a `Vec`, an array. Anything else is refused with an `Input` error.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use ajs::{JsValue, Options, SafeFunction};
+    /// let f = SafeFunction::new(&["name", "n"], "return name + n", Options::default()).unwrap();
+    /// assert_eq!(f.call_with(&("pen", 2)).await.result, JsValue::String("pen2".into()));
+    /// assert_eq!(f.call_with_sync(&["a", "b"]).result, JsValue::String("ab".into()));
+    /// # });
+    /// ```
+    pub async fn call_with<A: serde::Serialize + ?Sized>(&self, args: &A) -> Outcome {
+        match serde_args(args) {
+            Ok(a) => self.call(&a).await,
+            Err(o) => *o,
+        }
+    }
+
+    /// [`SafeFunction::call_sync`] with the arguments from any `Serialize` sequence (see
+    /// [`SafeFunction::call_with`]).
+    pub fn call_with_sync<A: serde::Serialize + ?Sized>(&self, args: &A) -> Outcome {
+        match serde_args(args) {
+            Ok(a) => self.call_sync(&a),
             Err(o) => *o,
         }
     }
@@ -682,6 +753,22 @@ impl SafeFunction {
             Some(_) => None,
             None => Some(random_seed()),
         })
+    }
+}
+
+/// A `Serialize` sequence as call arguments, or the refusal of anything else.
+#[cfg(feature = "compiler")]
+fn serde_args<A: serde::Serialize + ?Sized>(
+    args: &A,
+) -> Result<Vec<serde_json::Value>, Box<Outcome>> {
+    let refuse = |m: String| Box::new(Outcome::failed(m, ErrorKind::Input, None, 0.0));
+    match serde_json::to_value(args) {
+        Ok(serde_json::Value::Array(a)) => Ok(a),
+        Ok(other) => Err(refuse(format!(
+            "Arguments must be a sequence (a tuple, a Vec or an array), got {}",
+            json_kind(&other)
+        ))),
+        Err(e) => Err(refuse(format!("Arguments could not be converted: {e}"))),
     }
 }
 
@@ -1118,7 +1205,8 @@ impl Runner {
         driver::RunEnv {
             depth: self.depth,
             quotas: &self.quotas,
-            ledger: self.ledger.as_deref(),
+            ledger: self.ledger.as_ref(),
+            run_id: Default::default(),
         }
     }
 }

@@ -335,9 +335,11 @@ fn compile_inner(
                     ),
                 ));
             }
-            if has_return {
-                // A block with a return and a syntax error: the script's error is the useful one.
-                return Err(diag_fail(source, first_diag!(ret.diagnostics)));
+            // Neither parse: a block with a return has the useful error in the script's; else
+            // the parse that got further into the source names the error (decision 38).
+            let script_err = diag_fail(source, first_diag!(ret.diagnostics));
+            if has_return || script_err.offset > expr_err.offset {
+                return Err(script_err);
             }
             Err(expr_err)
         }

@@ -11,14 +11,21 @@
 //! [`HttpClient::send`] returns, so dropping it (a run that timed out or was cancelled) closes the
 //! connection at once.
 
+#[cfg(feature = "client")]
 use std::sync::Arc;
 use std::time::Duration;
 
+#[cfg(feature = "client")]
 use bytes::Bytes;
+#[cfg(feature = "client")]
 use http_body_util::{BodyExt, Full};
+#[cfg(feature = "client")]
 use hyper::body::Body as _;
+#[cfg(feature = "client")]
 use hyper_util::rt::TokioIo;
+#[cfg(feature = "client")]
 use rustls::pki_types::{CertificateDer, ServerName};
+#[cfg(feature = "client")]
 use tokio::net::TcpStream;
 
 use crate::allow::AddressScreen;
@@ -144,6 +151,7 @@ impl HttpResponse {
     }
 }
 
+#[cfg(feature = "client")]
 /// The built-in HTTP client. Cheap to clone (the TLS configuration is shared).
 #[derive(Clone)]
 pub struct HttpClient {
@@ -156,6 +164,7 @@ pub struct HttpClient {
     pub max_body_bytes: usize,
 }
 
+#[cfg(feature = "client")]
 impl std::fmt::Debug for HttpClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpClient")
@@ -166,16 +175,19 @@ impl std::fmt::Debug for HttpClient {
     }
 }
 
+#[cfg(feature = "client")]
 impl Default for HttpClient {
     fn default() -> Self {
         HttpClient::new()
     }
 }
 
+#[cfg(feature = "client")]
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
+#[cfg(feature = "client")]
 fn tls_config(roots: rustls::RootCertStore) -> Arc<rustls::ClientConfig> {
     let mut cfg = rustls::ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
@@ -186,12 +198,14 @@ fn tls_config(roots: rustls::RootCertStore) -> Arc<rustls::ClientConfig> {
     Arc::new(cfg)
 }
 
+#[cfg(feature = "client")]
 fn webpki_store() -> rustls::RootCertStore {
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
     roots
 }
 
+#[cfg(feature = "client")]
 impl HttpClient {
     /// A client trusting the Mozilla roots shipped in `webpki-roots`, with the default timeouts
     /// and body cap.
@@ -403,6 +417,7 @@ impl HttpClient {
     }
 }
 
+#[cfg(feature = "client")]
 /// The address to connect to: an IP literal as written (the allowlist named that address), or
 /// the first address the name resolves to that passes the screen.
 async fn resolve(
@@ -440,7 +455,9 @@ async fn resolve(
     })))
 }
 
+#[cfg(feature = "client")]
 trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
+#[cfg(feature = "client")]
 impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Io for T {}
 
 /// Encodes a guest body for the wire: a string is sent as is (no content type added); any other

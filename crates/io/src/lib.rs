@@ -25,10 +25,12 @@ pub mod llm;
 
 pub use allow::{AddressScreen, AllowEntry, Cidr};
 
-pub use http::{
-    encode_body, HttpClient, HttpError, HttpRequest, HttpResponse, SAFE_RESPONSE_HEADERS,
-};
-pub use llm::{response_format, structured_not_json, LlmClient, LlmConfig, LlmText};
+#[cfg(feature = "client")]
+pub use http::HttpClient;
+pub use http::{encode_body, HttpError, HttpRequest, HttpResponse, SAFE_RESPONSE_HEADERS};
+#[cfg(feature = "client")]
+pub use llm::LlmClient;
+pub use llm::{response_format, structured_not_json, LlmConfig, LlmText};
 
 /// Request headers a guest may set (case-insensitive), besides those a policy adds.
 pub const ALLOWED_HEADERS: &[&str] = &[

@@ -18,8 +18,11 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Map, Value};
+#[cfg(feature = "client")]
+use serde_json::Map;
+use serde_json::{json, Value};
 
+#[cfg(feature = "client")]
 use crate::http::{HttpClient, HttpError, HttpRequest};
 
 /// `llmPredict`'s own timeout: 2 minutes.
@@ -55,6 +58,7 @@ impl LlmConfig {
     }
 }
 
+#[cfg(feature = "client")]
 /// The OpenAI-compatible client.
 #[derive(Clone, Debug)]
 pub struct LlmClient {
@@ -84,6 +88,7 @@ pub fn response_format(format: Option<&Value>) -> Option<Value> {
     }
 }
 
+#[cfg(feature = "client")]
 impl LlmClient {
     /// A client over the public web roots.
     pub fn new(config: LlmConfig) -> LlmClient {

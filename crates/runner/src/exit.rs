@@ -8,7 +8,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use ajs::{ErrorKind, Outcome};
+use ajs::Outcome;
 use serde_json::{json, Value};
 
 /// The run succeeded (or, for `ajs cases`, every case passed).
@@ -43,11 +43,12 @@ impl Usage {
 }
 
 /// The exit code of a run's outcome: [`SUCCESS`], [`REFUSED`] for input refused before the run
-/// (kind `input`), [`RUN_FAILED`] for every other error.
+/// (a compile error or refused input: [`ErrorKind::refused`]), [`RUN_FAILED`] for every other
+/// error.
 pub fn outcome_code(out: &Outcome) -> u8 {
     match out.error.as_ref().map(|e| e.kind) {
         None => SUCCESS,
-        Some(ErrorKind::Input) => REFUSED,
+        Some(k) if k.refused() => REFUSED,
         Some(_) => RUN_FAILED,
     }
 }

@@ -23,11 +23,13 @@ pub enum ErrorKind {
     Cancelled,
     /// The run's input was refused before it started (arguments, options).
     Input,
+    /// A host function (capability or atom) panicked; the driver caught it. Ends the run.
+    HostPanic,
 }
 
 impl ErrorKind {
     /// The kind's name in logs and JSON answers (`guest`, `outOfFuel`, `timeout`, `quota`,
-    /// `callDepth`, `boundary`, `cancelled`, `input`).
+    /// `callDepth`, `boundary`, `cancelled`, `input`, `hostPanic`).
     pub fn name(self) -> &'static str {
         match self {
             ErrorKind::Guest => "guest",
@@ -38,6 +40,7 @@ impl ErrorKind {
             ErrorKind::Boundary => "boundary",
             ErrorKind::Cancelled => "cancelled",
             ErrorKind::Input => "input",
+            ErrorKind::HostPanic => "hostPanic",
         }
     }
 

@@ -584,7 +584,7 @@ impl SpareVm {
 }
 
 enum Exit {
-    #[cfg_attr(feature = "unmetered", allow(dead_code))]
+    #[cfg_attr(ajs_unmetered, allow(dead_code))]
     Yield,
     Blocked,
     Done(Value),
@@ -1383,7 +1383,7 @@ impl Vm {
         // is traced).
         macro_rules! enter_block {
             () => {
-                #[cfg(not(feature = "unmetered"))]
+                #[cfg(not(ajs_unmetered))]
                 if !SLOW {
                     if let Some(&Op::Charge { amount }) = code.get(pc) {
                         let room = self.fuel.room.wrapping_sub(amount.0 as i64);
@@ -1393,7 +1393,7 @@ impl Vm {
                         }
                     }
                 }
-                #[cfg(feature = "unmetered")]
+                #[cfg(ajs_unmetered)]
                 if let Some(&Op::Charge { .. }) = code.get(pc) {
                     pc += 1;
                 }
@@ -1532,9 +1532,9 @@ impl Vm {
                 }};
             }
             match op {
-                #[cfg(feature = "unmetered")]
+                #[cfg(ajs_unmetered)]
                 Op::Charge { .. } => {}
-                #[cfg(not(feature = "unmetered"))]
+                #[cfg(not(ajs_unmetered))]
                 Op::Charge { amount } => {
                     let room = self.fuel.room.wrapping_sub(amount.0 as i64);
                     if room >= 0 {
@@ -1961,7 +1961,7 @@ impl Vm {
             }
             pc += 1;
         };
-        #[cfg(feature = "unmetered")]
+        #[cfg(ajs_unmetered)]
         let _ = (start_fuel, slice, floor);
         result
     }

@@ -196,6 +196,66 @@ impl serde::Serialize for Json<'_> {
     }
 }
 
+/// Reads any self-describing data (JSON text, a `serde_json::Value`, another format's value):
+/// a unit or `None` is `null`, every number an `f64`, a map's keys as strings in their order.
+impl<'de> serde::Deserialize<'de> for JsValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<JsValue, D::Error> {
+        d.deserialize_any(JsValueVisitor)
+    }
+}
+
+struct JsValueVisitor;
+
+impl<'de> serde::de::Visitor<'de> for JsValueVisitor {
+    type Value = JsValue;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("plain data (null, a boolean, a number, a string, an array or a map)")
+    }
+    fn visit_unit<E>(self) -> Result<JsValue, E> {
+        Ok(JsValue::Null)
+    }
+    fn visit_none<E>(self) -> Result<JsValue, E> {
+        Ok(JsValue::Null)
+    }
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<JsValue, D::Error> {
+        serde::Deserialize::deserialize(d)
+    }
+    fn visit_bool<E>(self, b: bool) -> Result<JsValue, E> {
+        Ok(JsValue::Bool(b))
+    }
+    fn visit_i64<E>(self, n: i64) -> Result<JsValue, E> {
+        Ok(JsValue::Number(n as f64))
+    }
+    fn visit_u64<E>(self, n: u64) -> Result<JsValue, E> {
+        Ok(JsValue::Number(n as f64))
+    }
+    fn visit_f64<E>(self, n: f64) -> Result<JsValue, E> {
+        Ok(JsValue::Number(n))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<JsValue, E> {
+        Ok(JsValue::String(s.to_string()))
+    }
+    fn visit_string<E>(self, s: String) -> Result<JsValue, E> {
+        Ok(JsValue::String(s))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<JsValue, A::Error> {
+        // a hostile size hint does not reserve memory
+        let mut v = Vec::with_capacity(a.size_hint().unwrap_or(0).min(1024));
+        while let Some(x) = a.next_element()? {
+            v.push(x);
+        }
+        Ok(JsValue::Array(v))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<JsValue, A::Error> {
+        let mut m = IndexMap::new();
+        while let Some((k, v)) = a.next_entry::<String, JsValue>()? {
+            m.insert(k, v);
+        }
+        Ok(JsValue::Object(m))
+    }
+}
+
 impl From<serde_json::Value> for JsValue {
     fn from(v: serde_json::Value) -> JsValue {
         JsValue::from_json(&v)
@@ -230,6 +290,22 @@ mod tests {
         assert_eq!(v.json_len(), text.len());
         assert_eq!(JsValue::Undefined.json_len(), 0);
         assert_eq!(JsValue::Number(0.1).json_len(), 3);
+    }
+
+    /// Deserializing reads back what serializing wrote (by `JSON.stringify`'s rules).
+    #[test]
+    fn a_value_round_trips_through_serde() {
+        let v: JsValue = serde_json::json!({ "b": [1, 2.5, null, "x"], "a": { "t": true } }).into();
+        let text = serde_json::to_string(&v).unwrap();
+        assert_eq!(serde_json::from_str::<JsValue>(&text).unwrap(), v);
+        assert_eq!(text, r#"{"b":[1,2.5,null,"x"],"a":{"t":true}}"#);
+        assert_eq!(
+            serde_json::from_str::<JsValue>("[18446744073709551615, -1]").unwrap(),
+            JsValue::Array(vec![
+                JsValue::Number(1.8446744073709552e19),
+                JsValue::Number(-1.0)
+            ])
+        );
     }
 
     #[test]

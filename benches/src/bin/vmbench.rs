@@ -5,7 +5,7 @@
 //! The last two programs are not peers rows: `records` reads properties and tests `typeof` over
 //! records, as agents do; `template concat` is the string concat row with a template literal.
 //!
-//! Run: `cargo run --release -p ajs --example vmbench` (all programs), or with a program-name
+//! Run: `cd benches && cargo run --release --bin vmbench --` (all programs), or with a program-name
 //! filter and an iteration count, `vmbench fib 20`. With `--vm-only` only the VM part runs (for
 //! `valgrind --tool=callgrind`); `--disasm` prints each program's bytecode.
 

@@ -2,7 +2,7 @@
 //! does (compile, then verify), and prints the median time per compile, with and without the
 //! verification.
 //!
-//! `cargo run --release -p ajs-compiler --example compile_8k [N]` (N compiles, default 2000).
+//! `cd benches && cargo run --release --bin compile_8k -- [N]` (N compiles, default 2000).
 
 #![forbid(unsafe_code)]
 
@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use ajs_compiler::{CompileOptions, Compiler, Mode};
 
-const AGENT_8K: &str = include_str!("../../../benches/programs/agent_8k.js");
+const AGENT_8K: &str = include_str!("../../programs/agent_8k.js");
 
 fn main() {
     let n: usize = std::env::args()

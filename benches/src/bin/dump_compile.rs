@@ -3,7 +3,7 @@
 //! verification verdict and the serialized artifact's fingerprint): the output of two builds of
 //! the compiler can be compared byte for byte.
 //!
-//! `cargo run --release -p ajs-compiler --example dump_compile CASES > OUT`
+//! `cd benches && cargo run --release --bin dump_compile -- CASES > OUT`
 
 #![forbid(unsafe_code)]
 

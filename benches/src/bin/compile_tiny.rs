@@ -1,5 +1,5 @@
 //! Compiles a tiny Eval snippet many times (the fixed cost of a compile): `cargo run --release
-//! -p ajs-compiler --example compile_tiny [N] [SOURCE] [verify]` prints the median time per
+//! --bin compile_tiny -- [N] [SOURCE] [verify]` prints the median time per
 //! compile (with `verify`, each program is also verified, outside the timed part).
 
 #![forbid(unsafe_code)]

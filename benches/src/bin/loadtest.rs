@@ -1,5 +1,5 @@
 //! A bounded load test of the run endpoint on loopback:
-//! `cargo run --release -p ajs-cli --example loadtest [REQUESTS] [CLIENTS]` (default 5000, 32).
+//! `cd benches && cargo run --release --bin loadtest -- [REQUESTS] [CLIENTS]` (default 5000, 32).
 //!
 //! Starts the server in-process on 127.0.0.1:0, sends exactly REQUESTS runs from CLIENTS
 //! concurrent keep-alive connections, checks that every answer belongs to its request (each

@@ -1,6 +1,6 @@
-//! Per-run fixed costs, measured without criterion: `cargo run --release -p ajs --example
-//! overhead [ROUNDS] [WHICH]` prints the median over `ROUNDS` rounds (default 200) of 1,000 runs
-//! each: `Eval("a + b")` from source, and one call of a compiled `SafeFunction`, each through the
+//! Per-run fixed costs, measured without criterion: `cargo run --release --bin overhead_cg --
+//! [ROUNDS] [WHICH]` (in `benches/`) prints the median over `ROUNDS` rounds (default 200) of
+//! 1,000 runs each: `Eval("a + b")` from source, and one call of a compiled `SafeFunction`, each through the
 //! async API (on a current-thread tokio runtime, `block_on` per run), the async API awaited
 //! inside a running task (one `block_on` per 1,000 runs, as a service's handler awaits it) and the
 //! `_sync` API. `WHICH` (`eval`, `eval_task`, `eval_sync`, `call`, `call_task`, `call_sync`)
