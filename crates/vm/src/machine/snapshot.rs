@@ -13,10 +13,10 @@ use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::frames::Frame;
 use super::parallel::{Batch, ParItem};
 use super::{
-    Deferred, Frame, Fuel, HostCall, LogLevel, LogLine, PendingHostCall, Status, TraceStep,
-    TryEntry, Vm,
+    Deferred, Fuel, HostCall, LogLevel, LogLine, PendingHostCall, Status, TraceStep, TryEntry, Vm,
 };
 use crate::error::{ErrorKind, Fault, RunError};
 use crate::heap::{Cell, Heap, PropMap, RegexCell, SetCell, SetKey};
