@@ -20,9 +20,9 @@ impl Vm {
         // The slice ends when the fuel falls to the floor `exec_slice` sets (see `Fuel`): a
         // block entered inline pays its `Charge` with one subtraction and a sign test (fuel
         // and slice checked at once); the work builtins charge counts towards the slice too.
-        let start_fuel = self.fuel.left();
+        let start_fuel = self.meter.fuel.left();
         let result = self.exec_slice::<SLOW, W>(start_fuel, *slice_left);
-        *slice_left = slice_left.saturating_sub(start_fuel - self.fuel.left());
+        *slice_left = slice_left.saturating_sub(start_fuel - self.meter.fuel.left());
         result
     }
 
@@ -37,7 +37,7 @@ impl Vm {
         let floor = start_fuel
             .saturating_sub(slice)
             .max(start_fuel.saturating_sub(i64::MAX as u64));
-        self.fuel.set_floor(floor);
+        self.meter.fuel.set_floor(floor);
         let prog = self.program.clone();
         let consts = self.consts.clone();
         let consts = &consts[..];
@@ -113,9 +113,9 @@ impl Vm {
                 #[cfg(not(feature = "unmetered"))]
                 if !SLOW {
                     if let Some(&Op::Charge { amount }) = code.get(pc) {
-                        let room = self.fuel.room.wrapping_sub(amount.0 as i64);
+                        let room = self.meter.fuel.room.wrapping_sub(amount.0 as i64);
                         if room >= 0 {
-                            self.fuel.room = room;
+                            self.meter.fuel.room = room;
                             pc += 1;
                         }
                     }
@@ -224,7 +224,7 @@ impl Vm {
                 let blocked = self.blocks_on_pending(&op, base!());
                 // a `ParEnd` still waiting for its calls is traced once, when it completes, and
                 // an instruction dispatched again once, the first time
-                if self.trace.is_some()
+                if self.trace.is_on()
                     && !(blocked
                         || again
                         || (matches!(op, Op::ParEnd { .. }) && self.par_waiting()))
@@ -263,23 +263,23 @@ impl Vm {
                 Op::Charge { .. } => {}
                 #[cfg(not(feature = "unmetered"))]
                 Op::Charge { amount } => {
-                    let room = self.fuel.room.wrapping_sub(amount.0 as i64);
+                    let room = self.meter.fuel.room.wrapping_sub(amount.0 as i64);
                     if room >= 0 {
-                        self.fuel.room = room;
+                        self.meter.fuel.room = room;
                     } else {
                         // the slice is spent, or the fuel is short, or this block's charge
                         // crosses the slice's end (paid: the next block yields)
-                        let (amount, left) = (amount.0 as u64, self.fuel.left());
-                        if start_fuel - left >= slice || self.fuel.room < 0 {
+                        let (amount, left) = (amount.0 as u64, self.meter.fuel.left());
+                        if start_fuel - left >= slice || self.meter.fuel.room < 0 {
                             save_pc!();
                             break 'run Ok(Exit::Yield);
                         }
                         if amount > left {
-                            self.fuel.set(0);
+                            self.meter.fuel.set(0);
                             save_pc!();
                             break 'run Err(Fault::Fatal(RunError::out_of_fuel()));
                         }
-                        self.fuel.set(left - amount);
+                        self.meter.fuel.set(left - amount);
                     }
                 }
                 Op::Move { dst, src } => r!(dst) = r!(src),
@@ -490,7 +490,7 @@ impl Vm {
                         self.par_return(depth as u32);
                     }
                     if depth == 0 {
-                        if SLOW && !self.deferred.is_empty() {
+                        if SLOW && !self.hosts.deferred.is_empty() {
                             // the run would end with deferred calls never settled
                             save_pc!();
                             break 'run Ok(Exit::Blocked);

@@ -175,7 +175,7 @@ impl Vm {
             .iter()
             .chain(self.consts.iter())
             .chain(extra.iter())
-            .chain(self.deferred.iter().map(|d| &d.input))
+            .chain(self.hosts.deferred.iter().map(|d| &d.input))
             .chain(awaiting.iter())
             .chain(parallel::roots(&self.batches));
         self.heap.collect(roots);

@@ -266,8 +266,8 @@ impl Vm {
             Op::ParCall { atom, arg } => {
                 self.take_atom(atom.0 as usize)?;
                 let input = r!(arg);
-                let id = self.next_call_id;
-                self.next_call_id = self.next_call_id.saturating_add(1);
+                let id = self.hosts.next_call_id;
+                self.hosts.next_call_id = self.hosts.next_call_id.saturating_add(1);
                 self.par_push(parallel::ParItem::Queued {
                     id,
                     atom: atom.0,
@@ -379,8 +379,8 @@ impl Vm {
 
     /// Checks the atom's per-run quota, charges its fuel and counts the call.
     pub(super) fn take_atom(&mut self, i: usize) -> OpResult<()> {
-        if let Some(q) = self.atom_quota[i] {
-            if self.atom_used[i] >= q {
+        if let Some(q) = self.hosts.atoms.quota[i] {
+            if self.hosts.atoms.used[i] >= q {
                 let name = &self.program.atoms[i];
                 let calls = if q == 1 { "call" } else { "calls" };
                 return Err(Fault::Fatal(RunError::new(
@@ -389,8 +389,8 @@ impl Vm {
                 )));
             }
         }
-        self.charge(self.atom_cost[i])?;
-        self.atom_used[i] += 1;
+        self.charge(self.hosts.atoms.cost[i])?;
+        self.hosts.atoms.used[i] += 1;
         Ok(())
     }
 }

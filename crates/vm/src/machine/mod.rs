@@ -16,10 +16,13 @@ mod dispatch;
 pub(crate) mod export;
 mod frames;
 mod general;
+mod host;
+mod journal;
 mod meter;
 pub(crate) mod parallel;
 mod props;
 pub(crate) mod snapshot;
+mod trace;
 mod window;
 
 pub(crate) use frames::MAX_FRAMES;
@@ -27,8 +30,12 @@ use frames::{Frame, Frames};
 pub(crate) use general::js_pow;
 #[cfg(test)]
 pub(crate) use general::js_rem;
-pub(crate) use meter::Fuel;
+use host::HostCalls;
+use journal::Journal;
+pub(crate) use meter::Meter;
 pub(crate) use props::{array_index, ordered_keys};
+use trace::Trace;
+pub use trace::MAX_TRACE_STEPS;
 use window::{first_registers, window_of, SMALL_WINDOW};
 pub(crate) use window::{WINDOW, WINDOW_FILL};
 
@@ -179,13 +186,6 @@ pub struct PendingHostCall {
     pub deferred: bool,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Deferred {
-    id: u32,
-    atom: u16,
-    input: Value,
-}
-
 #[derive(Clone, Copy, Debug)]
 struct TryEntry {
     frame: u32,
@@ -243,10 +243,8 @@ pub struct Vm {
     pub(crate) regs: Vec<Value>,
     frames: Frames,
     tries: Vec<TryEntry>,
-    fuel_budget: u64,
-    pub(crate) fuel: Fuel,
-    /// an error delivered by `resume`, raised when the run continues
-    raise_on_run: Option<String>,
+    /// the fuel budget and what is left of it
+    pub(crate) meter: Meter,
     /// the message of the guest error a handler is about to `Catch`
     handling: Option<String>,
     status: Status,
@@ -257,33 +255,18 @@ pub struct Vm {
     log_bytes: usize,
     max_log_bytes: usize,
     max_call_depth: usize,
-    atom_cost: Vec<u64>,
-    atom_quota: Vec<Option<u32>>,
-    atom_used: Vec<u32>,
+    /// the atoms' counters, deferred calls, call ids and a delivered error
+    hosts: HostCalls,
     pub(crate) rng: u64,
     pub(crate) clock: fn() -> f64,
     /// compiled regexes by (translated pattern), so a literal in a loop compiles once
     pub(crate) regex_cache: crate::regex_engine::RegexCache,
     /// the run's deadline and cancellation, for natives that check them as they go
     pub(crate) interrupt: crate::interrupt::Interrupt,
-    /// host calls deferred by [`Vm::defer`], not settled yet
-    deferred: Vec<Deferred>,
-    /// host calls issued so far (the next call's id)
-    next_call_id: u32,
-    /// wall-clock milliseconds the run has spent before this process (set by the driver)
-    elapsed_ms: u64,
-    /// the seed the run's randomness started from
-    random_seed: u64,
-    /// every clock reading, in order (journaled)
-    clock_log: Vec<f64>,
-    /// readings to answer the clock with instead of `clock` (replay)
-    clock_replay: Option<Vec<f64>>,
-    /// opaque host data carried through snapshots (the facade's journal)
-    host_data: Vec<u8>,
+    /// the seed, clock readings, elapsed time and host data a replay needs
+    journal: Journal,
     /// executed instructions, when tracing
-    trace: Option<Vec<TraceStep>>,
-    trace_cap: usize,
-    trace_dropped: u64,
+    trace: Trace,
     /// open `parallel(...)` batches, innermost last
     batches: Vec<parallel::Batch>,
     max_parallel_items: usize,
@@ -408,9 +391,7 @@ impl Vm {
             regs: Vec::new(),
             frames: Frames::default(),
             tries: Vec::new(),
-            fuel_budget: 0,
-            fuel: Fuel::new(0),
-            raise_on_run: None,
+            meter: Meter::new(0),
             handling: None,
             status: Status::Finished,
             log: Vec::new(),
@@ -419,23 +400,13 @@ impl Vm {
             log_bytes: 0,
             max_log_bytes: opts.max_log_bytes,
             max_call_depth: opts.max_call_depth.max(1),
-            atom_used: Vec::new(),
-            atom_cost: Vec::new(),
-            atom_quota: Vec::new(),
+            hosts: HostCalls::default(),
             rng: 0,
             clock: opts.clock,
             regex_cache: Default::default(),
             interrupt: crate::interrupt::Interrupt::default(),
-            deferred: Vec::new(),
-            next_call_id: 0,
-            elapsed_ms: 0,
-            random_seed: 0,
-            clock_log: Vec::new(),
-            clock_replay: None,
-            host_data: Vec::new(),
-            trace: None,
-            trace_cap: 0,
-            trace_dropped: 0,
+            journal: Journal::default(),
+            trace: Trace::default(),
             batches: Vec::new(),
             max_parallel_items: opts.max_parallel_items,
             program,
@@ -515,9 +486,7 @@ impl Vm {
             regs,
             frames,
             tries,
-            fuel_budget,
-            fuel,
-            raise_on_run,
+            meter,
             handling,
             status,
             log,
@@ -527,25 +496,15 @@ impl Vm {
             max_log_lines: _,
             max_log_bytes: _,
             max_call_depth: _,
-            atom_cost,
-            atom_quota,
-            atom_used,
+            hosts,
             rng,
             // set by every start, from its options
             clock: _,
             regex_cache,
             // set by every start, from its options
             interrupt: _,
-            deferred,
-            next_call_id,
-            elapsed_ms,
-            random_seed,
-            clock_log,
-            clock_replay,
-            host_data,
+            journal,
             trace,
-            trace_cap,
-            trace_dropped,
             batches,
             // set by every start, from its options
             max_parallel_items: _,
@@ -562,29 +521,17 @@ impl Vm {
         regs.clear();
         frames.clear();
         tries.clear();
-        *fuel_budget = 0;
-        *fuel = Fuel::new(0);
-        clear_option(raise_on_run);
+        meter.clear();
         clear_option(handling);
         *status = Status::Finished;
         clear_vec(log);
         *log_dropped = 0;
         *log_bytes = 0;
-        atom_cost.clear();
-        atom_quota.clear();
-        atom_used.clear();
+        hosts.clear();
         *rng = 0;
         regex_cache.clear();
-        deferred.clear();
-        *next_call_id = 0;
-        *elapsed_ms = 0;
-        *random_seed = 0;
-        clock_log.clear();
-        clear_option(clock_replay);
-        host_data.clear();
-        clear_option(trace);
-        *trace_cap = 0;
-        *trace_dropped = 0;
+        journal.clear();
+        trace.clear();
         clear_vec(batches);
     }
 
@@ -605,18 +552,15 @@ impl Vm {
             heap,
             regs,
             frames,
-            fuel_budget,
-            fuel,
+            meter,
             status,
             max_log_lines,
             max_log_bytes,
             max_call_depth,
-            atom_cost,
-            atom_quota,
-            atom_used,
+            hosts,
             rng,
             clock,
-            random_seed,
+            journal,
             max_parallel_items,
             interrupt,
             // as a new VM has them, after `clear`
@@ -624,21 +568,12 @@ impl Vm {
             typeof_consts: _,
             const_keys: _,
             tries: _,
-            raise_on_run: _,
             handling: _,
             log: _,
             log_dropped: _,
             log_bytes: _,
             regex_cache: _,
-            deferred: _,
-            next_call_id: _,
-            elapsed_ms: _,
-            clock_log: _,
-            clock_replay: _,
-            host_data: _,
             trace: _,
-            trace_cap: _,
-            trace_dropped: _,
             batches: _,
         } = self;
         heap.set_limit(opts.max_heap_bytes);
@@ -657,20 +592,19 @@ impl Vm {
             base: 0,
             ret: 0,
         });
-        *fuel_budget = opts.fuel;
-        *fuel = Fuel::new(opts.fuel);
+        *meter = Meter::new(opts.fuel);
         *status = Status::Running;
         *max_log_lines = opts.max_log_lines;
         *max_log_bytes = opts.max_log_bytes;
         *max_call_depth = opts.max_call_depth.max(1);
         if let Some((cost, quota)) = table {
-            atom_used.resize(cost.len(), 0);
-            *atom_cost = cost;
-            *atom_quota = quota;
+            hosts.atoms.used.resize(cost.len(), 0);
+            hosts.atoms.cost = cost;
+            hosts.atoms.quota = quota;
         }
         *rng = opts.random_seed | 1;
         *clock = opts.clock;
-        *random_seed = opts.random_seed;
+        journal.random_seed = opts.random_seed;
         *max_parallel_items = opts.max_parallel_items;
         interrupt.clone_from(&opts.interrupt);
         let r = match self.charge_start(nregs) {
@@ -725,16 +659,6 @@ impl Vm {
         Ok(())
     }
 
-    /// Fuel spent so far, in milli-fuel.
-    pub fn fuel_used_milli(&self) -> u64 {
-        self.fuel_budget - self.fuel.left()
-    }
-
-    /// Fuel spent so far, in fuel.
-    pub fn fuel_used(&self) -> f64 {
-        self.fuel_used_milli() as f64 / MILLI as f64
-    }
-
     /// Live heap bytes as accounted.
     pub fn heap_bytes(&self) -> usize {
         self.heap.live_bytes()
@@ -767,7 +691,7 @@ impl Vm {
     /// each run's seed itself. Call it before the run's first slice.
     pub fn set_random_seed(&mut self, seed: u64) {
         self.rng = seed | 1;
-        self.random_seed = seed;
+        self.journal.random_seed = seed;
     }
 
     /// Takes the run's log out of the VM (for a finished run: what [`Vm::log`] held, without
@@ -787,7 +711,7 @@ impl Vm {
             .atoms
             .iter()
             .cloned()
-            .zip(self.atom_used.iter().copied())
+            .zip(self.hosts.atoms.used.iter().copied())
             .collect()
     }
 
@@ -836,7 +760,7 @@ impl Vm {
     }
 
     fn pending_raise(&mut self, msg: String) {
-        self.raise_on_run = Some(msg);
+        self.hosts.raise_on_run = Some(msg);
     }
 
     /// Runs until the program finishes, fails, needs the host, or has spent `slice` milli-fuel.
@@ -858,11 +782,11 @@ impl Vm {
             Status::Running => {}
         }
         let window = window_of(&self.program);
-        let slow = !self.deferred.is_empty() || self.trace.is_some() || window.is_none();
+        let slow = !self.hosts.deferred.is_empty() || self.trace.is_on() || window.is_none();
         // An error delivered by `resume` is raised at the call site.
         // (tested first: `take` would store `None` back on every run)
-        if self.raise_on_run.is_some() {
-            if let Some(msg) = self.raise_on_run.take() {
+        if self.hosts.raise_on_run.is_some() {
+            if let Some(msg) = self.hosts.raise_on_run.take() {
                 if let Err(e) = self.unwind(msg) {
                     return self.fail(e);
                 }
@@ -897,8 +821,8 @@ impl Vm {
                     let name = self.program.atoms[atom as usize].clone();
                     match self.export(input, || format!("The input of '{name}'")) {
                         Ok(j) => {
-                            let id = self.next_call_id;
-                            self.next_call_id = self.next_call_id.saturating_add(1);
+                            let id = self.hosts.next_call_id;
+                            self.hosts.next_call_id = self.hosts.next_call_id.saturating_add(1);
                             self.status = Status::AwaitingHost {
                                 dst,
                                 id,
@@ -979,7 +903,7 @@ fn clear_vec<T>(v: &mut Vec<T>) {
 
 /// Sets `o` to `None`, tested first: the drop of an empty option is skipped.
 #[inline(always)]
-fn clear_option<T>(o: &mut Option<T>) {
+pub(super) fn clear_option<T>(o: &mut Option<T>) {
     if o.is_some() {
         *o = None;
     }
