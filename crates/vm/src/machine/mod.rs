@@ -22,6 +22,8 @@ mod meter;
 pub(crate) mod parallel;
 mod props;
 pub(crate) mod snapshot;
+#[cfg(test)]
+mod tests;
 mod trace;
 mod window;
 
