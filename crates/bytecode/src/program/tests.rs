@@ -1,6 +1,6 @@
 use super::*;
-use crate::natives::NativeId;
 use crate::isa::{insert_charges, Dst, Imm, Src, Target, Target24};
+use crate::natives::NativeId;
 
 fn function(code: &[Op]) -> Function {
     Function {

@@ -4,7 +4,7 @@ use std::cell::Cell;
 use std::sync::Arc;
 
 use super::*;
-use crate::isa::{Flow, Op};
+use crate::isa::Op;
 
 /// Where a function starts in a verified program's [`VerifiedProgram::code`], and its
 /// registers: what a call needs of its callee.
@@ -95,7 +95,7 @@ impl Flat {
             if start != 0 {
                 for op in &mut code[start as usize..] {
                     // (the flow is a table lookup; only a branch takes `map_target`'s dispatch)
-                    if matches!(op.inspect(|_| {}).1, Flow::Branch | Flow::TryEnter) {
+                    if op.flow().has_target() {
                         op.map_target(|t| t + start);
                     }
                 }

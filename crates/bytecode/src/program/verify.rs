@@ -180,12 +180,12 @@ impl Program {
                     .map_err(|fault| (pc, fault))?;
             }
             sum += seen.cost;
-            if seen.flow == Flow::Plain {
+            if seen.flow == Flow::Next {
                 // (most instructions: nothing more to check)
                 continue;
             }
             match seen.flow {
-                Flow::Plain => {}
+                Flow::Next => {}
                 // (it closes the block before it and opens its own)
                 Flow::Charge => {
                     bad_amount |= sum != open_amount;
@@ -195,7 +195,7 @@ impl Program {
                     };
                     (open_amount, sum) = (amount, 0);
                 }
-                Flow::Branch | Flow::TryEnter => {
+                Flow::Jump | Flow::Branch | Flow::TryEnter => {
                     // (the target is inside the function: its operand fits)
                     let t = op.jump_target().unwrap_or(0) as usize;
                     bad_leader |= !opens_block(t) || !opens_block(pc + 1);
@@ -204,7 +204,7 @@ impl Program {
                         catch_slots.push(t + 1);
                     }
                 }
-                Flow::End => bad_leader |= !opens_block(pc + 1),
+                Flow::Return | Flow::Throw => bad_leader |= !opens_block(pc + 1),
                 Flow::Catch => catches.push(pc),
                 Flow::Call => {
                     if let Op::Call { func, argc, .. } = *op {
