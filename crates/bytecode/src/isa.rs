@@ -748,6 +748,31 @@ impl Flow {
     }
 }
 
+/// The compare-and-branch family, declared once: for each comparison (a [`Cmp`]), its
+/// operator on two numbers, and its fused branches taken when it holds (`JumpIf*`) and unless it
+/// holds (`JumpUnless*`; for `StrictEq`, `JumpIfStrictNe*`), each with a register, a constant and
+/// an immediate right operand. It calls back `$m!` with any tokens given after `$m` and then the
+/// rows, `Cmp (op) [if: reg const int] [unless: reg const int];` (as wasmi's `for_each_op!`):
+/// [`Op::fused`], [`Fused::op`], [`Op::with_const_operand`], [`Op::with_int_operand`] and the
+/// VM's inline and out-of-line arms are expanded from it. (The instructions themselves stay in
+/// the [`define_ops!`] table, whose text is the [`ISA_HASH`] fingerprint; a test checks that the
+/// rows name 30 distinct instructions of it.)
+#[macro_export]
+macro_rules! for_each_fused_branch {
+    ($m:ident $($extra:tt)*) => {
+        $m! {
+            $($extra)*
+            Lt (<) [JumpIfLt JumpIfLtK JumpIfLtI] [JumpUnlessLt JumpUnlessLtK JumpUnlessLtI];
+            Le (<=) [JumpIfLe JumpIfLeK JumpIfLeI] [JumpUnlessLe JumpUnlessLeK JumpUnlessLeI];
+            Gt (>) [JumpIfGt JumpIfGtK JumpIfGtI] [JumpUnlessGt JumpUnlessGtK JumpUnlessGtI];
+            Ge (>=) [JumpIfGe JumpIfGeK JumpIfGeI] [JumpUnlessGe JumpUnlessGeK JumpUnlessGeI];
+            StrictEq (==)
+                [JumpIfStrictEq JumpIfStrictEqK JumpIfStrictEqI]
+                [JumpIfStrictNe JumpIfStrictNeK JumpIfStrictNeI];
+        }
+    };
+}
+
 impl Op {
     /// The fused compare-and-branch for this comparison (`Lt`, `StrictEq`, `LtK`, …) writing
     /// `cond`, followed by a branch to `target` taken when `cond` is `when`: `None` when this is
@@ -790,60 +815,76 @@ impl Op {
     /// such an integer (see [`Int::of`]).
     #[inline]
     pub fn with_int_operand(&self, int_of: impl Fn(Const) -> Option<Int>) -> Option<Op> {
-        // (each constant form and its immediate form: the arithmetic and compare forms with a
-        // destination, then the fused branches with a target)
+        // (one match: each constant form with a destination and its immediate form, then the
+        // fused branches' from the family)
         macro_rules! int_forms {
-            ($($k:ident => $i:ident),*; $($jk:ident => $ji:ident),*) => {
+            (
+                { $($k:ident => $i:ident),* }
+                $($cmp:ident ($($o:tt)+) [$ir:ident $ik:ident $ii:ident] [$ur:ident $uk:ident $ui:ident];)*
+            ) => {
                 Some(match *self {
                     $(Op::$k { dst, a, k } => Op::$i { dst, a, i: int_of(k)? },)*
-                    $(Op::$jk { a, k, target } => Op::$ji { a, i: int_of(k)?, target },)*
+                    $(
+                        Op::$ik { a, k, target } => Op::$ii { a, i: int_of(k)?, target },
+                        Op::$uk { a, k, target } => Op::$ui { a, i: int_of(k)?, target },
+                    )*
                     _ => return None,
                 })
             };
         }
-        int_forms!(
+        for_each_fused_branch!(int_forms {
             AddK => AddI, SubK => SubI, MulK => MulI, ModK => ModI,
-            StrictEqK => StrictEqI, StrictNeK => StrictNeI;
-            JumpIfLtK => JumpIfLtI, JumpUnlessLtK => JumpUnlessLtI,
-            JumpIfLeK => JumpIfLeI, JumpUnlessLeK => JumpUnlessLeI,
-            JumpIfGtK => JumpIfGtI, JumpUnlessGtK => JumpUnlessGtI,
-            JumpIfGeK => JumpIfGeI, JumpUnlessGeK => JumpUnlessGeI,
-            JumpIfStrictEqK => JumpIfStrictEqI, JumpIfStrictNeK => JumpIfStrictNeI
-        )
+            StrictEqK => StrictEqI, StrictNeK => StrictNeI
+        })
+    }
+    /// This instruction with its right register operand `b` replaced by a constant (`Add r, a,
+    /// b` becomes `AddK r, a, k`) when it has a constant form and `const_of(b)` names the
+    /// constant `b` holds. (One match over the instruction, read where it is: the compiler asks
+    /// this of every instruction.)
+    #[inline]
+    pub fn with_const_operand(&self, const_of: impl Fn(u16) -> Option<u16>) -> Option<Op> {
+        let k = |b: Src| const_of(b.0).map(Const);
+        // (each register form with a destination and its constant form, then the fused
+        // branches' from the family)
+        macro_rules! const_forms {
+            (
+                { $($r:ident => $k:ident),* }
+                $($cmp:ident ($($o:tt)+) [$ir:ident $ik:ident $ii:ident] [$ur:ident $uk:ident $ui:ident];)*
+            ) => {
+                Some(match *self {
+                    $(Op::$r { dst, a, b } => Op::$k { dst, a, k: k(b)? },)*
+                    $(
+                        Op::$ir { a, b, target } => Op::$ik { a, k: k(b)?, target },
+                        Op::$ur { a, b, target } => Op::$uk { a, k: k(b)?, target },
+                    )*
+                    _ => return None,
+                })
+            };
+        }
+        for_each_fused_branch!(const_forms {
+            Add => AddK, Sub => SubK, Mul => MulK, Div => DivK, Mod => ModK,
+            Lt => LtK, Le => LeK, Gt => GtK, Ge => GeK,
+            StrictEq => StrictEqK, StrictNe => StrictNeK
+        })
     }
     /// This instruction's parts when it is a fused compare-and-branch.
     pub fn fused(&self) -> Option<Fused> {
         macro_rules! parts {
-            ($($name:ident $cmp:ident $when:literal $b:ident $right:ident;)*) => {
+            ($($cmp:ident ($($o:tt)+) [$ir:ident $ik:ident $ii:ident] [$ur:ident $uk:ident $ui:ident];)*) => {
                 match *self {
-                    $(Op::$name { a, $b, target } => Some(Fused {
-                        cmp: Cmp::$cmp,
-                        when: $when,
-                        a,
-                        right: Right::$right($b),
-                        target,
-                    }),)*
+                    $(
+                        Op::$ir { a, b, target } => Some(Fused::of(Cmp::$cmp, true, a, Right::Reg(b), target)),
+                        Op::$ik { a, k, target } => Some(Fused::of(Cmp::$cmp, true, a, Right::Const(k), target)),
+                        Op::$ii { a, i, target } => Some(Fused::of(Cmp::$cmp, true, a, Right::Int(i), target)),
+                        Op::$ur { a, b, target } => Some(Fused::of(Cmp::$cmp, false, a, Right::Reg(b), target)),
+                        Op::$uk { a, k, target } => Some(Fused::of(Cmp::$cmp, false, a, Right::Const(k), target)),
+                        Op::$ui { a, i, target } => Some(Fused::of(Cmp::$cmp, false, a, Right::Int(i), target)),
+                    )*
                     _ => None,
                 }
             };
         }
-        parts! {
-            JumpIfLt Lt true b Reg; JumpUnlessLt Lt false b Reg;
-            JumpIfLe Le true b Reg; JumpUnlessLe Le false b Reg;
-            JumpIfGt Gt true b Reg; JumpUnlessGt Gt false b Reg;
-            JumpIfGe Ge true b Reg; JumpUnlessGe Ge false b Reg;
-            JumpIfStrictEq StrictEq true b Reg; JumpIfStrictNe StrictEq false b Reg;
-            JumpIfLtK Lt true k Const; JumpUnlessLtK Lt false k Const;
-            JumpIfLeK Le true k Const; JumpUnlessLeK Le false k Const;
-            JumpIfGtK Gt true k Const; JumpUnlessGtK Gt false k Const;
-            JumpIfGeK Ge true k Const; JumpUnlessGeK Ge false k Const;
-            JumpIfStrictEqK StrictEq true k Const; JumpIfStrictNeK StrictEq false k Const;
-            JumpIfLtI Lt true i Int; JumpUnlessLtI Lt false i Int;
-            JumpIfLeI Le true i Int; JumpUnlessLeI Le false i Int;
-            JumpIfGtI Gt true i Int; JumpUnlessGtI Gt false i Int;
-            JumpIfGeI Ge true i Int; JumpUnlessGeI Ge false i Int;
-            JumpIfStrictEqI StrictEq true i Int; JumpIfStrictNeI StrictEq false i Int;
-        }
+        for_each_fused_branch!(parts)
     }
     /// True when control never falls through to the next instruction.
     #[inline]
@@ -900,6 +941,17 @@ pub struct Fused {
 }
 
 impl Fused {
+    #[inline(always)]
+    const fn of(cmp: Cmp, when: bool, a: Src, right: Right, target: Target24) -> Fused {
+        Fused {
+            cmp,
+            when,
+            a,
+            right,
+            target,
+        }
+    }
+
     /// The instruction.
     pub fn op(self) -> Op {
         let Fused {
@@ -910,33 +962,20 @@ impl Fused {
             target,
         } = self;
         macro_rules! pick {
-            ($($cmp:ident $yes:ident $no:ident $yes_k:ident $no_k:ident $yes_i:ident $no_i:ident;)*) => {
-                match (cmp, right) {
-                    $((Cmp::$cmp, Right::Reg(b)) => if when {
-                        Op::$yes { a, b, target }
-                    } else {
-                        Op::$no { a, b, target }
-                    },
-                    (Cmp::$cmp, Right::Const(k)) => if when {
-                        Op::$yes_k { a, k, target }
-                    } else {
-                        Op::$no_k { a, k, target }
-                    },
-                    (Cmp::$cmp, Right::Int(i)) => if when {
-                        Op::$yes_i { a, i, target }
-                    } else {
-                        Op::$no_i { a, i, target }
-                    },)*
+            ($($cmp:ident ($($o:tt)+) [$ir:ident $ik:ident $ii:ident] [$ur:ident $uk:ident $ui:ident];)*) => {
+                match (cmp, right, when) {
+                    $(
+                        (Cmp::$cmp, Right::Reg(b), true) => Op::$ir { a, b, target },
+                        (Cmp::$cmp, Right::Const(k), true) => Op::$ik { a, k, target },
+                        (Cmp::$cmp, Right::Int(i), true) => Op::$ii { a, i, target },
+                        (Cmp::$cmp, Right::Reg(b), false) => Op::$ur { a, b, target },
+                        (Cmp::$cmp, Right::Const(k), false) => Op::$uk { a, k, target },
+                        (Cmp::$cmp, Right::Int(i), false) => Op::$ui { a, i, target },
+                    )*
                 }
             };
         }
-        pick! {
-            Lt JumpIfLt JumpUnlessLt JumpIfLtK JumpUnlessLtK JumpIfLtI JumpUnlessLtI;
-            Le JumpIfLe JumpUnlessLe JumpIfLeK JumpUnlessLeK JumpIfLeI JumpUnlessLeI;
-            Gt JumpIfGt JumpUnlessGt JumpIfGtK JumpUnlessGtK JumpIfGtI JumpUnlessGtI;
-            Ge JumpIfGe JumpUnlessGe JumpIfGeK JumpUnlessGeK JumpIfGeI JumpUnlessGeI;
-            StrictEq JumpIfStrictEq JumpIfStrictNe JumpIfStrictEqK JumpIfStrictNeK JumpIfStrictEqI JumpIfStrictNeI;
-        }
+        for_each_fused_branch!(pick)
     }
 }
 
@@ -1184,6 +1223,56 @@ mod tests {
     #[test]
     fn the_instruction_set_fingerprint_is_pinned() {
         assert_eq!(ISA_HASH, 0x3efb_dedc_030c_af1c, "{ISA_HASH:#x}");
+    }
+
+    /// The compare-and-branch family's rows name 30 distinct instructions of the table, each
+    /// taken apart and put together again by [`Op::fused`] and [`Fused::op`], and no other
+    /// instruction is fused; each register form maps to its constant form and that to its
+    /// immediate form.
+    #[test]
+    fn the_fused_family_names_thirty_instructions_that_round_trip() {
+        let mut rows: Vec<[&str; 3]> = Vec::new();
+        macro_rules! collect {
+            ($($cmp:ident ($($o:tt)+) [$ir:ident $ik:ident $ii:ident] [$ur:ident $uk:ident $ui:ident];)*) => {
+                $(
+                    rows.push([stringify!($ir), stringify!($ik), stringify!($ii)]);
+                    rows.push([stringify!($ur), stringify!($uk), stringify!($ui)]);
+                )*
+            };
+        }
+        for_each_fused_branch!(collect);
+        let names: Vec<&str> = rows.iter().flatten().copied().collect();
+        let mut fused = 0;
+        for code in 0..=255u8 {
+            let mut b = [0u8; 16];
+            b[0] = code;
+            let Ok((op, _)) = Op::decode(&b) else {
+                continue;
+            };
+            match op.fused() {
+                Some(f) => {
+                    fused += 1;
+                    assert!(names.contains(&op.name()), "{op:?}");
+                    assert_eq!(f.op(), op);
+                    assert_eq!(op.flow(), Flow::Branch);
+                    assert_eq!(op.cost(), 2 * BASE);
+                }
+                None => assert!(!names.contains(&op.name()), "{op:?}"),
+            }
+            // a register form's constant form, and that one's immediate form, are its row's
+            let konst = op.with_const_operand(|_| Some(7));
+            let int = op.with_int_operand(|_| Some(Int(7)));
+            for row in &rows {
+                if op.name() == row[0] {
+                    assert_eq!(konst.map(|o| o.name()), Some(row[1]));
+                }
+                if op.name() == row[1] {
+                    assert_eq!(int.map(|o| o.name()), Some(row[2]));
+                }
+            }
+        }
+        assert_eq!(fused, 30);
+        assert_eq!(names.len(), 30);
     }
 
     /// Every opcode's [`Flow`] agrees with what the instruction queries say of it.

@@ -3676,42 +3676,8 @@ fn put_name(v: &mut Vec<CompactString>, i: usize, text: &str) {
 /// passed by value is taken apart into all its fields first, ~10 k instructions more).
 #[inline]
 fn with_const_operand(op: &Op, const_of: impl Fn(u16) -> Option<u16>) -> Option<Op> {
-    let k = |b: Src| const_of(b.0).map(Const);
-    // (each register form and its constant form: the arithmetic and compare forms with a
-    // destination, then the fused branches, as `Fused::op` makes them with the right operand a
-    // constant)
-    macro_rules! const_forms {
-        ($($r:ident => $k:ident),*; $($jr:ident => $jk:ident),*) => {
-            Some(match *op {
-                $(Op::$r { dst, a, b } => Op::$k { dst, a, k: k(b)? },)*
-                $(Op::$jr { a, b, target } => Op::$jk { a, k: k(b)?, target },)*
-                _ => return None,
-            })
-        };
-    }
-    const_forms!(
-        Add => AddK,
-        Sub => SubK,
-        Mul => MulK,
-        Div => DivK,
-        Mod => ModK,
-        Lt => LtK,
-        Le => LeK,
-        Gt => GtK,
-        Ge => GeK,
-        StrictEq => StrictEqK,
-        StrictNe => StrictNeK;
-        JumpIfLt => JumpIfLtK,
-        JumpUnlessLt => JumpUnlessLtK,
-        JumpIfLe => JumpIfLeK,
-        JumpUnlessLe => JumpUnlessLeK,
-        JumpIfGt => JumpIfGtK,
-        JumpUnlessGt => JumpUnlessGtK,
-        JumpIfGe => JumpIfGeK,
-        JumpUnlessGe => JumpUnlessGeK,
-        JumpIfStrictEq => JumpIfStrictEqK,
-        JumpIfStrictNe => JumpIfStrictNeK
-    )
+    // (the forms are the bytecode crate's, expanded from its compare-and-branch family)
+    op.with_const_operand(const_of)
 }
 
 #[cfg(test)]

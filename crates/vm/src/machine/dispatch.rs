@@ -258,7 +258,40 @@ impl Vm {
                     continue;
                 }};
             }
-            match op {
+            // The fused compare-and-branches' arms, expanded from the bytecode crate's family
+            // (each form: its comparison on two numbers, its sense, its right operand), around
+            // the other arms of the one match.
+            macro_rules! dispatch {
+                (
+                    { $($arms:tt)* }
+                    $($cmp:ident ($($o:tt)+) [$ir:ident $ik:ident $ii:ident] [$ur:ident $uk:ident $ui:ident];)*
+                ) => {
+                    match op {
+                        $(
+                            Op::$ir { a, b, target } => {
+                                cmp_jump!(r!(a), r!(b), target, true, |x, y| x $($o)+ y)
+                            }
+                            Op::$ur { a, b, target } => {
+                                cmp_jump!(r!(a), r!(b), target, false, |x, y| x $($o)+ y)
+                            }
+                            Op::$ik { a, k, target } => {
+                                cmp_jump!(r!(a), k!(k), target, true, |x, y| x $($o)+ y)
+                            }
+                            Op::$uk { a, k, target } => {
+                                cmp_jump!(r!(a), k!(k), target, false, |x, y| x $($o)+ y)
+                            }
+                            Op::$ii { a, i, target } => {
+                                cmp_jump!(r!(a), Value::Num(i.get()), target, true, |x, y| x $($o)+ y)
+                            }
+                            Op::$ui { a, i, target } => {
+                                cmp_jump!(r!(a), Value::Num(i.get()), target, false, |x, y| x $($o)+ y)
+                            }
+                        )*
+                        $($arms)*
+                    }
+                };
+            }
+            ajs_bytecode::for_each_fused_branch!(dispatch {
                 #[cfg(feature = "unmetered")]
                 Op::Charge { .. } => {}
                 #[cfg(not(feature = "unmetered"))]
@@ -321,96 +354,6 @@ impl Vm {
                 }
                 Op::StrictNeI { dst, a, i } => {
                     cmp_op!(dst, r!(a), Value::Num(i.get()), |x, y| x != y)
-                }
-                Op::JumpIfLt { a, b, target } => {
-                    cmp_jump!(r!(a), r!(b), target, true, |x, y| x < y)
-                }
-                Op::JumpUnlessLt { a, b, target } => {
-                    cmp_jump!(r!(a), r!(b), target, false, |x, y| x < y)
-                }
-                Op::JumpIfLtK { a, k, target } => {
-                    cmp_jump!(r!(a), k!(k), target, true, |x, y| x < y)
-                }
-                Op::JumpUnlessLtK { a, k, target } => {
-                    cmp_jump!(r!(a), k!(k), target, false, |x, y| x < y)
-                }
-                Op::JumpIfLe { a, b, target } => {
-                    cmp_jump!(r!(a), r!(b), target, true, |x, y| x <= y)
-                }
-                Op::JumpUnlessLe { a, b, target } => {
-                    cmp_jump!(r!(a), r!(b), target, false, |x, y| x <= y)
-                }
-                Op::JumpIfLeK { a, k, target } => {
-                    cmp_jump!(r!(a), k!(k), target, true, |x, y| x <= y)
-                }
-                Op::JumpUnlessLeK { a, k, target } => {
-                    cmp_jump!(r!(a), k!(k), target, false, |x, y| x <= y)
-                }
-                Op::JumpIfGt { a, b, target } => {
-                    cmp_jump!(r!(a), r!(b), target, true, |x, y| x > y)
-                }
-                Op::JumpUnlessGt { a, b, target } => {
-                    cmp_jump!(r!(a), r!(b), target, false, |x, y| x > y)
-                }
-                Op::JumpIfGtK { a, k, target } => {
-                    cmp_jump!(r!(a), k!(k), target, true, |x, y| x > y)
-                }
-                Op::JumpUnlessGtK { a, k, target } => {
-                    cmp_jump!(r!(a), k!(k), target, false, |x, y| x > y)
-                }
-                Op::JumpIfGe { a, b, target } => {
-                    cmp_jump!(r!(a), r!(b), target, true, |x, y| x >= y)
-                }
-                Op::JumpUnlessGe { a, b, target } => {
-                    cmp_jump!(r!(a), r!(b), target, false, |x, y| x >= y)
-                }
-                Op::JumpIfGeK { a, k, target } => {
-                    cmp_jump!(r!(a), k!(k), target, true, |x, y| x >= y)
-                }
-                Op::JumpUnlessGeK { a, k, target } => {
-                    cmp_jump!(r!(a), k!(k), target, false, |x, y| x >= y)
-                }
-                Op::JumpIfStrictEq { a, b, target } => {
-                    cmp_jump!(r!(a), r!(b), target, true, |x, y| x == y)
-                }
-                Op::JumpIfStrictEqK { a, k, target } => {
-                    cmp_jump!(r!(a), k!(k), target, true, |x, y| x == y)
-                }
-                Op::JumpIfStrictNe { a, b, target } => {
-                    cmp_jump!(r!(a), r!(b), target, true, |x, y| x != y)
-                }
-                Op::JumpIfStrictNeK { a, k, target } => {
-                    cmp_jump!(r!(a), k!(k), target, true, |x, y| x != y)
-                }
-                Op::JumpIfLtI { a, i, target } => {
-                    cmp_jump!(r!(a), Value::Num(i.get()), target, true, |x, y| x < y)
-                }
-                Op::JumpUnlessLtI { a, i, target } => {
-                    cmp_jump!(r!(a), Value::Num(i.get()), target, false, |x, y| x < y)
-                }
-                Op::JumpIfLeI { a, i, target } => {
-                    cmp_jump!(r!(a), Value::Num(i.get()), target, true, |x, y| x <= y)
-                }
-                Op::JumpUnlessLeI { a, i, target } => {
-                    cmp_jump!(r!(a), Value::Num(i.get()), target, false, |x, y| x <= y)
-                }
-                Op::JumpIfGtI { a, i, target } => {
-                    cmp_jump!(r!(a), Value::Num(i.get()), target, true, |x, y| x > y)
-                }
-                Op::JumpUnlessGtI { a, i, target } => {
-                    cmp_jump!(r!(a), Value::Num(i.get()), target, false, |x, y| x > y)
-                }
-                Op::JumpIfGeI { a, i, target } => {
-                    cmp_jump!(r!(a), Value::Num(i.get()), target, true, |x, y| x >= y)
-                }
-                Op::JumpUnlessGeI { a, i, target } => {
-                    cmp_jump!(r!(a), Value::Num(i.get()), target, false, |x, y| x >= y)
-                }
-                Op::JumpIfStrictEqI { a, i, target } => {
-                    cmp_jump!(r!(a), Value::Num(i.get()), target, true, |x, y| x == y)
-                }
-                Op::JumpIfStrictNeI { a, i, target } => {
-                    cmp_jump!(r!(a), Value::Num(i.get()), target, true, |x, y| x != y)
                 }
                 Op::Jump { target } => {
                     pc = target.0 as usize;
@@ -685,7 +628,7 @@ impl Vm {
                 | Op::TryEnter { .. }
                 | Op::TryExit {}
                 | Op::Catch { .. } => other!(),
-            }
+            });
             pc += 1;
         };
         #[cfg(feature = "unmetered")]

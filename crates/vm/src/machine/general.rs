@@ -30,6 +30,13 @@ impl Vm {
     /// (and the general cases of the ones it handles inline for numbers, arrays and `push`).
     #[inline(never)]
     pub(super) fn exec_other(&mut self, op: Op, base: usize) -> OpResult<()> {
+        // every fused compare-and-branch, from the bytecode crate's family
+        macro_rules! fused_pattern {
+            ($($cmp:ident ($($o:tt)+) [$ir:ident $ik:ident $ii:ident] [$ur:ident $uk:ident $ui:ident];)*) => {
+                $(Op::$ir { .. } | Op::$ik { .. } | Op::$ii { .. }
+                | Op::$ur { .. } | Op::$uk { .. } | Op::$ui { .. })|*
+            };
+        }
         macro_rules! r {
             ($x:expr) => {
                 self.regs[base + $x.0 as usize]
@@ -87,36 +94,7 @@ impl Vm {
                 r!(dst) = self.binary(Bin::StrictNe, r!(a), Value::Num(i.get()))?
             }
             // a fused compare-and-branch of anything but two numbers: the pc it goes on at
-            Op::JumpIfLt { .. }
-            | Op::JumpUnlessLt { .. }
-            | Op::JumpIfLtK { .. }
-            | Op::JumpUnlessLtK { .. }
-            | Op::JumpIfLe { .. }
-            | Op::JumpUnlessLe { .. }
-            | Op::JumpIfLeK { .. }
-            | Op::JumpUnlessLeK { .. }
-            | Op::JumpIfGt { .. }
-            | Op::JumpUnlessGt { .. }
-            | Op::JumpIfGtK { .. }
-            | Op::JumpUnlessGtK { .. }
-            | Op::JumpIfGe { .. }
-            | Op::JumpUnlessGe { .. }
-            | Op::JumpIfGeK { .. }
-            | Op::JumpUnlessGeK { .. }
-            | Op::JumpIfStrictEq { .. }
-            | Op::JumpIfStrictEqK { .. }
-            | Op::JumpIfStrictNe { .. }
-            | Op::JumpIfStrictNeK { .. }
-            | Op::JumpIfLtI { .. }
-            | Op::JumpUnlessLtI { .. }
-            | Op::JumpIfLeI { .. }
-            | Op::JumpUnlessLeI { .. }
-            | Op::JumpIfGtI { .. }
-            | Op::JumpUnlessGtI { .. }
-            | Op::JumpIfGeI { .. }
-            | Op::JumpUnlessGeI { .. }
-            | Op::JumpIfStrictEqI { .. }
-            | Op::JumpIfStrictNeI { .. } => {
+            ajs_bytecode::for_each_fused_branch!(fused_pattern) => {
                 let to = self.compare_slow(op, base)?;
                 if let Some(f) = self.frames.last_mut() {
                     f.pc = to.unwrap_or(f.pc + 1);
