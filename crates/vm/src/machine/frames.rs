@@ -50,54 +50,65 @@ pub(super) struct Frames {
 }
 
 impl Frames {
+    #[inline]
     pub(super) fn live(&self) -> &[Frame] {
         self.slots.get(..self.depth).unwrap_or(&[])
     }
 
+    #[inline]
     pub(super) fn len(&self) -> usize {
         self.depth
     }
 
+    #[inline]
     pub(super) fn iter(&self) -> std::slice::Iter<'_, Frame> {
         self.live().iter()
     }
 
+    #[inline]
     pub(super) fn get(&self, i: usize) -> Option<&Frame> {
         self.live().get(i)
     }
 
     // (one bounds check: `depth <= slots.len()` always holds, so the slot below the depth is
     // the top frame; `base!()` runs this for every instruction run out of line)
+    #[inline]
     pub(super) fn last(&self) -> Option<&Frame> {
         self.slots.get(self.depth.wrapping_sub(1))
     }
 
+    #[inline]
     pub(super) fn last_mut(&mut self) -> Option<&mut Frame> {
         self.slots.get_mut(self.depth.wrapping_sub(1))
     }
 
     /// Pushes `f` (dropping the spare slots: a push outside a call sets the stack up).
+    #[inline]
     pub(super) fn push(&mut self, f: Frame) {
         self.slots.truncate(self.depth);
         self.slots.push(f);
         self.depth = self.slots.len();
     }
 
+    #[inline]
     pub(super) fn pop(&mut self) -> Option<Frame> {
         let f = *self.last()?;
         self.depth -= 1;
         Some(f)
     }
 
+    #[inline]
     pub(super) fn truncate(&mut self, n: usize) {
         self.depth = self.depth.min(n);
     }
 
+    #[inline]
     pub(super) fn clear(&mut self) {
         self.slots.clear();
         self.depth = 0;
     }
 
+    #[inline]
     pub(super) fn capacity(&self) -> usize {
         self.slots.capacity()
     }

@@ -17,6 +17,7 @@ pub(crate) struct Fuel {
 }
 
 impl Fuel {
+    #[inline]
     pub(super) fn new(left: u64) -> Fuel {
         Fuel {
             floor: 0,
@@ -37,6 +38,7 @@ impl Fuel {
     }
 
     /// Moves the floor (the fuel left stays).
+    #[inline]
     pub(super) fn set_floor(&mut self, floor: u64) {
         let left = self.left();
         self.floor = floor;
@@ -80,6 +82,7 @@ pub(super) struct MeterWire {
 
 impl Meter {
     /// A full meter of `budget` milli-fuel.
+    #[inline]
     pub(super) fn new(budget: u64) -> Meter {
         Meter {
             budget,
