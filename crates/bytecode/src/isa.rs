@@ -297,7 +297,7 @@ pub const BASE: u32 = 100;
 macro_rules! define_ops {
     ($(
         $(#[doc = $doc:literal])*
-        $name:ident = $code:literal { $($field:ident : $kind:ident),* } cost $cost:expr;
+        $name:ident = $code:literal { $($field:ident : $kind:ident),* } cost $cost:expr, flow $flow:ident;
     )*) => {
         /// One instruction. Readable and typed for the compiler; encoded to compact bytes in
         /// artifacts; decoded and verified before the VM runs it.
@@ -320,6 +320,11 @@ macro_rules! define_ops {
             /// The mnemonic.
             pub fn name(&self) -> &'static str {
                 match self { $( Op::$name { .. } => stringify!($name), )* }
+            }
+            /// How control goes on after it (the table's `flow` column).
+            #[inline(always)]
+            pub const fn flow(&self) -> Flow {
+                match self { $( Op::$name { .. } => Flow::$flow, )* }
             }
             /// Static fuel cost in milli-fuel (size-proportional work is charged at run time).
             /// (Always inlined: one load from a table, cheaper than the call the compiler's layout
@@ -423,7 +428,7 @@ macro_rules! define_ops {
                 match *self {
                     $( Op::$name { $($field),* } => {
                         $( OperandKind::visit($field, v); )*
-                        if const { matches!(Flow::of(stringify!($name)), Flow::End) } {
+                        if const { Flow::$flow.leaves() } {
                             v.end();
                         }
                     } )*
@@ -438,7 +443,7 @@ macro_rules! define_ops {
                 match *self {
                     $( Op::$name { $($field),* } => {
                         $( f(OperandKind::operand($field)); )*
-                        ($cost, const { Flow::of(stringify!($name)) })
+                        ($cost, Flow::$flow)
                     } )*
                 }
             }
@@ -451,229 +456,229 @@ macro_rules! define_ops {
 
 define_ops! {
     /// Meter: charges `amount` milli-fuel. Opens every basic block; the verifier recomputes it.
-    Charge = 0x01 { amount: Imm } cost 0;
+    Charge = 0x01 { amount: Imm } cost 0, flow Charge;
     /// `dst = src`.
-    Move = 0x02 { dst: Dst, src: Src } cost BASE;
+    Move = 0x02 { dst: Dst, src: Src } cost BASE, flow Next;
     /// `dst = constant`.
-    LoadConst = 0x03 { dst: Dst, k: Const } cost BASE;
+    LoadConst = 0x03 { dst: Dst, k: Const } cost BASE, flow Next;
     /// `dst = undefined`.
-    LoadUndef = 0x04 { dst: Dst } cost BASE;
+    LoadUndef = 0x04 { dst: Dst } cost BASE, flow Next;
     /// `dst = null`.
-    LoadNull = 0x05 { dst: Dst } cost BASE;
+    LoadNull = 0x05 { dst: Dst } cost BASE, flow Next;
     /// `dst = true`.
-    LoadTrue = 0x06 { dst: Dst } cost BASE;
+    LoadTrue = 0x06 { dst: Dst } cost BASE, flow Next;
     /// `dst = false`.
-    LoadFalse = 0x07 { dst: Dst } cost BASE;
+    LoadFalse = 0x07 { dst: Dst } cost BASE, flow Next;
     /// `dst = a + b` (numbers add, strings concatenate; arrays and objects refused).
-    Add = 0x10 { dst: Dst, a: Src, b: Src } cost BASE;
+    Add = 0x10 { dst: Dst, a: Src, b: Src } cost BASE, flow Next;
     /// `dst = a - b`.
-    Sub = 0x11 { dst: Dst, a: Src, b: Src } cost BASE;
+    Sub = 0x11 { dst: Dst, a: Src, b: Src } cost BASE, flow Next;
     /// `dst = a * b`.
-    Mul = 0x12 { dst: Dst, a: Src, b: Src } cost BASE;
+    Mul = 0x12 { dst: Dst, a: Src, b: Src } cost BASE, flow Next;
     /// `dst = a / b`.
-    Div = 0x13 { dst: Dst, a: Src, b: Src } cost BASE;
+    Div = 0x13 { dst: Dst, a: Src, b: Src } cost BASE, flow Next;
     /// `dst = a % b`.
-    Mod = 0x14 { dst: Dst, a: Src, b: Src } cost BASE;
+    Mod = 0x14 { dst: Dst, a: Src, b: Src } cost BASE, flow Next;
     /// `dst = a ** b`.
-    Pow = 0x15 { dst: Dst, a: Src, b: Src } cost BASE;
+    Pow = 0x15 { dst: Dst, a: Src, b: Src } cost BASE, flow Next;
     /// `dst = a == b` with AJS's rule (no coercion; null == undefined; NaN == NaN).
-    Eq = 0x16 { dst: Dst, a: Src, b: Src } cost BASE;
+    Eq = 0x16 { dst: Dst, a: Src, b: Src } cost BASE, flow Next;
     /// `dst = a != b` with AJS's rule.
-    Ne = 0x17 { dst: Dst, a: Src, b: Src } cost BASE;
+    Ne = 0x17 { dst: Dst, a: Src, b: Src } cost BASE, flow Next;
     /// `dst = a === b`.
-    StrictEq = 0x18 { dst: Dst, a: Src, b: Src } cost BASE;
+    StrictEq = 0x18 { dst: Dst, a: Src, b: Src } cost BASE, flow Next;
     /// `dst = a !== b`.
-    StrictNe = 0x19 { dst: Dst, a: Src, b: Src } cost BASE;
+    StrictNe = 0x19 { dst: Dst, a: Src, b: Src } cost BASE, flow Next;
     /// `dst = a < b`.
-    Lt = 0x1a { dst: Dst, a: Src, b: Src } cost BASE;
+    Lt = 0x1a { dst: Dst, a: Src, b: Src } cost BASE, flow Next;
     /// `dst = a <= b`.
-    Le = 0x1b { dst: Dst, a: Src, b: Src } cost BASE;
+    Le = 0x1b { dst: Dst, a: Src, b: Src } cost BASE, flow Next;
     /// `dst = a > b`.
-    Gt = 0x1c { dst: Dst, a: Src, b: Src } cost BASE;
+    Gt = 0x1c { dst: Dst, a: Src, b: Src } cost BASE, flow Next;
     /// `dst = a >= b`.
-    Ge = 0x1d { dst: Dst, a: Src, b: Src } cost BASE;
+    Ge = 0x1d { dst: Dst, a: Src, b: Src } cost BASE, flow Next;
     /// `dst = -src`.
-    Neg = 0x20 { dst: Dst, src: Src } cost BASE;
+    Neg = 0x20 { dst: Dst, src: Src } cost BASE, flow Next;
     /// `dst = +src`.
-    Pos = 0x21 { dst: Dst, src: Src } cost BASE;
+    Pos = 0x21 { dst: Dst, src: Src } cost BASE, flow Next;
     /// `dst = !src`.
-    Not = 0x22 { dst: Dst, src: Src } cost BASE;
+    Not = 0x22 { dst: Dst, src: Src } cost BASE, flow Next;
     /// `dst = typeof src`.
-    TypeOf = 0x23 { dst: Dst, src: Src } cost BASE;
+    TypeOf = 0x23 { dst: Dst, src: Src } cost BASE, flow Next;
     /// `dst` = the template-literal concatenation of the registers in `parts`.
-    Concat = 0x24 { dst: Dst, base: Base, count: Count } cost BASE;
+    Concat = 0x24 { dst: Dst, base: Base, count: Count } cost BASE, flow Next;
     /// Unconditional jump.
-    Jump = 0x30 { target: Target } cost BASE;
+    Jump = 0x30 { target: Target } cost BASE, flow Jump;
     /// Jump when `cond` is truthy.
-    JumpIfTrue = 0x31 { cond: Src, target: Target } cost BASE;
+    JumpIfTrue = 0x31 { cond: Src, target: Target } cost BASE, flow Branch;
     /// Jump when `cond` is falsy.
-    JumpIfFalse = 0x32 { cond: Src, target: Target } cost BASE;
+    JumpIfFalse = 0x32 { cond: Src, target: Target } cost BASE, flow Branch;
     /// Jump when `src` is null or undefined.
-    JumpIfNullish = 0x33 { src: Src, target: Target } cost BASE;
+    JumpIfNullish = 0x33 { src: Src, target: Target } cost BASE, flow Branch;
     /// Jump when `src` is neither null nor undefined.
-    JumpIfNotNullish = 0x34 { src: Src, target: Target } cost BASE;
+    JumpIfNotNullish = 0x34 { src: Src, target: Target } cost BASE, flow Branch;
     /// Return `src` from the current function.
-    Return = 0x35 { src: Src } cost BASE;
+    Return = 0x35 { src: Src } cost BASE, flow Return;
     /// `dst` = a new array holding the registers of `items`.
-    NewArray = 0x40 { dst: Dst, base: Base, count: Count } cost BASE;
+    NewArray = 0x40 { dst: Dst, base: Base, count: Count } cost BASE, flow Next;
     /// Appends the registers of `items` to the array in `arr` (long array literals).
-    ArrayAppend = 0x41 { arr: Src, base: Base, count: Count } cost BASE;
+    ArrayAppend = 0x41 { arr: Src, base: Base, count: Count } cost BASE, flow Next;
     /// `dst` = a new empty object.
-    NewObject = 0x42 { dst: Dst } cost BASE;
+    NewObject = 0x42 { dst: Dst } cost BASE, flow Next;
     /// Defines own property `key` of the object in `obj` as `val` (object literals).
-    InitProp = 0x43 { obj: Src, key: Key, val: Src } cost BASE;
+    InitProp = 0x43 { obj: Src, key: Key, val: Src } cost BASE, flow Next;
     /// `dst = obj.key`; null-safe (undefined when `obj` is null or undefined).
-    GetProp = 0x44 { dst: Dst, obj: Src, key: Key } cost BASE;
+    GetProp = 0x44 { dst: Dst, obj: Src, key: Key } cost BASE, flow Next;
     /// `dst = obj[key]`; null-safe.
-    GetIndex = 0x45 { dst: Dst, obj: Src, key: Src } cost BASE;
+    GetIndex = 0x45 { dst: Dst, obj: Src, key: Src } cost BASE, flow Next;
     /// `dst` = the length of the array in `arr`, for a callback method named by the string
     /// constant `method`; raises a guest error when `arr` is not an array.
-    ArrayLen = 0x46 { dst: Dst, arr: Src, method: Key } cost BASE;
+    ArrayLen = 0x46 { dst: Dst, arr: Src, method: Key } cost BASE, flow Next;
     /// Appends every element of the array in `src` to the array in `arr` (`[...src]`).
-    ArrayExtend = 0x47 { arr: Src, src: Src } cost BASE;
+    ArrayExtend = 0x47 { arr: Src, src: Src } cost BASE, flow Next;
     /// Copies the own properties of `src` into the object in `obj` (`{...src}`); null and
     /// undefined copy nothing.
-    ObjectAssign = 0x48 { obj: Src, src: Src } cost BASE;
+    ObjectAssign = 0x48 { obj: Src, src: Src } cost BASE, flow Next;
     /// Defines property `key` (a run-time value made a property key) of the object in `obj`.
-    InitIndex = 0x49 { obj: Src, key: Src, val: Src } cost BASE;
+    InitIndex = 0x49 { obj: Src, key: Src, val: Src } cost BASE, flow Next;
     /// `dst` = `src` made ready to destructure: a guest error for null or undefined; with
     /// `array` 1, a string becomes the array of its code points and anything else that is not an
     /// array is an error.
-    Destructurable = 0x4a { dst: Dst, src: Src, array: Count } cost BASE;
+    Destructurable = 0x4a { dst: Dst, src: Src, array: Count } cost BASE, flow Next;
     /// `dst` = a copy of the object in `src` without the keys held (as strings) in the registers
     /// `base .. base + count` (`let { a, ...rest } = src`).
-    ObjectRest = 0x4b { dst: Dst, src: Src, base: Base, count: Count } cost BASE;
+    ObjectRest = 0x4b { dst: Dst, src: Src, base: Base, count: Count } cost BASE, flow Next;
     /// `dst = native(...args)` where `args` is an array built at run time (spread arguments); the
     /// arity is checked when it runs.
-    CallNativeArray = 0x4c { dst: Dst, native: Native, args: Src } cost BASE;
+    CallNativeArray = 0x4c { dst: Dst, native: Native, args: Src } cost BASE, flow Next;
     /// `dst = native(args…)`; for a method the receiver is the first register of `args`.
-    CallNative = 0x50 { dst: Dst, native: Native, base: Base, argc: Count } cost BASE;
+    CallNative = 0x50 { dst: Dst, native: Native, base: Base, argc: Count } cost BASE, flow CallNative;
     /// `dst = func(args…)`: calls a function of this program. The calling convention: the
     /// callee's registers start at `base` (its arguments are its first registers, in place),
     /// over the caller's registers from `base` up, which the callee may overwrite; a caller
     /// keeps nothing it reads after the call there, except `dst`, which the callee's `Return`
     /// writes ([`crate::Function::call_clobber`] checks a function for this; the verifier does
     /// not, since breaking it only changes the caller's own registers).
-    Call = 0x51 { dst: Dst, func: Func, base: Base, argc: Count } cost BASE;
+    Call = 0x51 { dst: Dst, func: Func, base: Base, argc: Count } cost BASE, flow Call;
     /// `dst = atom(arg)`: asks the host (the run pauses until the host answers).
-    CallAtom = 0x52 { dst: Dst, atom: Atom, arg: Src } cost BASE;
+    CallAtom = 0x52 { dst: Dst, atom: Atom, arg: Src } cost BASE, flow Next;
     /// Raises a guest error whose message is `src` made a string (`Error('…')`).
-    Throw = 0x53 { src: Src } cost BASE;
+    Throw = 0x53 { src: Src } cost BASE, flow Throw;
     /// Opens a batch of concurrent host calls (`parallel([...])`).
-    ParBegin = 0x54 { } cost BASE;
+    ParBegin = 0x54 { } cost BASE, flow Next;
     /// Queues `atom(arg)` in the innermost open batch: charged and counted like `CallAtom`, but
     /// the run goes on; the host performs the batch's calls together at `ParEnd`.
-    ParCall = 0x55 { atom: Atom, arg: Src } cost BASE;
+    ParCall = 0x55 { atom: Atom, arg: Src } cost BASE, flow Next;
     /// Queues a plain value in the innermost open batch (an item that is not an atom call).
-    ParValue = 0x56 { src: Src } cost BASE;
+    ParValue = 0x56 { src: Src } cost BASE, flow Next;
     /// Closes the innermost batch: waits until the host has settled every queued call, then
     /// `dst` = the array of the items' results in order. With `settled` 0 the first failed call
     /// (by position) raises its error; with 1 each item is `{ ok, value }` or `{ ok, error }`.
-    ParEnd = 0x57 { dst: Dst, settled: Imm } cost BASE;
+    ParEnd = 0x57 { dst: Dst, settled: Imm } cost BASE, flow Next;
     /// Installs a handler: a guest error raised before the matching `TryExit` jumps to `handler`.
-    TryEnter = 0x60 { handler: Target } cost BASE;
+    TryEnter = 0x60 { handler: Target } cost BASE, flow TryEnter;
     /// Removes the innermost handler of the current frame.
-    TryExit = 0x61 { } cost BASE;
+    TryExit = 0x61 { } cost BASE, flow Next;
     /// `dst` = the message of the guest error being handled (first instruction of a handler).
-    Catch = 0x62 { dst: Dst } cost BASE;
+    Catch = 0x62 { dst: Dst } cost BASE, flow Catch;
     /// `dst = a + constant` (as `Add` with the constant `k` as its right operand).
-    AddK = 0x70 { dst: Dst, a: Src, k: Const } cost BASE;
+    AddK = 0x70 { dst: Dst, a: Src, k: Const } cost BASE, flow Next;
     /// `dst = a - constant`.
-    SubK = 0x71 { dst: Dst, a: Src, k: Const } cost BASE;
+    SubK = 0x71 { dst: Dst, a: Src, k: Const } cost BASE, flow Next;
     /// `dst = a + i` (as `AddK` with a small integer carried in the instruction).
-    AddI = 0x7b { dst: Dst, a: Src, i: Int } cost BASE;
+    AddI = 0x7b { dst: Dst, a: Src, i: Int } cost BASE, flow Next;
     /// `dst = a - i`.
-    SubI = 0x7c { dst: Dst, a: Src, i: Int } cost BASE;
+    SubI = 0x7c { dst: Dst, a: Src, i: Int } cost BASE, flow Next;
     /// `dst = a * constant`.
-    MulK = 0x72 { dst: Dst, a: Src, k: Const } cost BASE;
+    MulK = 0x72 { dst: Dst, a: Src, k: Const } cost BASE, flow Next;
     /// `dst = a / constant`.
-    DivK = 0x73 { dst: Dst, a: Src, k: Const } cost BASE;
+    DivK = 0x73 { dst: Dst, a: Src, k: Const } cost BASE, flow Next;
     /// `dst = a % constant`.
-    ModK = 0x74 { dst: Dst, a: Src, k: Const } cost BASE;
+    ModK = 0x74 { dst: Dst, a: Src, k: Const } cost BASE, flow Next;
     /// `dst = a < constant`.
-    LtK = 0x75 { dst: Dst, a: Src, k: Const } cost BASE;
+    LtK = 0x75 { dst: Dst, a: Src, k: Const } cost BASE, flow Next;
     /// `dst = a <= constant`.
-    LeK = 0x76 { dst: Dst, a: Src, k: Const } cost BASE;
+    LeK = 0x76 { dst: Dst, a: Src, k: Const } cost BASE, flow Next;
     /// `dst = a > constant`.
-    GtK = 0x77 { dst: Dst, a: Src, k: Const } cost BASE;
+    GtK = 0x77 { dst: Dst, a: Src, k: Const } cost BASE, flow Next;
     /// `dst = a >= constant`.
-    GeK = 0x78 { dst: Dst, a: Src, k: Const } cost BASE;
+    GeK = 0x78 { dst: Dst, a: Src, k: Const } cost BASE, flow Next;
     /// `dst = a === constant`.
-    StrictEqK = 0x79 { dst: Dst, a: Src, k: Const } cost BASE;
+    StrictEqK = 0x79 { dst: Dst, a: Src, k: Const } cost BASE, flow Next;
     /// `dst = a !== constant`.
-    StrictNeK = 0x7a { dst: Dst, a: Src, k: Const } cost BASE;
+    StrictNeK = 0x7a { dst: Dst, a: Src, k: Const } cost BASE, flow Next;
     // Fused compare-and-branch (`if (a < b)` in one step): the compiler fuses a comparison and
     // the branch on its result when nothing else reads the result; each costs what the two
     // instructions it replaces cost. `JumpUnless*` also jumps when a comparison with NaN is false.
     /// Jumps to `target` when `a < b`.
-    JumpIfLt = 0x80 { a: Src, b: Src, target: Target24 } cost 2 * BASE;
+    JumpIfLt = 0x80 { a: Src, b: Src, target: Target24 } cost 2 * BASE, flow Branch;
     /// Jumps to `target` unless `a < b`.
-    JumpUnlessLt = 0x81 { a: Src, b: Src, target: Target24 } cost 2 * BASE;
+    JumpUnlessLt = 0x81 { a: Src, b: Src, target: Target24 } cost 2 * BASE, flow Branch;
     /// Jumps to `target` when `a <= b`.
-    JumpIfLe = 0x82 { a: Src, b: Src, target: Target24 } cost 2 * BASE;
+    JumpIfLe = 0x82 { a: Src, b: Src, target: Target24 } cost 2 * BASE, flow Branch;
     /// Jumps to `target` unless `a <= b`.
-    JumpUnlessLe = 0x83 { a: Src, b: Src, target: Target24 } cost 2 * BASE;
+    JumpUnlessLe = 0x83 { a: Src, b: Src, target: Target24 } cost 2 * BASE, flow Branch;
     /// Jumps to `target` when `a > b`.
-    JumpIfGt = 0x84 { a: Src, b: Src, target: Target24 } cost 2 * BASE;
+    JumpIfGt = 0x84 { a: Src, b: Src, target: Target24 } cost 2 * BASE, flow Branch;
     /// Jumps to `target` unless `a > b`.
-    JumpUnlessGt = 0x85 { a: Src, b: Src, target: Target24 } cost 2 * BASE;
+    JumpUnlessGt = 0x85 { a: Src, b: Src, target: Target24 } cost 2 * BASE, flow Branch;
     /// Jumps to `target` when `a >= b`.
-    JumpIfGe = 0x86 { a: Src, b: Src, target: Target24 } cost 2 * BASE;
+    JumpIfGe = 0x86 { a: Src, b: Src, target: Target24 } cost 2 * BASE, flow Branch;
     /// Jumps to `target` unless `a >= b`.
-    JumpUnlessGe = 0x87 { a: Src, b: Src, target: Target24 } cost 2 * BASE;
+    JumpUnlessGe = 0x87 { a: Src, b: Src, target: Target24 } cost 2 * BASE, flow Branch;
     /// Jumps to `target` when `a === b`.
-    JumpIfStrictEq = 0x88 { a: Src, b: Src, target: Target24 } cost 2 * BASE;
+    JumpIfStrictEq = 0x88 { a: Src, b: Src, target: Target24 } cost 2 * BASE, flow Branch;
     /// Jumps to `target` when `a !== b`.
-    JumpIfStrictNe = 0x89 { a: Src, b: Src, target: Target24 } cost 2 * BASE;
+    JumpIfStrictNe = 0x89 { a: Src, b: Src, target: Target24 } cost 2 * BASE, flow Branch;
     /// Jumps to `target` when `a < constant`.
-    JumpIfLtK = 0x8a { a: Src, k: Const, target: Target24 } cost 2 * BASE;
+    JumpIfLtK = 0x8a { a: Src, k: Const, target: Target24 } cost 2 * BASE, flow Branch;
     /// Jumps to `target` unless `a < constant`.
-    JumpUnlessLtK = 0x8b { a: Src, k: Const, target: Target24 } cost 2 * BASE;
+    JumpUnlessLtK = 0x8b { a: Src, k: Const, target: Target24 } cost 2 * BASE, flow Branch;
     /// Jumps to `target` when `a <= constant`.
-    JumpIfLeK = 0x8c { a: Src, k: Const, target: Target24 } cost 2 * BASE;
+    JumpIfLeK = 0x8c { a: Src, k: Const, target: Target24 } cost 2 * BASE, flow Branch;
     /// Jumps to `target` unless `a <= constant`.
-    JumpUnlessLeK = 0x8d { a: Src, k: Const, target: Target24 } cost 2 * BASE;
+    JumpUnlessLeK = 0x8d { a: Src, k: Const, target: Target24 } cost 2 * BASE, flow Branch;
     /// Jumps to `target` when `a > constant`.
-    JumpIfGtK = 0x8e { a: Src, k: Const, target: Target24 } cost 2 * BASE;
+    JumpIfGtK = 0x8e { a: Src, k: Const, target: Target24 } cost 2 * BASE, flow Branch;
     /// Jumps to `target` unless `a > constant`.
-    JumpUnlessGtK = 0x8f { a: Src, k: Const, target: Target24 } cost 2 * BASE;
+    JumpUnlessGtK = 0x8f { a: Src, k: Const, target: Target24 } cost 2 * BASE, flow Branch;
     /// Jumps to `target` when `a >= constant`.
-    JumpIfGeK = 0x90 { a: Src, k: Const, target: Target24 } cost 2 * BASE;
+    JumpIfGeK = 0x90 { a: Src, k: Const, target: Target24 } cost 2 * BASE, flow Branch;
     /// Jumps to `target` unless `a >= constant`.
-    JumpUnlessGeK = 0x91 { a: Src, k: Const, target: Target24 } cost 2 * BASE;
+    JumpUnlessGeK = 0x91 { a: Src, k: Const, target: Target24 } cost 2 * BASE, flow Branch;
     /// Jumps to `target` when `a === constant`.
-    JumpIfStrictEqK = 0x92 { a: Src, k: Const, target: Target24 } cost 2 * BASE;
+    JumpIfStrictEqK = 0x92 { a: Src, k: Const, target: Target24 } cost 2 * BASE, flow Branch;
     /// Jumps to `target` when `a !== constant`.
-    JumpIfStrictNeK = 0x93 { a: Src, k: Const, target: Target24 } cost 2 * BASE;
+    JumpIfStrictNeK = 0x93 { a: Src, k: Const, target: Target24 } cost 2 * BASE, flow Branch;
     /// Jumps to `target` when `a < i` (the `K` forms with a small integer carried in the
     /// instruction).
-    JumpIfLtI = 0x94 { a: Src, i: Int, target: Target24 } cost 2 * BASE;
+    JumpIfLtI = 0x94 { a: Src, i: Int, target: Target24 } cost 2 * BASE, flow Branch;
     /// Jumps to `target` unless `a < i`.
-    JumpUnlessLtI = 0x95 { a: Src, i: Int, target: Target24 } cost 2 * BASE;
+    JumpUnlessLtI = 0x95 { a: Src, i: Int, target: Target24 } cost 2 * BASE, flow Branch;
     /// Jumps to `target` when `a <= i`.
-    JumpIfLeI = 0x96 { a: Src, i: Int, target: Target24 } cost 2 * BASE;
+    JumpIfLeI = 0x96 { a: Src, i: Int, target: Target24 } cost 2 * BASE, flow Branch;
     /// Jumps to `target` unless `a <= i`.
-    JumpUnlessLeI = 0x97 { a: Src, i: Int, target: Target24 } cost 2 * BASE;
+    JumpUnlessLeI = 0x97 { a: Src, i: Int, target: Target24 } cost 2 * BASE, flow Branch;
     /// Jumps to `target` when `a > i`.
-    JumpIfGtI = 0x98 { a: Src, i: Int, target: Target24 } cost 2 * BASE;
+    JumpIfGtI = 0x98 { a: Src, i: Int, target: Target24 } cost 2 * BASE, flow Branch;
     /// Jumps to `target` unless `a > i`.
-    JumpUnlessGtI = 0x99 { a: Src, i: Int, target: Target24 } cost 2 * BASE;
+    JumpUnlessGtI = 0x99 { a: Src, i: Int, target: Target24 } cost 2 * BASE, flow Branch;
     /// Jumps to `target` when `a >= i`.
-    JumpIfGeI = 0x9a { a: Src, i: Int, target: Target24 } cost 2 * BASE;
+    JumpIfGeI = 0x9a { a: Src, i: Int, target: Target24 } cost 2 * BASE, flow Branch;
     /// Jumps to `target` unless `a >= i`.
-    JumpUnlessGeI = 0x9b { a: Src, i: Int, target: Target24 } cost 2 * BASE;
+    JumpUnlessGeI = 0x9b { a: Src, i: Int, target: Target24 } cost 2 * BASE, flow Branch;
     /// Jumps to `target` when `a === i`.
-    JumpIfStrictEqI = 0x9c { a: Src, i: Int, target: Target24 } cost 2 * BASE;
+    JumpIfStrictEqI = 0x9c { a: Src, i: Int, target: Target24 } cost 2 * BASE, flow Branch;
     /// Jumps to `target` when `a !== i`.
-    JumpIfStrictNeI = 0x9d { a: Src, i: Int, target: Target24 } cost 2 * BASE;
+    JumpIfStrictNeI = 0x9d { a: Src, i: Int, target: Target24 } cost 2 * BASE, flow Branch;
     /// `dst = a * i` (as `MulK` with a small integer carried in the instruction).
-    MulI = 0xa0 { dst: Dst, a: Src, i: Int } cost BASE;
+    MulI = 0xa0 { dst: Dst, a: Src, i: Int } cost BASE, flow Next;
     /// `dst = a % i`.
-    ModI = 0xa1 { dst: Dst, a: Src, i: Int } cost BASE;
+    ModI = 0xa1 { dst: Dst, a: Src, i: Int } cost BASE, flow Next;
     /// `dst = a === i`.
-    StrictEqI = 0xa2 { dst: Dst, a: Src, i: Int } cost BASE;
+    StrictEqI = 0xa2 { dst: Dst, a: Src, i: Int } cost BASE, flow Next;
     /// `dst = a !== i`.
-    StrictNeI = 0xa3 { dst: Dst, a: Src, i: Int } cost BASE;
+    StrictNeI = 0xa3 { dst: Dst, a: Src, i: Int } cost BASE, flow Next;
 }
 
 /// FNV-1a of [`ISA_TEXT`]: artifacts built from another instruction table are refused.
@@ -689,72 +694,83 @@ pub const ISA_HASH: u64 = {
     h
 };
 
-/// What the verifier does with an instruction besides checking its operands (see
-/// [`Op::inspect`]): whether it opens a block, ends one, or needs a check of its own.
+/// How control goes on after an instruction: the `flow` column of the [`define_ops!`] table.
+/// The verifier's block checks, the block heads ([`leaders`]), [`Op::is_terminator`],
+/// [`Op::ends_block`] and the compiler's block analysis ([`Visitor::end`]) all read it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Flow {
-    /// None of the below: it adds its cost to its block and control goes on to the next.
-    Plain,
-    /// `Charge`: it opens a block.
+pub enum Flow {
+    /// Goes on to the next instruction (it adds its cost to its block).
+    Next,
+    /// `Charge`: opens a block.
     Charge,
-    /// It has a jump target ([`Op::jump_target`]) and ends its block, `TryEnter` excepted.
+    /// Always jumps to its target (`Jump`).
+    Jump,
+    /// Jumps to its target or goes on to the next (the conditional jumps and the fused
+    /// compare-and-branches).
     Branch,
-    /// `TryEnter`: a branch (to its handler) whose handler's `Catch` slot is noted.
+    /// `TryEnter`: goes on, with its target the handler a throw in its region goes to.
     TryEnter,
-    /// `Return` or `Throw`: a terminator without a target (ends its block).
-    End,
-    /// `Catch`: it must be the second instruction of a handler.
+    /// `Catch`: must be the second instruction of a handler.
     Catch,
-    /// `Call`: its argument count must be its callee's parameter count.
+    /// Returns from the function.
+    Return,
+    /// Throws: to a handler, or out of the run.
+    Throw,
+    /// `Call`: goes on when the callee returns; its argument count is its callee's.
     Call,
-    /// `CallNative`: its argument count must be inside its native's arity.
+    /// `CallNative`: goes on; its argument count is inside its native's arity.
     CallNative,
 }
 
 impl Flow {
-    /// The flow of the instruction named `name` in the [`define_ops!`] table (evaluated when
-    /// compiling: the table itself stays as it is, its text being the [`ISA_HASH`] fingerprint).
-    /// The test `flow_agrees_with_the_instruction_queries` keeps it in line with
-    /// [`Op::jump_target`] and [`Op::is_terminator`].
-    const fn of(name: &str) -> Flow {
-        /// `a == b` in a constant.
-        const fn eq(a: &str, b: &str) -> bool {
-            a.len() == b.len() && starts(a, b)
-        }
-        /// Whether `name` starts with `prefix`.
-        const fn starts(name: &str, prefix: &str) -> bool {
-            let (a, b) = (name.as_bytes(), prefix.as_bytes());
-            if a.len() < b.len() {
-                return false;
-            }
-            let mut i = 0;
-            while i < b.len() {
-                if a[i] != b[i] {
-                    return false;
-                }
-                i += 1;
-            }
-            true
-        }
-        if eq(name, "Charge") {
-            Flow::Charge
-        } else if eq(name, "TryEnter") {
-            Flow::TryEnter
-        } else if eq(name, "Return") || eq(name, "Throw") {
-            Flow::End
-        } else if eq(name, "Catch") {
-            Flow::Catch
-        } else if eq(name, "Call") {
-            Flow::Call
-        } else if eq(name, "CallNative") {
-            Flow::CallNative
-        } else if starts(name, "Jump") {
-            // `Jump`, the conditional jumps and the fused compare-and-branches
-            Flow::Branch
-        } else {
-            Flow::Plain
-        }
+    /// Whether the instruction has a jump target ([`Op::jump_target`]).
+    #[inline(always)]
+    pub const fn has_target(self) -> bool {
+        matches!(self, Flow::Jump | Flow::Branch | Flow::TryEnter)
     }
+
+    /// Whether control never goes on to the next instruction.
+    #[inline(always)]
+    pub const fn is_terminator(self) -> bool {
+        matches!(self, Flow::Jump | Flow::Return | Flow::Throw)
+    }
+
+    /// Whether it leaves the function without a target (`Return`, `Throw`).
+    #[inline(always)]
+    pub const fn leaves(self) -> bool {
+        matches!(self, Flow::Return | Flow::Throw)
+    }
+
+    /// Whether it ends a basic block: it jumps, may jump, installs a handler or leaves.
+    #[inline(always)]
+    pub const fn ends_block(self) -> bool {
+        self.has_target() || self.leaves()
+    }
+}
+
+/// The compare-and-branch family, declared once: for each comparison (a [`Cmp`]), its
+/// operator on two numbers, and its fused branches taken when it holds (`JumpIf*`) and unless it
+/// holds (`JumpUnless*`; for `StrictEq`, `JumpIfStrictNe*`), each with a register, a constant and
+/// an immediate right operand. It calls back `$m!` with any tokens given after `$m` and then the
+/// rows, `Cmp (op) [if: reg const int] [unless: reg const int];` (as wasmi's `for_each_op!`):
+/// [`Op::fused`], [`Fused::op`], [`Op::with_const_operand`], [`Op::with_int_operand`] and the
+/// VM's inline and out-of-line arms are expanded from it. (The instructions themselves stay in
+/// the [`define_ops!`] table, whose text is the [`ISA_HASH`] fingerprint; a test checks that the
+/// rows name 30 distinct instructions of it.)
+#[macro_export]
+macro_rules! for_each_fused_branch {
+    ($m:ident $($extra:tt)*) => {
+        $m! {
+            $($extra)*
+            Lt (<) [JumpIfLt JumpIfLtK JumpIfLtI] [JumpUnlessLt JumpUnlessLtK JumpUnlessLtI];
+            Le (<=) [JumpIfLe JumpIfLeK JumpIfLeI] [JumpUnlessLe JumpUnlessLeK JumpUnlessLeI];
+            Gt (>) [JumpIfGt JumpIfGtK JumpIfGtI] [JumpUnlessGt JumpUnlessGtK JumpUnlessGtI];
+            Ge (>=) [JumpIfGe JumpIfGeK JumpIfGeI] [JumpUnlessGe JumpUnlessGeK JumpUnlessGeI];
+            StrictEq (==)
+                [JumpIfStrictEq JumpIfStrictEqK JumpIfStrictEqI]
+                [JumpIfStrictNe JumpIfStrictNeK JumpIfStrictNeI];
+        }
+    };
 }
 
 impl Op {
@@ -799,68 +815,86 @@ impl Op {
     /// such an integer (see [`Int::of`]).
     #[inline]
     pub fn with_int_operand(&self, int_of: impl Fn(Const) -> Option<Int>) -> Option<Op> {
-        // (each constant form and its immediate form: the arithmetic and compare forms with a
-        // destination, then the fused branches with a target)
+        // (one match: each constant form with a destination and its immediate form, then the
+        // fused branches' from the family)
         macro_rules! int_forms {
-            ($($k:ident => $i:ident),*; $($jk:ident => $ji:ident),*) => {
+            (
+                { $($k:ident => $i:ident),* }
+                $($cmp:ident ($($o:tt)+) [$ir:ident $ik:ident $ii:ident] [$ur:ident $uk:ident $ui:ident];)*
+            ) => {
                 Some(match *self {
                     $(Op::$k { dst, a, k } => Op::$i { dst, a, i: int_of(k)? },)*
-                    $(Op::$jk { a, k, target } => Op::$ji { a, i: int_of(k)?, target },)*
+                    $(
+                        Op::$ik { a, k, target } => Op::$ii { a, i: int_of(k)?, target },
+                        Op::$uk { a, k, target } => Op::$ui { a, i: int_of(k)?, target },
+                    )*
                     _ => return None,
                 })
             };
         }
-        int_forms!(
+        for_each_fused_branch!(int_forms {
             AddK => AddI, SubK => SubI, MulK => MulI, ModK => ModI,
-            StrictEqK => StrictEqI, StrictNeK => StrictNeI;
-            JumpIfLtK => JumpIfLtI, JumpUnlessLtK => JumpUnlessLtI,
-            JumpIfLeK => JumpIfLeI, JumpUnlessLeK => JumpUnlessLeI,
-            JumpIfGtK => JumpIfGtI, JumpUnlessGtK => JumpUnlessGtI,
-            JumpIfGeK => JumpIfGeI, JumpUnlessGeK => JumpUnlessGeI,
-            JumpIfStrictEqK => JumpIfStrictEqI, JumpIfStrictNeK => JumpIfStrictNeI
-        )
+            StrictEqK => StrictEqI, StrictNeK => StrictNeI
+        })
+    }
+    /// This instruction with its right register operand `b` replaced by a constant (`Add r, a,
+    /// b` becomes `AddK r, a, k`) when it has a constant form and `const_of(b)` names the
+    /// constant `b` holds. (One match over the instruction, read where it is: the compiler asks
+    /// this of every instruction.)
+    #[inline]
+    pub fn with_const_operand(&self, const_of: impl Fn(u16) -> Option<u16>) -> Option<Op> {
+        let k = |b: Src| const_of(b.0).map(Const);
+        // (each register form with a destination and its constant form, then the fused
+        // branches' from the family)
+        macro_rules! const_forms {
+            (
+                { $($r:ident => $k:ident),* }
+                $($cmp:ident ($($o:tt)+) [$ir:ident $ik:ident $ii:ident] [$ur:ident $uk:ident $ui:ident];)*
+            ) => {
+                Some(match *self {
+                    $(Op::$r { dst, a, b } => Op::$k { dst, a, k: k(b)? },)*
+                    $(
+                        Op::$ir { a, b, target } => Op::$ik { a, k: k(b)?, target },
+                        Op::$ur { a, b, target } => Op::$uk { a, k: k(b)?, target },
+                    )*
+                    _ => return None,
+                })
+            };
+        }
+        for_each_fused_branch!(const_forms {
+            Add => AddK, Sub => SubK, Mul => MulK, Div => DivK, Mod => ModK,
+            Lt => LtK, Le => LeK, Gt => GtK, Ge => GeK,
+            StrictEq => StrictEqK, StrictNe => StrictNeK
+        })
     }
     /// This instruction's parts when it is a fused compare-and-branch.
     pub fn fused(&self) -> Option<Fused> {
         macro_rules! parts {
-            ($($name:ident $cmp:ident $when:literal $b:ident $right:ident;)*) => {
+            ($($cmp:ident ($($o:tt)+) [$ir:ident $ik:ident $ii:ident] [$ur:ident $uk:ident $ui:ident];)*) => {
                 match *self {
-                    $(Op::$name { a, $b, target } => Some(Fused {
-                        cmp: Cmp::$cmp,
-                        when: $when,
-                        a,
-                        right: Right::$right($b),
-                        target,
-                    }),)*
+                    $(
+                        Op::$ir { a, b, target } => Some(Fused::of(Cmp::$cmp, true, a, Right::Reg(b), target)),
+                        Op::$ik { a, k, target } => Some(Fused::of(Cmp::$cmp, true, a, Right::Const(k), target)),
+                        Op::$ii { a, i, target } => Some(Fused::of(Cmp::$cmp, true, a, Right::Int(i), target)),
+                        Op::$ur { a, b, target } => Some(Fused::of(Cmp::$cmp, false, a, Right::Reg(b), target)),
+                        Op::$uk { a, k, target } => Some(Fused::of(Cmp::$cmp, false, a, Right::Const(k), target)),
+                        Op::$ui { a, i, target } => Some(Fused::of(Cmp::$cmp, false, a, Right::Int(i), target)),
+                    )*
                     _ => None,
                 }
             };
         }
-        parts! {
-            JumpIfLt Lt true b Reg; JumpUnlessLt Lt false b Reg;
-            JumpIfLe Le true b Reg; JumpUnlessLe Le false b Reg;
-            JumpIfGt Gt true b Reg; JumpUnlessGt Gt false b Reg;
-            JumpIfGe Ge true b Reg; JumpUnlessGe Ge false b Reg;
-            JumpIfStrictEq StrictEq true b Reg; JumpIfStrictNe StrictEq false b Reg;
-            JumpIfLtK Lt true k Const; JumpUnlessLtK Lt false k Const;
-            JumpIfLeK Le true k Const; JumpUnlessLeK Le false k Const;
-            JumpIfGtK Gt true k Const; JumpUnlessGtK Gt false k Const;
-            JumpIfGeK Ge true k Const; JumpUnlessGeK Ge false k Const;
-            JumpIfStrictEqK StrictEq true k Const; JumpIfStrictNeK StrictEq false k Const;
-            JumpIfLtI Lt true i Int; JumpUnlessLtI Lt false i Int;
-            JumpIfLeI Le true i Int; JumpUnlessLeI Le false i Int;
-            JumpIfGtI Gt true i Int; JumpUnlessGtI Gt false i Int;
-            JumpIfGeI Ge true i Int; JumpUnlessGeI Ge false i Int;
-            JumpIfStrictEqI StrictEq true i Int; JumpIfStrictNeI StrictEq false i Int;
-        }
+        for_each_fused_branch!(parts)
     }
     /// True when control never falls through to the next instruction.
+    #[inline]
     pub fn is_terminator(&self) -> bool {
-        matches!(self, Op::Jump { .. } | Op::Return { .. } | Op::Throw { .. })
+        self.flow().is_terminator()
     }
     /// True when this instruction ends a basic block (a branch, a terminator, or a handler install).
+    #[inline]
     pub fn ends_block(&self) -> bool {
-        self.is_terminator() || self.jump_target().is_some()
+        self.flow().ends_block()
     }
 }
 
@@ -907,6 +941,17 @@ pub struct Fused {
 }
 
 impl Fused {
+    #[inline(always)]
+    const fn of(cmp: Cmp, when: bool, a: Src, right: Right, target: Target24) -> Fused {
+        Fused {
+            cmp,
+            when,
+            a,
+            right,
+            target,
+        }
+    }
+
     /// The instruction.
     pub fn op(self) -> Op {
         let Fused {
@@ -917,33 +962,20 @@ impl Fused {
             target,
         } = self;
         macro_rules! pick {
-            ($($cmp:ident $yes:ident $no:ident $yes_k:ident $no_k:ident $yes_i:ident $no_i:ident;)*) => {
-                match (cmp, right) {
-                    $((Cmp::$cmp, Right::Reg(b)) => if when {
-                        Op::$yes { a, b, target }
-                    } else {
-                        Op::$no { a, b, target }
-                    },
-                    (Cmp::$cmp, Right::Const(k)) => if when {
-                        Op::$yes_k { a, k, target }
-                    } else {
-                        Op::$no_k { a, k, target }
-                    },
-                    (Cmp::$cmp, Right::Int(i)) => if when {
-                        Op::$yes_i { a, i, target }
-                    } else {
-                        Op::$no_i { a, i, target }
-                    },)*
+            ($($cmp:ident ($($o:tt)+) [$ir:ident $ik:ident $ii:ident] [$ur:ident $uk:ident $ui:ident];)*) => {
+                match (cmp, right, when) {
+                    $(
+                        (Cmp::$cmp, Right::Reg(b), true) => Op::$ir { a, b, target },
+                        (Cmp::$cmp, Right::Const(k), true) => Op::$ik { a, k, target },
+                        (Cmp::$cmp, Right::Int(i), true) => Op::$ii { a, i, target },
+                        (Cmp::$cmp, Right::Reg(b), false) => Op::$ur { a, b, target },
+                        (Cmp::$cmp, Right::Const(k), false) => Op::$uk { a, k, target },
+                        (Cmp::$cmp, Right::Int(i), false) => Op::$ui { a, i, target },
+                    )*
                 }
             };
         }
-        pick! {
-            Lt JumpIfLt JumpUnlessLt JumpIfLtK JumpUnlessLtK JumpIfLtI JumpUnlessLtI;
-            Le JumpIfLe JumpUnlessLe JumpIfLeK JumpUnlessLeK JumpIfLeI JumpUnlessLeI;
-            Gt JumpIfGt JumpUnlessGt JumpIfGtK JumpUnlessGtK JumpIfGtI JumpUnlessGtI;
-            Ge JumpIfGe JumpUnlessGe JumpIfGeK JumpUnlessGeK JumpIfGeI JumpUnlessGeI;
-            StrictEq JumpIfStrictEq JumpIfStrictNe JumpIfStrictEqK JumpIfStrictNeK JumpIfStrictEqI JumpIfStrictNeI;
-        }
+        for_each_fused_branch!(pick)
     }
 }
 
@@ -1185,6 +1217,64 @@ mod tests {
         assert_eq!(j.cost(), 2 * BASE);
     }
 
+    /// The fingerprint of the table: what artifacts and snapshots of this instruction set
+    /// carry. A change to the table's opcodes, operands or costs changes it (on purpose: pin the
+    /// new value in the same commit); a change to how the table is written must not.
+    #[test]
+    fn the_instruction_set_fingerprint_is_pinned() {
+        assert_eq!(ISA_HASH, 0x3efb_dedc_030c_af1c, "{ISA_HASH:#x}");
+    }
+
+    /// The compare-and-branch family's rows name 30 distinct instructions of the table, each
+    /// taken apart and put together again by [`Op::fused`] and [`Fused::op`], and no other
+    /// instruction is fused; each register form maps to its constant form and that to its
+    /// immediate form.
+    #[test]
+    fn the_fused_family_names_thirty_instructions_that_round_trip() {
+        let mut rows: Vec<[&str; 3]> = Vec::new();
+        macro_rules! collect {
+            ($($cmp:ident ($($o:tt)+) [$ir:ident $ik:ident $ii:ident] [$ur:ident $uk:ident $ui:ident];)*) => {
+                $(
+                    rows.push([stringify!($ir), stringify!($ik), stringify!($ii)]);
+                    rows.push([stringify!($ur), stringify!($uk), stringify!($ui)]);
+                )*
+            };
+        }
+        for_each_fused_branch!(collect);
+        let names: Vec<&str> = rows.iter().flatten().copied().collect();
+        let mut fused = 0;
+        for code in 0..=255u8 {
+            let mut b = [0u8; 16];
+            b[0] = code;
+            let Ok((op, _)) = Op::decode(&b) else {
+                continue;
+            };
+            match op.fused() {
+                Some(f) => {
+                    fused += 1;
+                    assert!(names.contains(&op.name()), "{op:?}");
+                    assert_eq!(f.op(), op);
+                    assert_eq!(op.flow(), Flow::Branch);
+                    assert_eq!(op.cost(), 2 * BASE);
+                }
+                None => assert!(!names.contains(&op.name()), "{op:?}"),
+            }
+            // a register form's constant form, and that one's immediate form, are its row's
+            let konst = op.with_const_operand(|_| Some(7));
+            let int = op.with_int_operand(|_| Some(Int(7)));
+            for row in &rows {
+                if op.name() == row[0] {
+                    assert_eq!(konst.map(|o| o.name()), Some(row[1]));
+                }
+                if op.name() == row[1] {
+                    assert_eq!(int.map(|o| o.name()), Some(row[2]));
+                }
+            }
+        }
+        assert_eq!(fused, 30);
+        assert_eq!(names.len(), 30);
+    }
+
     /// Every opcode's [`Flow`] agrees with what the instruction queries say of it.
     #[test]
     fn flow_agrees_with_the_instruction_queries() {
@@ -1203,17 +1293,31 @@ mod tests {
             let mut inspected = Vec::new();
             op.inspect(|o| inspected.push(o));
             assert_eq!(operands, inspected, "{op:?}");
-            let branch = matches!(flow, Flow::Branch | Flow::TryEnter);
+            assert_eq!(flow, op.flow(), "{op:?}");
+            let branch = flow.has_target();
             assert_eq!(branch, op.jump_target().is_some(), "{op:?}");
             // a target is exactly a jump target
             let has_target = operands.iter().any(|o| matches!(o, Operand::Target(_)));
             assert_eq!(has_target, branch, "{op:?}");
+            // the terminators are `Jump`, `Return` and `Throw`, the flows that leave `Return`
+            // and `Throw`, and every instruction named `Jump…` a jump or a branch
+            let name = op.name();
             assert_eq!(
-                flow == Flow::End || matches!(op, Op::Jump { .. }),
                 op.is_terminator(),
+                matches!(op, Op::Jump { .. } | Op::Return { .. } | Op::Throw { .. }),
                 "{op:?}"
             );
-            assert_eq!(op.ends_block(), branch || flow == Flow::End, "{op:?}");
+            assert_eq!(
+                flow.leaves(),
+                matches!(op, Op::Return { .. } | Op::Throw { .. })
+            );
+            assert_eq!(
+                name.starts_with("Jump"),
+                matches!(flow, Flow::Jump | Flow::Branch),
+                "{op:?}"
+            );
+            assert_eq!(flow == Flow::Jump, matches!(op, Op::Jump { .. }));
+            assert_eq!(op.ends_block(), branch || flow.leaves(), "{op:?}");
             assert_eq!(flow == Flow::Charge, matches!(op, Op::Charge { .. }));
             assert_eq!(flow == Flow::TryEnter, matches!(op, Op::TryEnter { .. }));
             assert_eq!(flow == Flow::Catch, matches!(op, Op::Catch { .. }));

@@ -581,7 +581,7 @@ impl Vm {
             buf: None,
             spent: 0,
             units_read: 0,
-            cap: self.fuel.left(),
+            cap: self.meter.fuel.left(),
             max_len: self.heap.limit() / 2,
         };
         let mut path = Vec::new();
@@ -622,7 +622,7 @@ impl Vm {
     }
 
     fn spend_all(&mut self) -> Fault {
-        self.fuel.set(0);
+        self.meter.fuel.set(0);
         Fault::Fatal(RunError::out_of_fuel())
     }
 

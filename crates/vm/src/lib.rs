@@ -48,14 +48,14 @@ pub use ajs_bytecode::isa::MILLI;
 pub use error::{ErrorKind, RunError};
 pub use interrupt::{Interrupt, CANCELLED_MESSAGE};
 pub use machine::snapshot::{
-    hex, program_fingerprint, snapshot_id, value_hash, SnapshotError, MAX_TRACE_STEPS,
-    SNAPSHOT_MAGIC, SNAPSHOT_VERSION,
+    hex, program_fingerprint, snapshot_id, value_hash, SnapshotError, SNAPSHOT_MAGIC,
+    SNAPSHOT_VERSION,
 };
 pub use machine::{
     system_clock, AtomSpec, HostArg, HostCall, LogLevel, LogLine, PendingHostCall, SpareVm, Step,
     TraceStep, Vm, VmOptions, DEFAULT_FUEL, DEFAULT_MAX_CALL_DEPTH, DEFAULT_MAX_HEAP_BYTES,
     DEFAULT_MAX_LOG_BYTES, DEFAULT_MAX_LOG_LINES, DEFAULT_MAX_PARALLEL_ITEMS, MAX_MESSAGE_BYTES,
-    MAX_PARALLEL_NESTING, MILLI_PER_ELEMENT, UNITS_PER_MILLI,
+    MAX_PARALLEL_NESTING, MAX_TRACE_STEPS, MILLI_PER_ELEMENT, UNITS_PER_MILLI,
 };
 pub use number::{number_to_string, string_to_number};
 pub use value::{JsValue, Value, MAX_BOUNDARY_DEPTH};

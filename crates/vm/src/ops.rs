@@ -171,7 +171,7 @@ impl Vm {
             // in place (within the buffer's capacity and under the next collection, so no
             // ceiling is near) when the fuel is there; else room first, then fuel
             let cost = (tail.len() as u64).saturating_mul(crate::price::MILLI_PER_UNIT);
-            if cost <= self.fuel.left() && self.heap.append_in_place(buf, tail, SLICE_BYTES) {
+            if cost <= self.meter.fuel.left() && self.heap.append_in_place(buf, tail, SLICE_BYTES) {
                 self.charge(cost)?;
             } else {
                 let room = self.heap.growth(buf, tail.len()) + SLICE_BYTES;

@@ -87,7 +87,7 @@ impl Vm {
         let milli = (units as u64)
             .saturating_mul(MILLI_PER_UNIT)
             .saturating_mul(factor);
-        if milli > self.fuel.left() {
+        if milli > self.meter.fuel.left() {
             return self.charge(milli);
         }
         Ok(())

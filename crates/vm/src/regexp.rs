@@ -391,10 +391,10 @@ impl Vm {
         f: impl FnOnce(&Compiled, &mut Caches, &mut Meter) -> Result<T, Stop>,
     ) -> OpResult<T> {
         let mut caches = self.regex_cache.take(re);
-        let mut meter = Meter::new(self.fuel.left(), &self.interrupt);
+        let mut meter = Meter::new(self.meter.fuel.left(), &self.interrupt);
         let r = f(re, &mut caches, &mut meter);
         let left = meter.milli_left();
-        self.fuel.set(left);
+        self.meter.fuel.set(left);
         self.regex_cache.put(re, caches);
         r.map_err(stop_error)
     }

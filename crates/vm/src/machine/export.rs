@@ -664,7 +664,7 @@ impl Vm {
         loop {
             let budget = self.export_budget();
             let mut room = budget;
-            let (r, spent) = self.copy_within(v, &mut room, self.fuel.left());
+            let (r, spent) = self.copy_within(v, &mut room, self.meter.fuel.left());
             match r {
                 Ok(j) => {
                     self.pay_copy(spent);
@@ -735,7 +735,7 @@ impl Vm {
         let start = self.export_budget();
         let mut budget = start;
         for &v in values {
-            let (r, spent) = self.copy_within(v, &mut budget, self.fuel.left());
+            let (r, spent) = self.copy_within(v, &mut budget, self.meter.fuel.left());
             match r {
                 Ok(_) => self.pay_copy(spent),
                 Err(stop) => {
@@ -750,8 +750,8 @@ impl Vm {
 
     /// Takes `milli` off the fuel left (at most what is left).
     fn pay(&mut self, milli: u64) {
-        let left = self.fuel.left();
-        self.fuel.set(left.saturating_sub(milli));
+        let left = self.meter.fuel.left();
+        self.meter.fuel.set(left.saturating_sub(milli));
     }
 
     /// [`Vm::pay`] for a copy made after the instruction that asked for it ran (the result of
@@ -759,7 +759,7 @@ impl Vm {
     fn pay_copy(&mut self, milli: u64) {
         self.pay(milli);
         let used = self.fuel_used_milli();
-        if let Some(last) = self.trace.as_mut().and_then(|t| t.last_mut()) {
+        if let Some(last) = self.trace.steps.as_mut().and_then(|t| t.last_mut()) {
             if last.fuel_after != u64::MAX {
                 last.fuel_after = used;
             }
@@ -840,7 +840,8 @@ impl Vm {
     /// fuel is left empty (the run ends at its next charge).
     pub(crate) fn render(&mut self, v: Value) -> String {
         let mut out = String::new();
-        let (ended, nodes) = self.render_into(&mut out, v, MAX_MESSAGE_BYTES, self.fuel.left());
+        let (ended, nodes) =
+            self.render_into(&mut out, v, MAX_MESSAGE_BYTES, self.meter.fuel.left());
         let cost = nodes.saturating_add((out.len() as u64).saturating_mul(MILLI_PER_UNIT));
         match ended {
             Ended::Whole => self.pay(cost),
@@ -849,7 +850,7 @@ impl Vm {
                 cut_with(&mut out, MAX_MESSAGE_BYTES, &message_marker());
             }
             Ended::Fuel => {
-                self.fuel.set(0);
+                self.meter.fuel.set(0);
                 let n = out.len();
                 cut_with(&mut out, n, &message_marker());
             }
@@ -887,7 +888,7 @@ impl Vm {
                 }
                 line.push(' ');
             }
-            let fuel_cap = self.fuel.left().saturating_sub(nodes);
+            let fuel_cap = self.meter.fuel.left().saturating_sub(nodes);
             let (e, n) = self.render_into(&mut line, a, room, fuel_cap);
             nodes = nodes.saturating_add(n);
             if e != Ended::Whole {
@@ -896,8 +897,8 @@ impl Vm {
             }
         }
         let cost = nodes.saturating_add((line.len() as u64).saturating_mul(MILLI_PER_UNIT));
-        if ended == Ended::Fuel || cost > self.fuel.left() {
-            self.fuel.set(0);
+        if ended == Ended::Fuel || cost > self.meter.fuel.left() {
+            self.meter.fuel.set(0);
             return Err(Fault::Fatal(RunError::out_of_fuel()));
         }
         self.pay(cost);
@@ -965,7 +966,7 @@ mod tests {
         let mut vm = vm(1 << 20, 1 << 40);
         let s = vm.str_value("abcdefgh").unwrap();
         let x = doubled(&mut vm, s, 40);
-        let before = vm.fuel.left();
+        let before = vm.meter.fuel.left();
         let e = vm.export(x, || "Result".into()).unwrap_err();
         assert!(Vm::is_copy_limit(&e), "{}", e.message);
         assert!(
@@ -974,7 +975,7 @@ mod tests {
             e.message
         );
         // the walk paid for what it visited, which the budget bounds
-        let paid = before - vm.fuel.left();
+        let paid = before - vm.meter.fuel.left();
         let most = (vm.export_budget().nodes as u64 + 1) * (MILLI_PER_ELEMENT + 1);
         assert!(paid > 0 && paid <= most, "{paid} of at most {most}");
         // on a small fuel budget the fuel runs out first
@@ -982,7 +983,7 @@ mod tests {
         let x = doubled(&mut vm2, Value::Num(1.0), 40);
         let e = vm2.export(x, || "Result".into()).unwrap_err();
         assert_eq!(e.kind, ErrorKind::OutOfFuel);
-        assert_eq!(vm2.fuel.left(), 0);
+        assert_eq!(vm2.meter.fuel.left(), 0);
     }
 
     #[test]

@@ -1,5 +1,4 @@
-//! Suspending a run: deferred host calls, tracing, the host clock, and snapshots — the whole
-//! run state as bytes, integrity-checked, restorable in another process.
+//! Snapshots: the whole run state as bytes, integrity-checked, restorable in another process.
 //!
 //! A snapshot is untrusted input: [`Vm::restore`] checks the header, the hash (or HMAC), the
 //! program fingerprint and every invariant the interpreter relies on (frames, registers, heap
@@ -8,24 +7,21 @@
 use std::collections::HashSet;
 
 use ajs_bytecode::program::COST_VERSION;
-use ajs_bytecode::{Constant, Op, SourcePos, VerifiedProgram};
+use ajs_bytecode::{Constant, Op, VerifiedProgram};
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::frames::Frame;
+use super::host::{AtomCounters, Deferred, HostCalls};
+use super::journal::Journal;
+use super::meter::MeterWire;
 use super::parallel::{Batch, ParItem};
-use super::{
-    Deferred, Frame, Fuel, HostCall, LogLevel, LogLine, PendingHostCall, Status, TraceStep,
-    TryEntry, Vm,
-};
-use crate::error::{ErrorKind, Fault, RunError};
+use super::trace::Trace;
+use super::{LogLevel, LogLine, Meter, Status, TryEntry, Vm};
 use crate::heap::{Cell, Heap, PropMap, RegexCell, SetCell, SetKey};
 use crate::value::{JsValue, Value};
 use crate::MAX_PARALLEL_NESTING;
-
-/// Most steps a trace keeps, whatever cap the host asks for ([`Vm::set_trace`]): a step is a
-/// few dozen bytes, so a trace holds at most a few dozen MiB.
-pub const MAX_TRACE_STEPS: usize = 1_000_000;
 
 /// The first bytes of every snapshot.
 pub const SNAPSHOT_MAGIC: [u8; 4] = *b"AJSS";
@@ -200,8 +196,7 @@ struct Body {
     cells: Vec<SCell>,
     heap_limit: u64,
     collections: u64,
-    fuel_budget: u64,
-    fuel_left: u64,
+    meter: MeterWire,
     raise_on_run: Option<String>,
     handling: Option<String>,
     status: SStatus,
@@ -214,15 +209,9 @@ struct Body {
     max_log_lines: u64,
     max_log_bytes: u64,
     max_call_depth: u64,
-    atom_cost: Vec<u64>,
-    atom_quota: Vec<Option<u32>>,
-    atom_used: Vec<u32>,
+    atoms: AtomCounters,
     rng: u64,
-    random_seed: u64,
-    elapsed_ms: u64,
-    clock_log: Vec<f64>,
-    clock_replay: Option<Vec<f64>>,
-    host_data: Vec<u8>,
+    journal: Journal,
 }
 
 fn sv(v: Value) -> SV {
@@ -375,9 +364,8 @@ impl Vm {
             cells,
             heap_limit: self.heap.limit() as u64,
             collections: self.heap.collections(),
-            fuel_budget: self.fuel_budget,
-            fuel_left: self.fuel.left(),
-            raise_on_run: self.raise_on_run.clone(),
+            meter: self.meter.to_wire(),
+            raise_on_run: self.hosts.raise_on_run.clone(),
             handling: self.handling.clone(),
             status: match self.status {
                 Status::Running => SStatus::Running,
@@ -395,6 +383,7 @@ impl Vm {
                 },
             },
             deferred: self
+                .hosts
                 .deferred
                 .iter()
                 .map(|d| (d.id, d.atom, sv(d.input)))
@@ -421,7 +410,7 @@ impl Vm {
                 })
                 .collect(),
             max_parallel_items: self.max_parallel_items as u64,
-            next_call_id: self.next_call_id,
+            next_call_id: self.hosts.next_call_id,
             log: self
                 .log
                 .iter()
@@ -438,15 +427,9 @@ impl Vm {
             max_log_lines: self.max_log_lines as u64,
             max_log_bytes: self.max_log_bytes as u64,
             max_call_depth: self.max_call_depth as u64,
-            atom_cost: self.atom_cost.clone(),
-            atom_quota: self.atom_quota.clone(),
-            atom_used: self.atom_used.clone(),
+            atoms: self.hosts.atoms.clone(),
             rng: self.rng,
-            random_seed: self.random_seed,
-            elapsed_ms: self.elapsed_ms,
-            clock_log: self.clock_log.clone(),
-            clock_replay: self.clock_replay.clone(),
-            host_data: self.host_data.clone(),
+            journal: self.journal.clone(),
         };
         let body = postcard::to_allocvec(&body).unwrap_or_default();
         let mut header = Vec::with_capacity(HEADER_LEN + body.len());
@@ -603,15 +586,13 @@ impl Vm {
             }
         }
         let natoms = program.atoms.len();
-        if b.atom_cost.len() != natoms
-            || b.atom_quota.len() != natoms
-            || b.atom_used.len() != natoms
+        if b.atoms.cost.len() != natoms
+            || b.atoms.quota.len() != natoms
+            || b.atoms.used.len() != natoms
         {
             return invalid("atom counters do not match the program's atoms");
         }
-        if b.fuel_left > b.fuel_budget {
-            return invalid("more fuel left than the budget");
-        }
+        let meter = Meter::from_wire(b.meter).or_else(invalid)?;
         let mut pending = HashSet::new();
         for &(id, atom, _) in &b.deferred {
             if atom as usize >= natoms || id >= b.next_call_id || !pending.insert(id) {
@@ -818,9 +799,7 @@ impl Vm {
             regs,
             frames: frames.into(),
             tries,
-            fuel_budget: b.fuel_budget,
-            fuel: Fuel::new(b.fuel_left),
-            raise_on_run: b.raise_on_run,
+            meter,
             handling: b.handling,
             status,
             log,
@@ -829,23 +808,18 @@ impl Vm {
             log_bytes,
             max_log_bytes: usize::try_from(b.max_log_bytes).unwrap_or(usize::MAX),
             max_call_depth: usize::try_from(b.max_call_depth).unwrap_or(usize::MAX),
-            atom_cost: b.atom_cost,
-            atom_quota: b.atom_quota,
-            atom_used: b.atom_used,
+            hosts: HostCalls {
+                atoms: b.atoms,
+                deferred,
+                next_call_id: b.next_call_id,
+                raise_on_run: b.raise_on_run,
+            },
             rng: b.rng | 1,
             clock: super::system_clock,
             regex_cache: Default::default(),
             interrupt: Default::default(),
-            deferred,
-            next_call_id: b.next_call_id,
-            elapsed_ms: b.elapsed_ms,
-            random_seed: b.random_seed,
-            clock_log: b.clock_log,
-            clock_replay: b.clock_replay,
-            host_data: b.host_data,
-            trace: None,
-            trace_cap: 0,
-            trace_dropped: 0,
+            journal: b.journal,
+            trace: Trace::default(),
             batches,
             max_parallel_items: max_items,
             program,
@@ -868,263 +842,5 @@ impl Vm {
         let cells = vm.heap.cells().to_vec();
         vm.heap = Heap::from_cells(cells, limit, b.collections);
         Ok(vm)
-    }
-
-    // ---- deferred host calls ----
-
-    /// Defers the host call the run is stopped at: its destination receives a
-    /// [`Value::Pending`] and the run continues until it needs the value ([`Step::Blocked`]).
-    /// Returns the call's id.
-    ///
-    /// [`Step::Blocked`]: super::Step::Blocked
-    ///
-    /// # Errors
-    /// An `Input` error when no host call is pending.
-    pub fn defer(&mut self) -> Result<u32, RunError> {
-        let Status::AwaitingHost {
-            dst,
-            id,
-            atom,
-            input,
-        } = self.status
-        else {
-            return Err(RunError::new(
-                ErrorKind::Input,
-                "defer called while no host call is pending",
-            ));
-        };
-        self.deferred.push(Deferred { id, atom, input });
-        self.regs[dst as usize] = Value::Pending(id);
-        self.status = Status::Running;
-        Ok(id)
-    }
-
-    /// Settles a deferred call: `Ok(value)` replaces its pending value wherever it is held,
-    /// `Err(message)` is raised as a guest error where the run continues. For a call queued by
-    /// `parallel(...)`, the value (or the error) becomes that item's result.
-    ///
-    /// # Errors
-    /// An `Input` error when no deferred or queued call has this id; a run-ending `Boundary`
-    /// error when the value cannot be copied in.
-    pub fn settle(&mut self, id: u32, answer: Result<JsValue, String>) -> Result<(), RunError> {
-        let Some(i) = self.deferred.iter().position(|d| d.id == id) else {
-            if self.par_settle(id, answer)? {
-                return Ok(());
-            }
-            return Err(RunError::new(
-                ErrorKind::Input,
-                format!("no deferred host call has id {id}"),
-            ));
-        };
-        let v = match answer {
-            Ok(v) => match self.import(&v, 0) {
-                Ok(v) => v,
-                Err(Fault::Guest(m)) => {
-                    self.raise_on_run.get_or_insert(m);
-                    Value::Undefined
-                }
-                Err(Fault::Fatal(e)) => {
-                    self.status = Status::Finished;
-                    return Err(e);
-                }
-            },
-            Err(m) => {
-                self.raise_on_run.get_or_insert(m);
-                Value::Undefined
-            }
-        };
-        self.deferred.remove(i);
-        let top = self.live_top();
-        for r in self.regs[..top].iter_mut() {
-            if *r == Value::Pending(id) {
-                *r = v;
-            }
-        }
-        Ok(())
-    }
-
-    /// Every host call not answered yet: the one the run is stopped at (if any), then the
-    /// deferred ones, by id.
-    pub fn pending_calls(&self) -> Vec<PendingHostCall> {
-        let mut calls: Vec<(u32, u16, Value, bool)> = Vec::new();
-        if let Status::AwaitingHost {
-            id, atom, input, ..
-        } = self.status
-        {
-            calls.push((id, atom, input, false));
-        }
-        for d in &self.deferred {
-            calls.push((d.id, d.atom, d.input, true));
-        }
-        for (id, atom, input) in self.par_queued() {
-            calls.push((id, atom, input, true));
-        }
-        // (every input within one copy budget: a call past it is left out, as a refused one)
-        let inputs: Vec<Value> = calls.iter().map(|c| c.2).collect();
-        let mut out: Vec<PendingHostCall> = calls
-            .iter()
-            .zip(self.export_shared(&inputs))
-            .filter_map(|(&(id, atom, _, deferred), input)| {
-                Some(PendingHostCall {
-                    id,
-                    call: HostCall {
-                        atom: self.program.atoms[atom as usize].clone(),
-                        input: input?,
-                    },
-                    deferred,
-                })
-            })
-            .collect();
-        out.sort_by_key(|p| (p.deferred, p.id));
-        out
-    }
-
-    /// The id of the host call the run is stopped at.
-    pub fn awaiting_call_id(&self) -> Option<u32> {
-        match self.status {
-            Status::AwaitingHost { id, .. } => Some(id),
-            _ => None,
-        }
-    }
-
-    /// Host calls issued so far (deferred ones included).
-    pub fn host_calls(&self) -> u32 {
-        self.next_call_id
-    }
-
-    pub(super) fn blocks_on_pending(&self, op: &Op, base: usize) -> bool {
-        if self.deferred.is_empty() || matches!(op, Op::Move { .. }) {
-            return false;
-        }
-        let mut hit = false;
-        let mut run_base: Option<usize> = None;
-        op.operands(|o| match o {
-            ajs_bytecode::isa::Operand::Read(r) => {
-                hit |= matches!(self.regs.get(base + r as usize), Some(Value::Pending(_)));
-            }
-            ajs_bytecode::isa::Operand::Base(r) => run_base = Some(base + r as usize),
-            ajs_bytecode::isa::Operand::Count(n) => {
-                if let Some(s) = run_base.take() {
-                    let end = (s + n as usize).min(self.regs.len());
-                    hit |= self.regs[s.min(end)..end]
-                        .iter()
-                        .any(|v| matches!(v, Value::Pending(_)));
-                }
-            }
-            _ => {}
-        });
-        hit
-    }
-
-    // ---- budgets carried across processes ----
-
-    /// Wall-clock milliseconds the run spent before it was last snapshotted (the driver adds
-    /// its own time before snapshotting, with [`Vm::set_elapsed_ms`]).
-    pub fn elapsed_ms(&self) -> u64 {
-        self.elapsed_ms
-    }
-
-    /// Records the run's total elapsed wall-clock time.
-    pub fn set_elapsed_ms(&mut self, ms: u64) {
-        self.elapsed_ms = ms;
-    }
-
-    /// The fuel budget, in milli-fuel.
-    pub fn fuel_budget_milli(&self) -> u64 {
-        self.fuel_budget
-    }
-
-    /// Opaque host data carried through snapshots.
-    pub fn host_data(&self) -> &[u8] {
-        &self.host_data
-    }
-
-    /// Sets the opaque host data carried through snapshots.
-    pub fn set_host_data(&mut self, data: Vec<u8>) {
-        self.host_data = data;
-    }
-
-    // ---- the host clock and randomness ----
-
-    /// Sets the host clock.
-    pub fn set_clock(&mut self, clock: fn() -> f64) {
-        self.clock = clock;
-    }
-
-    /// Answers the clock with these readings, in order, instead of the host clock (replay).
-    /// Past the last reading the clock answers `NaN`.
-    pub fn set_clock_replay(&mut self, readings: Vec<f64>) {
-        self.clock_replay = Some(readings);
-    }
-
-    /// Every clock reading the run made, in order.
-    pub fn clock_readings(&self) -> &[f64] {
-        &self.clock_log
-    }
-
-    /// The seed the run's randomness started from.
-    pub fn random_seed(&self) -> u64 {
-        self.random_seed
-    }
-
-    pub(crate) fn now(&mut self) -> f64 {
-        let t = match &self.clock_replay {
-            Some(r) => r.get(self.clock_log.len()).copied().unwrap_or(f64::NAN),
-            None => (self.clock)(),
-        };
-        if self.clock_log.len() < 1 << 20 {
-            self.clock_log.push(t);
-        }
-        t
-    }
-
-    // ---- tracing ----
-
-    /// Turns tracing on (keeping at most `cap` steps; later ones are counted) or off (`None`).
-    pub fn set_trace(&mut self, cap: Option<usize>) {
-        match cap {
-            Some(c) => {
-                self.trace = Some(Vec::new());
-                self.trace_cap = c.min(MAX_TRACE_STEPS);
-            }
-            None => self.trace = None,
-        }
-    }
-
-    /// Takes the steps traced so far and the number dropped past the cap.
-    pub fn take_trace(&mut self) -> (Vec<TraceStep>, u64) {
-        let steps = self.trace.as_mut().map(std::mem::take).unwrap_or_default();
-        (steps, std::mem::take(&mut self.trace_dropped))
-    }
-
-    pub(super) fn trace_step(&mut self, op: &'static str, pos: Option<SourcePos>) {
-        let used = self.fuel_used_milli();
-        let cap = self.trace_cap;
-        if let Some(t) = &mut self.trace {
-            if let Some(last) = t.last_mut() {
-                if last.fuel_after == u64::MAX {
-                    last.fuel_after = used;
-                }
-            }
-            if t.len() < cap {
-                t.push(TraceStep {
-                    op,
-                    fuel_before: used,
-                    fuel_after: u64::MAX,
-                    pos,
-                });
-            } else {
-                self.trace_dropped += 1;
-            }
-        }
-    }
-
-    pub(super) fn close_trace(&mut self) {
-        let used = self.fuel_used_milli();
-        if let Some(last) = self.trace.as_mut().and_then(|t| t.last_mut()) {
-            if last.fuel_after == u64::MAX {
-                last.fuel_after = used;
-            }
-        }
     }
 }
