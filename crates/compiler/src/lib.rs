@@ -235,7 +235,8 @@ fn compile_checked(
             None => compile_inner(c, source, opts, bodies).map(|p| (p, Vec::new())),
             Some(inputs) => {
                 // (collected on the thread that compiles: the sink is thread-local)
-                let (r, found) = warnings::collect(inputs, || compile_inner(c, source, opts, bodies));
+                let (r, found) =
+                    warnings::collect(inputs, || compile_inner(c, source, opts, bodies));
                 r.map(|p| (p, found))
             }
         }))

@@ -1,6 +1,5 @@
 //! The verifier: every check the VM relies on, run before a program may be run.
 
-
 use super::verified::new_shared;
 use super::*;
 use crate::isa::{Flow, Op, Operand};
