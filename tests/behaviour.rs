@@ -1,9 +1,9 @@
 //! Behaviour corpus: small AJS programs with their expected result, error and fuel range, plus a
 //! differential check against Node for what AJS keeps from JavaScript.
 
-mod common;
+use crate::common;
 
-use common::{err, eval, eval_with, ok};
+use crate::common::{err, eval, eval_with, ok};
 use serde_json::{json, Value};
 
 /// (code, context, expected result as JSON; `null` JSON literal means JS null)

@@ -1,7 +1,7 @@
 //! Fuel before work for the second batch of builtins: 100× the input costs at least 10× the fuel,
 //! and a large input on a small budget ends `Out of Fuel`.
 
-mod common;
+use crate::common;
 
 use ajs::{ErrorKind, Options};
 use serde_json::{json, Value};

@@ -2,9 +2,7 @@
 //! expressions (decision 23), `Set` (decision 13), `Date` (decision 12, UTC) and the pure utility
 //! atoms (decision 21); with their refusals.
 
-mod common;
-
-use common::{err, ok};
+use crate::common::{err, ok};
 use serde_json::json;
 
 #[test]

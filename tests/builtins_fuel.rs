@@ -2,7 +2,7 @@
 //! and 100× the input costs at least 10× the fuel (marginal over an O(1) baseline on the same
 //! input). Plus the guest errors of the builtins (cycles, forbidden keys, refused joins).
 
-mod common;
+use crate::common;
 
 use ajs::{ErrorKind, Options};
 use serde_json::{json, Value};

@@ -1,7 +1,7 @@
 //! Callback methods, lowered inline as loops: results compared with Node, fuel proportional to
 //! the array, outer variables read-only.
 
-mod common;
+use crate::common;
 
 use serde_json::json;
 

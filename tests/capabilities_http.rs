@@ -2,8 +2,7 @@
 //! certificate made at test time): no redirects followed, no cookies, the depth header, the
 //! body cap, timeouts and cancellation that close the connection, refusals that open none.
 
-#[path = "capabilities_support.rs"]
-mod support;
+use crate::capabilities_support as support;
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -390,4 +389,93 @@ async fn a_refused_connection_is_catchable() {
     )
     .await;
     assert_eq!(out.result, JsValue::String("offline".into()));
+}
+
+// The admission rules themselves (ajs-io's `admit`), before any request is made.
+
+fn fetch_req(url: &str, method: &str, headers: &[(&str, &str)]) -> ajs_io::FetchRequest {
+    ajs_io::FetchRequest {
+        url: url.into(),
+        method: method.into(),
+        headers: headers
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect(),
+    }
+}
+
+#[test]
+fn fetch_admission_rules() {
+    let open = ajs_io::FetchPolicy::default();
+    assert!(ajs_io::admit(&fetch_req("https://a.com/", "GET", &[]), &open, true, 0).is_ok());
+    assert!(
+        ajs_io::admit(&fetch_req("https://a.com/", "GET", &[]), &open, false, 0)
+            .unwrap_err()
+            .starts_with("Fetch blocked: no allowedFetchDomains")
+    );
+    assert!(ajs_io::admit(&fetch_req("file:///etc/passwd", "GET", &[]), &open, true, 0).is_err());
+    assert!(
+        ajs_io::admit(&fetch_req("https://a.com/", "POST", &[]), &open, true, 0)
+            .unwrap_err()
+            .contains("method 'POST' is not allowed")
+    );
+    let post = ajs_io::FetchPolicy {
+        methods: vec!["post".into()],
+        ..Default::default()
+    };
+    assert!(ajs_io::admit(&fetch_req("https://a.com/", "POST", &[]), &post, true, 0).is_ok());
+    assert_eq!(
+        ajs_io::admit(
+            &fetch_req("https://a.com/", "GET", &[("Cookie", "x")]),
+            &open,
+            true,
+            0
+        )
+        .unwrap_err(),
+        "Fetch blocked: header 'Cookie' is not allowed"
+    );
+    assert!(ajs_io::admit(
+        &fetch_req("https://a.com/", "GET", &[("X-API-Key", "k")]),
+        &open,
+        true,
+        0
+    )
+    .is_ok());
+    assert!(ajs_io::admit(
+        &fetch_req("https://a.com/", "GET", &[("X-Agent-Depth", "1")]),
+        &open,
+        true,
+        0
+    )
+    .is_err());
+    assert!(
+        ajs_io::admit(&fetch_req("https://a.com/", "GET", &[]), &open, true, 10)
+            .unwrap_err()
+            .starts_with("Agent request depth exceeded")
+    );
+    let wild = ajs_io::FetchPolicy {
+        domains: Some(vec!["*.example.com".into()]),
+        ..Default::default()
+    };
+    assert!(ajs_io::admit(
+        &fetch_req("https://API.example.com/x", "GET", &[]),
+        &wild,
+        false,
+        0
+    )
+    .is_ok());
+    assert!(ajs_io::admit(
+        &fetch_req("https://example.com/x", "GET", &[]),
+        &wild,
+        false,
+        0
+    )
+    .is_ok());
+    assert!(ajs_io::admit(
+        &fetch_req("https://badexample.com/x", "GET", &[]),
+        &wild,
+        false,
+        0
+    )
+    .is_err());
 }

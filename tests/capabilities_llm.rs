@@ -1,7 +1,6 @@
 //! The built-in OpenAI-compatible model client behind `llmPredict`, against a loopback server.
 
-#[path = "capabilities_support.rs"]
-mod support;
+use crate::capabilities_support as support;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! the loop test is copied to the bottom of a `while`. All must behave exactly like the general
 //! forms: same results, same errors, for every kind of operand.
 
-mod common;
+use crate::common;
 
 use serde_json::json;
 

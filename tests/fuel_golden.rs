@@ -1,8 +1,8 @@
 //! Fuel used by a fixed set of programs, pinned in `tests/golden/fuel.txt`: any change to the
 //! cost table or to code generation shows up as a reviewed diff. Regenerate with
-//! `AJS_BLESS=1 cargo test --test fuel_golden`.
+//! `AJS_BLESS=1 cargo test --release -p ajs --test ajs_tests fuel_golden`.
 
-mod common;
+use crate::common;
 
 use serde_json::json;
 

@@ -1,6 +1,6 @@
 //! Wall-clock and structural limits.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -3,7 +3,7 @@
 //! first, spread, `Object.assign`, `JSON` and the boundary, compared with Node and with fixed
 //! expectations.
 
-mod common;
+use crate::common;
 
 use serde_json::json;
 

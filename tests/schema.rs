@@ -1,6 +1,6 @@
 //! `filter(data, schemaOrExample)` and `Schema.*` (decision 21).
 
-mod common;
+use crate::common;
 
 use serde_json::json;
 

@@ -1,8 +1,7 @@
 //! Holds copies, not references; hostile capability returns; the fetch policy; quotas; errors are
 //! values; catchable vs run-ending failures (reference §9, scenarios 29–49).
 
-#[path = "adversarial_common.rs"]
-mod adv;
+use crate::adversarial_common as adv;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

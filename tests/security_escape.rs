@@ -1,8 +1,7 @@
 //! Reaches nothing not handed to it: prototype names, host globals, the method allowlist, string
 //! literals that equal variable names (reference §9, scenarios 19–27).
 
-#[path = "adversarial_common.rs"]
-mod adv;
+use crate::adversarial_common as adv;
 
 use adv::{eval, failed, fuel, is_security_error, ok_json};
 use ajs::ErrorKind;

@@ -1,16 +1,11 @@
 //! The stable-toolchain path of the fuzz targets: every file of `fuzz/corpus/<target>/` replayed
-//! through the same harness the targets use (`fuzz/src/harness.rs`, included here), so CI replays
-//! the corpora without nightly. The `generated` corpus holds `arbitrary` input bytes (decoding
+//! through the same harness the targets use (the crate `ajs-fuzz-support`, fuzz/support), so CI
+//! replays the corpora without nightly. The `generated` corpus holds `arbitrary` input bytes (decoding
 //! them needs the `arbitrary` crate, which only the fuzz workspace has); here those bytes go
 //! through the text and artifact paths, and the generator's printer is exercised on seeded
 //! programs (`ast::Program::random`).
 
-#![allow(unexpected_cfgs)] // fuzz/src/ast.rs derives `Arbitrary` under `--cfg fuzzing` only
-
-#[path = "../fuzz/src/ast.rs"]
-mod ast;
-#[path = "../fuzz/src/harness.rs"]
-mod harness;
+use ajs_fuzz_support::{ast, harness};
 
 use std::path::PathBuf;
 

@@ -1,8 +1,7 @@
 //! Isolation between runs, 100 concurrent runs, and "a guest never makes the host panic"
 //! (reference §9, scenarios 45, 50; the seed's isolation claim).
 
-#[path = "adversarial_common.rs"]
-mod adv;
+use crate::adversarial_common as adv;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

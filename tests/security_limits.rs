@@ -2,9 +2,7 @@
 //! scenarios 1–18). Wall-clock bounds of the reference become fuel, size or count bounds here;
 //! the few `Instant` checks are generous sanity bounds, not the claim.
 
-#[path = "adversarial_common.rs"]
-mod adv;
-#[path = "security_limits/regex.rs"]
+use crate::adversarial_common as adv;
 mod regex;
 
 use std::time::{Duration, Instant};

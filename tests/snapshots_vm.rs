@@ -5,7 +5,7 @@
 use ajs_vm::{AtomSpec, JsValue, SnapshotError, Step, Vm, VmOptions};
 use sha2::{Digest, Sha256};
 
-mod common;
+use crate::common;
 
 const SRC: &str = "function main({ n: 3 }) {\n  let out = []\n  let seen = Set()\n  let re = /a(b+)/g\n  let d = Date(0)\n  let i = 0\n  while (i < n) {\n    let r = llmPredict({ prompt: 'q' + i })\n    seen.add(r)\n    out.push({ r, m: re.test('xabbb' + r), y: d.year, t: Date.now() })\n    i = i + 1\n  }\n  try { Error('boom') } catch (e) { out.push(e) }\n  console.log('done', out.length)\n  return { out, size: seen.size, r: Math.random() < 2 }\n}";
 

@@ -1,6 +1,6 @@
 //! Destructuring, spread and computed keys (decision 7), compared with Node.
 
-mod common;
+use crate::common;
 
 use serde_json::json;
 

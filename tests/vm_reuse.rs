@@ -10,8 +10,7 @@ use ajs::{Capabilities, ErrorKind, Eval, JsValue, Options, Runner, SafeFunction}
 use ajs_vm::{AtomSpec, HostArg, Step, Vm, VmOptions};
 use serde_json::json;
 
-mod common;
-use common::agent_program as program;
+use crate::common::agent_program as program;
 
 /// Leaves heap cells of every kind, a log, a caught error, clock readings and randomness.
 const DIRTY: &str = "function main({ n: 3 }) {\n  let out = []\n  let seen = Set()\n  let re = /a(b+)/g\n  let d = Date(0)\n  let i = 0\n  while (i < n) {\n    let r = llmPredict({ prompt: 'q' + i })\n    seen.add(r)\n    out.push({ r, m: re.test('xabbb' + r), y: d.year, t: Date.now(), s: 'long string ' + i + ' '.repeat(40) })\n    i = i + 1\n  }\n  try { Error('boom') } catch (e) { out.push(e) }\n  console.log('done', out.length)\n  return { out, size: seen.size, r: Math.random() }\n}";

@@ -1,6 +1,8 @@
 //! Fixed costs of the facade: (a) an `Eval` from source to result, (b) one call of a compiled
 //! `SafeFunction`.
 
+#![forbid(unsafe_code)]
+
 use ajs::{Eval, JsValue, Options, SafeFunction};
 use ajs_benches::runtime;
 use std::hint::black_box;

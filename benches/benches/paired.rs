@@ -11,6 +11,8 @@
 //!
 //! Run: `cd benches && cargo bench --bench paired` (about a minute; see docs/PERFORMANCE.md).
 
+#![forbid(unsafe_code)]
+
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 

@@ -5,6 +5,8 @@
 //!
 //! Run: `cd benches && cargo bench --bench peers` (see benches/README.md and docs/PERFORMANCE.md).
 
+#![forbid(unsafe_code)]
+
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 

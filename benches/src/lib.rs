@@ -1,6 +1,8 @@
 //! Programs shared by the benchmarks in `benches/` and the opcode census in `examples/`.
 //! Run everything with `cd benches && cargo bench`; see README.md and docs/PERFORMANCE.md.
 
+#![forbid(unsafe_code)]
+
 use std::time::{Duration, Instant};
 
 use ajs::{Eval, JsValue, Options, Runner};

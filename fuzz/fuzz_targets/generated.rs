@@ -1,13 +1,11 @@
 //! A structured generator: an `arbitrary`-derived AST of AJS statements and expressions (with
 //! hostile property names, memory-growing methods, callbacks, spreads, JSON text, capability
 //! calls) printed to source → compile → run, as a function body or as an agent with a (possibly
-//! recursive) helper. Invariants in `src/harness.rs`.
+//! recursive) helper. Invariants in `support/src/harness.rs`.
+#![forbid(unsafe_code)]
 #![no_main]
 
-#[path = "../src/harness.rs"]
-mod harness;
-#[path = "../src/ast.rs"]
-mod ast;
+use ajs_fuzz_support::{ast, harness};
 
 use ajs_compiler::Mode;
 use libfuzzer_sys::fuzz_target;

@@ -13,6 +13,8 @@
 //! Rows marked `regex` belong to the regex engine's pricing (docs/costs.md, "Regular
 //! expressions").
 
+#![forbid(unsafe_code)]
+
 use std::collections::HashMap;
 use std::time::Instant;
 

@@ -6,6 +6,8 @@
 //! `_sync` API. `WHICH` (`eval`, `eval_task`, `eval_sync`, `call`, `call_task`, `call_sync`)
 //! measures only that row, for profiling.
 
+#![forbid(unsafe_code)]
+
 use std::hint::black_box;
 use std::time::Instant;
 

@@ -9,6 +9,8 @@
 //! filter and an iteration count, `vmbench fib 20`. With `--vm-only` only the VM part runs (for
 //! `valgrind --tool=callgrind`); `--disasm` prints each program's bytecode.
 
+#![forbid(unsafe_code)]
+
 use std::collections::HashMap;
 use std::time::Instant;
 

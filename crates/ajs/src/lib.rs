@@ -23,6 +23,7 @@
 //! assert_eq!(add.call(&[json!(20), json!(22)]).await.result, ajs::JsValue::Number(42.0));
 //! # });
 //! ```
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 /// The embedding guide (`docs/embedding.md`): its examples run as doctests.

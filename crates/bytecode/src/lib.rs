@@ -22,6 +22,7 @@
 //! let loaded = Program::from_bytes(&bytes).expect("verifies");
 //! assert_eq!(loaded.functions[0].code.len(), 3);
 //! ```
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 pub mod isa;

@@ -7,6 +7,8 @@
 //! latency percentiles and the process's peak RSS (VmHWM). Exits 1 on any lost, failed or
 //! mixed-up response.
 
+#![forbid(unsafe_code)]
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

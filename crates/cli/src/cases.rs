@@ -436,9 +436,10 @@ fn limit_for(opts: &Options) -> Duration {
     Duration::from_millis(opts.timeout_ms).saturating_add(GRACE)
 }
 
-/// A readable form of an outcome (its JSON line), cut to a readable length.
+/// A readable form of an outcome (its JSON line, as `ajs eval` prints it), cut to a readable
+/// length.
 fn show_outcome(o: &Outcome) -> String {
-    short(&o.to_json())
+    short(&ajs_runner::outcome_json(o, false))
 }
 
 /// JSON text cut to 300 characters.
@@ -657,28 +658,27 @@ pub fn load_file(path: &str) -> Vec<(String, Result<Case, String>)> {
         .collect()
 }
 
-/// Runs every case of every file in order, printing one line per failure, then the closing line.
-/// Returns the number of failures.
-pub async fn run_files(files: &[String], out: &mut impl std::io::Write) -> std::io::Result<usize> {
-    let (mut passed, mut failed) = (0usize, 0usize);
-    for file in files {
-        for (name, parsed) in load_file(file) {
-            let failure = match parsed {
-                Err(e) => Some(e),
-                Ok(case) => run_case(&case).await.err(),
-            };
-            match failure {
-                None => passed += 1,
-                Some(why) => {
-                    failed += 1;
-                    let line = format!("FAIL {name}: {why}");
-                    writeln!(out, "{}", line.replace('\r', "\\r").replace('\n', "\\n"))?;
-                }
-            }
-        }
+/// One case's report: its name, and why it failed (`None`: it passed).
+pub type CaseReport = (String, Option<String>);
+
+/// Runs every case of one file in order.
+pub async fn run_file(file: &str) -> Vec<CaseReport> {
+    let mut reports = Vec::new();
+    for (name, parsed) in load_file(file) {
+        let failure = match parsed {
+            Err(e) => Some(e),
+            Ok(case) => run_case(&case).await.err(),
+        };
+        reports.push((name, failure));
     }
-    writeln!(out, "{passed} passed, {failed} failed")?;
-    Ok(failed)
+    reports
+}
+
+/// A failing case's line in the report: `FAIL name: why`, on one line.
+pub fn failure_line(name: &str, why: &str) -> String {
+    format!("FAIL {name}: {why}")
+        .replace('\r', "\\r")
+        .replace('\n', "\\n")
 }
 
 #[cfg(test)]

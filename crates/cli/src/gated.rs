@@ -7,30 +7,133 @@
 use std::process::ExitCode;
 
 use ajs::{Approvals, Decision, GatedRunner, Journal, Policy, RunResult, RunSettings, Runner};
+use ajs_runner::cli::{fuel, json_value, read_capped, Input};
 use ajs_runner::config::ServerConfig;
+use ajs_runner::exit::{outcome_code, print_json, refusal_json, refuse, Usage, RUN_FAILED};
+use ajs_runner::outcome_json;
+use clap::{ArgGroup, Args};
 use serde_json::{json, Value};
 
-use crate::{parse_args, parse_num, runtime, Usage};
+use crate::runtime;
 
 const BUNDLE_MAGIC: &[u8; 4] = b"AJSR";
 
-/// Usage text of the three commands.
-pub const USAGE: &str = "\
-  ajs run AGENT.ajs [--args JSON] [--policy atom=pause|deny|collect|allow,…] [--snapshot-out FILE]
-          [--journal-out FILE] [--config FILE] [--fuel N] [--timeout-ms N] [--key-env VAR]
-      Compiles and runs an agent. With a pause or collect policy the run stops before the gated
-      call: the pending calls are printed as JSON ({\"status\": \"suspended\", \"pending\": […]}) and
-      the run is saved to --snapshot-out (default run.snap). --journal-out records every host call.
-  ajs resume SNAPSHOT (--approve | --deny | --decisions JSON) [--config FILE] [--snapshot-out FILE]
-          [--journal-out FILE] [--key-env VAR] [--nonce-dir DIR]
-      Continues a saved run in this process, approving or denying every pending call (or deciding
-      each: --decisions '[{\"id\": 0, \"approve\": true}]'). Budgets continue where they were.
-      With --nonce-dir every snapshot resumes once: its id is recorded in DIR (shared by every
-      process that resumes runs), and a second resume of it is refused.
-  ajs replay AGENT.ajs --journal FILE [--args JSON] [--config FILE]
-      Re-runs an agent offline against a journal: no capability is called; the first call that
-      differs ends the run with ReplayMismatch (exit 1).
-";
+const EXIT_CODES: &str = "Exit codes: 0 the run finished without error or is suspended, 1 the \
+run failed, 2 bad usage, 3 input refused (a compile error, arguments refused by the signature, a \
+snapshot or journal refused, a file over its cap).";
+
+/// `run`'s arguments.
+#[derive(Args)]
+#[command(
+    about = "Compile and run an agent, with approval policies, snapshots and a journal",
+    long_about = "Compiles and runs an agent and prints its outcome as one JSON line (the body \
+POST /run answers with). With a pause or collect policy the run stops before the gated call: the \
+pending calls are printed as JSON ({\"status\": \"suspended\", \"pending\": […]}) and the run is \
+saved to --snapshot-out (default run.snap). --journal-out records every host call.",
+    after_help = EXIT_CODES
+)]
+pub struct RunArgs {
+    /// The agent source file.
+    #[arg(value_name = "AGENT.ajs")]
+    file: String,
+    /// The arguments: a JSON object keyed by parameter name.
+    #[arg(long, value_name = "JSON", value_parser = json_value)]
+    args: Option<Value>,
+    /// Approval policies, atom=pause|deny|collect|allow, comma-separated (repeatable).
+    #[arg(long, value_name = "atom=policy,…", action = clap::ArgAction::Append)]
+    policy: Vec<String>,
+    /// Where a suspended run is saved (default run.snap).
+    #[arg(long, value_name = "FILE")]
+    snapshot_out: Option<String>,
+    /// Record every host call in this journal file.
+    #[arg(long, value_name = "FILE")]
+    journal_out: Option<String>,
+    /// A serve configuration (fetch policy, model, quotas, limits).
+    #[arg(long, value_name = "FILE")]
+    config: Option<String>,
+    /// The fuel budget (default: the configuration's `limits.defaultFuel`).
+    #[arg(long, value_name = "N", value_parser = fuel, allow_negative_numbers = true)]
+    fuel: Option<f64>,
+    /// The wall-clock limit in milliseconds (default: `limits.defaultTimeoutMs`).
+    #[arg(long, value_name = "MS", allow_negative_numbers = true)]
+    timeout_ms: Option<u64>,
+    /// The environment variable holding the key that signs snapshots.
+    #[arg(long, value_name = "VAR")]
+    key_env: Option<String>,
+    /// Include the guest's console lines in the outcome: "log": [{"level", "message"}].
+    #[arg(long)]
+    log: bool,
+}
+
+/// `resume`'s arguments.
+#[derive(Args)]
+#[command(
+    about = "Continue a saved run, approving or denying its pending calls",
+    long_about = "Continues a saved run in this process, approving or denying every pending call \
+(or deciding each: --decisions '[{\"id\": 0, \"approve\": true}]'). Budgets continue where they \
+were. With --nonce-dir every snapshot resumes once: its id is recorded in DIR (shared by every \
+process that resumes runs), and a second resume of it is refused.",
+    after_help = EXIT_CODES,
+    group(ArgGroup::new("decision").required(true).args(["approve", "deny", "decisions"]))
+)]
+pub struct ResumeArgs {
+    /// The saved run (`run --snapshot-out`).
+    #[arg(value_name = "SNAPSHOT")]
+    file: String,
+    /// Approve every pending call.
+    #[arg(long)]
+    approve: bool,
+    /// Deny every pending call.
+    #[arg(long)]
+    deny: bool,
+    /// One decision per pending call: '[{"id": 0, "approve": true}]'.
+    #[arg(long, value_name = "JSON")]
+    decisions: Option<String>,
+    /// A serve configuration (fetch policy, model, quotas, limits).
+    #[arg(long, value_name = "FILE")]
+    config: Option<String>,
+    /// Where a run suspended again is saved (default run.snap).
+    #[arg(long, value_name = "FILE")]
+    snapshot_out: Option<String>,
+    /// Record every host call in this journal file.
+    #[arg(long, value_name = "FILE")]
+    journal_out: Option<String>,
+    /// The environment variable holding the key that signs snapshots.
+    #[arg(long, value_name = "VAR")]
+    key_env: Option<String>,
+    /// Resume every snapshot once: record its id in DIR and refuse a second resume.
+    #[arg(long, value_name = "DIR")]
+    nonce_dir: Option<String>,
+    /// Include the guest's console lines in the outcome: "log": [{"level", "message"}].
+    #[arg(long)]
+    log: bool,
+}
+
+/// `replay`'s arguments.
+#[derive(Args)]
+#[command(
+    about = "Re-run an agent offline against a journal",
+    long_about = "Re-runs an agent offline against a journal: no capability is called; the \
+first call that differs ends the run with {\"error\": {\"kind\": \"replayMismatch\", …}} (exit 1).",
+    after_help = EXIT_CODES
+)]
+pub struct ReplayArgs {
+    /// The agent source file.
+    #[arg(value_name = "AGENT.ajs")]
+    file: String,
+    /// The journal (`run --journal-out`).
+    #[arg(long, value_name = "FILE")]
+    journal: String,
+    /// The arguments: a JSON object keyed by parameter name.
+    #[arg(long, value_name = "JSON", value_parser = json_value)]
+    args: Option<Value>,
+    /// A serve configuration (fetch policy, model, quotas, limits).
+    #[arg(long, value_name = "FILE")]
+    config: Option<String>,
+    /// Include the guest's console lines in the outcome: "log": [{"level", "message"}].
+    #[arg(long)]
+    log: bool,
+}
 
 struct Common {
     config: ServerConfig,
@@ -42,36 +145,34 @@ struct Common {
     nonce_dir: Option<String>,
 }
 
-fn common(options: &[(String, String)]) -> Result<Common, Usage> {
-    let mut c = Common {
-        config: ServerConfig::default(),
-        fuel: None,
-        timeout: None,
-        key: None,
-        snapshot_out: None,
-        journal_out: None,
-        nonce_dir: None,
-    };
-    for (name, value) in options {
-        match name.as_str() {
-            "--config" => c.config = ServerConfig::load(value).map_err(Usage)?,
-            "--fuel" => c.fuel = Some(parse_num(name, value)?),
-            "--timeout-ms" => c.timeout = Some(parse_num(name, value)?),
-            "--key-env" => {
-                let k = std::env::var(value).map_err(|_| {
-                    Usage(format!(
-                        "--key-env: the environment variable {value} is not set"
-                    ))
-                })?;
-                c.key = Some(k.into_bytes());
-            }
-            "--snapshot-out" => c.snapshot_out = Some(value.clone()),
-            "--journal-out" => c.journal_out = Some(value.clone()),
-            "--nonce-dir" => c.nonce_dir = Some(value.clone()),
-            _ => {}
-        }
+impl Common {
+    fn new(config: Option<&String>, key_env: Option<&String>) -> Result<Common, Usage> {
+        let config = match config {
+            Some(path) => ServerConfig::load(path).map_err(Usage)?,
+            None => ServerConfig::default(),
+        };
+        let key = match key_env {
+            Some(var) => Some(
+                std::env::var(var)
+                    .map_err(|_| {
+                        Usage(format!(
+                            "--key-env: the environment variable {var} is not set"
+                        ))
+                    })?
+                    .into_bytes(),
+            ),
+            None => None,
+        };
+        Ok(Common {
+            config,
+            fuel: None,
+            timeout: None,
+            key,
+            snapshot_out: None,
+            journal_out: None,
+            nonce_dir: None,
+        })
     }
-    Ok(c)
 }
 
 fn policies(text: &str) -> Result<Vec<(String, Policy)>, Usage> {
@@ -121,35 +222,31 @@ fn write(path: &str, bytes: &[u8]) -> Result<(), Usage> {
 
 /// Reads a saved run or a journal: at most an artifact and four times the heap ceiling (what a
 /// run's state or its recorded host calls can hold).
-fn read_saved(path: &str, c: &Common) -> Result<Vec<u8>, Usage> {
+fn read_saved(path: &str, c: &Common) -> Result<Input, Usage> {
     let max =
         ajs::MAX_ARTIFACT_BYTES.saturating_add(c.config.limits.max_heap_bytes.saturating_mul(4));
-    ajs_runner::cli::read_capped(
+    Input::from_read(read_capped(
         path,
         max,
         "MAX_ARTIFACT_BYTES + 4 x limits.maxHeapBytes; raise maxHeapBytes in the --config file",
-    )
-    .map_err(Usage)
+    ))
 }
 
-fn compile(path: &str, c: &Common) -> Result<Option<ajs::VerifiedProgram>, Usage> {
-    let bytes = ajs_runner::cli::read_capped(
+/// Compiles an agent file: the program, or the exit code of its printed refusal.
+fn compile(path: &str, c: &Common) -> Result<Result<ajs::VerifiedProgram, ExitCode>, Usage> {
+    let bytes = match Input::from_read(read_capped(
         path,
         c.config.limits.max_source_bytes,
         "limits.maxSourceBytes; raise it in the --config file",
-    )
-    .map_err(Usage)?;
-    let source = String::from_utf8(bytes).map_err(|_| Usage(format!("{path} is not UTF-8")))?;
-    match Runner::compile_agent(&source, &c.config.base_options()) {
-        Ok(p) => Ok(Some(p)),
-        Err(e) => {
-            println!(
-                "{}",
-                json!({ "fuelUsed": 0, "error": { "message": e.to_string() } })
-            );
-            Ok(None)
-        }
-    }
+    ))? {
+        Input::Read(b) => b,
+        Input::Ended(code) => return Ok(Err(code)),
+    };
+    let Ok(source) = String::from_utf8(bytes) else {
+        return Ok(Err(refuse("compileError", format!("{path} is not UTF-8"))));
+    };
+    Ok(Runner::compile_agent(&source, &c.config.base_options())
+        .map_err(|e| refuse("compileError", e.to_string())))
 }
 
 /// Prints how a gated run ended and saves what was asked; the exit code.
@@ -158,16 +255,19 @@ fn report(
     program: &ajs::VerifiedProgram,
     policy_text: &str,
     c: &Common,
-    journal_wanted: bool,
+    log: bool,
 ) -> Result<ExitCode, Usage> {
     match result {
         RunResult::Finished(r) => {
             if let (Some(path), Some(j)) = (&c.journal_out, &r.journal) {
                 write(path, &j.to_bytes())?;
-            } else if journal_wanted && c.journal_out.is_some() {
+            } else if c.journal_out.is_some() {
                 return Err(Usage("the run produced no journal".into()));
             }
-            println!("{}", r.outcome.to_json());
+            Ok(print_json(
+                &outcome_json(&r.outcome, log),
+                outcome_code(&r.outcome),
+            ))
         }
         RunResult::Suspended(s) => {
             let path = c.snapshot_out.clone().unwrap_or_else(|| "run.snap".into());
@@ -184,108 +284,73 @@ fn report(
                 .iter()
                 .map(|p| json!({ "id": p.id, "atom": p.atom, "input": p.input.to_json(), "inputHash": p.input_hash }))
                 .collect();
-            println!(
-                "{}",
-                json!({ "status": "suspended", "snapshot": path, "pending": pending })
-            );
+            Ok(print_json(
+                &json!({ "status": "suspended", "snapshot": path, "pending": pending }),
+                0,
+            ))
         }
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// `ajs run`.
-pub fn cmd_run(args: &[String]) -> Result<ExitCode, Usage> {
-    let p = parse_args(
-        args,
-        &[
-            "--args",
-            "--policy",
-            "--snapshot-out",
-            "--journal-out",
-            "--config",
-            "--fuel",
-            "--timeout-ms",
-            "--key-env",
-        ],
-    )?;
-    let [file] = p.positional.as_slice() else {
-        return Err(Usage("run takes one AGENT file".into()));
-    };
-    let c = common(&p.options)?;
-    let mut run_args = json!({});
-    let mut policy_text = String::new();
-    for (name, value) in &p.options {
-        match name.as_str() {
-            "--args" => {
-                run_args = serde_json::from_str(value)
-                    .map_err(|e| Usage(format!("--args is not valid JSON: {e}")))?
-            }
-            "--policy" => {
-                if !policy_text.is_empty() {
-                    policy_text.push(',');
-                }
-                policy_text.push_str(value);
-            }
-            _ => {}
-        }
-    }
+pub fn cmd_run(a: &RunArgs) -> Result<ExitCode, Usage> {
+    let mut c = Common::new(a.config.as_ref(), a.key_env.as_ref())?;
+    c.fuel = a.fuel;
+    c.timeout = a.timeout_ms;
+    c.snapshot_out = a.snapshot_out.clone();
+    c.journal_out = a.journal_out.clone();
+    let policy_text = a.policy.join(",");
     let pol = policies(&policy_text)?;
-    let Some(program) = compile(file, &c)? else {
-        return Ok(ExitCode::SUCCESS);
+    let run_args = a.args.clone().unwrap_or_else(|| json!({}));
+    let program = match compile(&a.file, &c)? {
+        Ok(p) => p,
+        Err(code) => return Ok(code),
     };
     let runner = gated(&c, &pol, c.journal_out.is_some())?;
     let result = runtime()?.block_on(runner.start(&program, &run_args));
-    report(result, &program, &policy_text, &c, c.journal_out.is_some())
+    report(result, &program, &policy_text, &c, a.log)
+}
+
+/// The artifact, policies and snapshot of a saved run (magic `AJSR`, see the module's docs).
+fn unbundle(bundle: &[u8]) -> Result<(&[u8], &str, &[u8]), &'static str> {
+    if bundle.len() < 8 || &bundle[..4] != BUNDLE_MAGIC {
+        return Err("not a saved run (bad magic)");
+    }
+    let n = u32::from_le_bytes([bundle[4], bundle[5], bundle[6], bundle[7]]) as usize;
+    let artifact = bundle.get(8..8 + n).ok_or("truncated")?;
+    let len = bundle.get(8 + n..12 + n).ok_or("truncated")?;
+    let m = u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize;
+    let policy_bytes = bundle.get(12 + n..12 + n + m).ok_or("truncated")?;
+    let policy_text = std::str::from_utf8(policy_bytes).map_err(|_| "bad policy text")?;
+    Ok((artifact, policy_text, &bundle[12 + n + m..]))
 }
 
 /// `ajs resume`.
-pub fn cmd_resume(args: &[String]) -> Result<ExitCode, Usage> {
-    let p = ajs_runner::cli::parse(
-        args,
-        &[
-            "--decisions",
-            "--snapshot-out",
-            "--journal-out",
-            "--config",
-            "--key-env",
-            "--nonce-dir",
-        ],
-        &["--approve", "--deny"],
-    )
-    .map_err(|e| Usage(e.0))?;
-    let approve_all = p.flags.iter().any(|f| f == "--approve");
-    let deny_all = p.flags.iter().any(|f| f == "--deny");
-    let [file] = p.positional.as_slice() else {
-        return Err(Usage("resume takes one SNAPSHOT file".into()));
+pub fn cmd_resume(a: &ResumeArgs) -> Result<ExitCode, Usage> {
+    let mut c = Common::new(a.config.as_ref(), a.key_env.as_ref())?;
+    c.snapshot_out = a.snapshot_out.clone();
+    c.journal_out = a.journal_out.clone();
+    c.nonce_dir = a.nonce_dir.clone();
+    let explicit: Option<Vec<Value>> = match &a.decisions {
+        Some(v) => Some(
+            serde_json::from_str(v)
+                .map_err(|e| Usage(format!("--decisions is not valid JSON: {e}")))?,
+        ),
+        None => None,
     };
-    let c = common(&p.options)?;
-    let bundle = read_saved(file, &c)?;
-    let refused = |m: &str| {
-        eprintln!("ajs resume: {file}: {m}");
-        Ok(ExitCode::from(1))
+    let file = &a.file;
+    let bundle = match read_saved(file, &c)? {
+        Input::Read(b) => b,
+        Input::Ended(code) => return Ok(code),
     };
-    if bundle.len() < 8 || &bundle[..4] != BUNDLE_MAGIC {
-        return refused("not a saved run (bad magic)");
-    }
-    let n = u32::from_le_bytes([bundle[4], bundle[5], bundle[6], bundle[7]]) as usize;
-    let Some(artifact) = bundle.get(8..8 + n) else {
-        return refused("truncated");
+    let refused = |m: &str| Ok(refuse("snapshotRefused", format!("{file}: {m}")));
+    let (artifact, policy_text, snapshot) = match unbundle(&bundle) {
+        Ok(parts) => parts,
+        Err(m) => return refused(m),
     };
-    let Some(len) = bundle.get(8 + n..12 + n) else {
-        return refused("truncated");
-    };
-    let m = u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize;
-    let Some(policy_bytes) = bundle.get(12 + n..12 + n + m) else {
-        return refused("truncated");
-    };
-    let Ok(policy_text) = std::str::from_utf8(policy_bytes) else {
+    let Ok(pol) = policies(policy_text) else {
         return refused("bad policy text");
     };
-    let policy_text = policy_text.to_string();
-    let Ok(pol) = policies(&policy_text) else {
-        return refused("bad policy text");
-    };
-    let snapshot = &bundle[12 + n + m..];
     let program = match ajs::Program::from_bytes(artifact) {
         Ok(p) => p,
         Err(e) => return refused(&format!("artifact refused: {e}")),
@@ -296,27 +361,10 @@ pub fn cmd_resume(args: &[String]) -> Result<ExitCode, Usage> {
         Ok(c) => c,
         Err(e) => return refused(&format!("snapshot refused: {e}")),
     };
-    let explicit: Option<Vec<Value>> = match p.options.iter().find(|(n, _)| n == "--decisions") {
-        Some((_, v)) => Some(
-            serde_json::from_str(v)
-                .map_err(|e| Usage(format!("--decisions is not valid JSON: {e}")))?,
-        ),
-        None => None,
-    };
-    if [approve_all, deny_all, explicit.is_some()]
-        .iter()
-        .filter(|b| **b)
-        .count()
-        != 1
-    {
-        return Err(Usage(
-            "resume needs exactly one of --approve, --deny or --decisions".into(),
-        ));
-    }
     let mut decisions = Vec::new();
     for call in &calls {
         let approve = match &explicit {
-            None => approve_all,
+            None => a.approve,
             Some(list) => list
                 .iter()
                 .find(|d| d["id"].as_u64() == Some(call.id as u64))
@@ -336,38 +384,27 @@ pub fn cmd_resume(args: &[String]) -> Result<ExitCode, Usage> {
     }
     let result = runtime()?.block_on(runner.resume(&program, snapshot, decisions));
     match result {
-        Ok(r) => report(r, &program, &policy_text, &c, c.journal_out.is_some()),
+        Ok(r) => report(r, &program, policy_text, &c, a.log),
+        Err(ajs::ResumeError::Decision(m)) => Err(Usage(m)),
         Err(e) => refused(&e.to_string()),
     }
 }
 
 /// `ajs replay`.
-pub fn cmd_replay(args: &[String]) -> Result<ExitCode, Usage> {
-    let p = parse_args(args, &["--args", "--journal", "--config"])?;
-    let [file] = p.positional.as_slice() else {
-        return Err(Usage("replay takes one AGENT file".into()));
+pub fn cmd_replay(a: &ReplayArgs) -> Result<ExitCode, Usage> {
+    let c = Common::new(a.config.as_ref(), None)?;
+    let run_args = a.args.clone().unwrap_or_else(|| json!({}));
+    let path = &a.journal;
+    let bytes = match read_saved(path, &c)? {
+        Input::Read(b) => b,
+        Input::Ended(code) => return Ok(code),
     };
-    let c = common(&p.options)?;
-    let mut run_args = json!({});
-    let mut journal_path = None;
-    for (name, value) in &p.options {
-        match name.as_str() {
-            "--args" => {
-                run_args = serde_json::from_str(value)
-                    .map_err(|e| Usage(format!("--args is not valid JSON: {e}")))?
-            }
-            "--journal" => journal_path = Some(value.clone()),
-            _ => {}
-        }
-    }
-    let path = journal_path.ok_or_else(|| Usage("replay needs --journal FILE".into()))?;
-    let bytes = read_saved(&path, &c)?;
     let Some(journal) = Journal::from_bytes(&bytes) else {
-        eprintln!("ajs replay: {path}: not a journal");
-        return Ok(ExitCode::from(1));
+        return Ok(refuse("journalRefused", format!("{path}: not a journal")));
     };
-    let Some(program) = compile(file, &c)? else {
-        return Ok(ExitCode::from(1));
+    let program = match compile(&a.file, &c)? {
+        Ok(p) => p,
+        Err(code) => return Ok(code),
     };
     let options = c.config.base_options();
     match runtime()?.block_on(ajs::replay(
@@ -377,13 +414,11 @@ pub fn cmd_replay(args: &[String]) -> Result<ExitCode, Usage> {
         &c.config.runner(0),
         &options,
     )) {
-        Ok(out) => {
-            println!("{}", out.to_json());
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(e) => {
-            println!("{}", json!({ "error": { "message": e.to_string() } }));
-            Ok(ExitCode::from(1))
-        }
+        Ok(out) => Ok(print_json(&outcome_json(&out, a.log), outcome_code(&out))),
+        Err(ajs::ReplayError::Journal(m)) => Ok(refuse("journalRefused", format!("{path}: {m}"))),
+        Err(e @ ajs::ReplayError::Mismatch(_)) => Ok(print_json(
+            &refusal_json("replayMismatch", e.to_string()),
+            RUN_FAILED,
+        )),
     }
 }

@@ -154,8 +154,8 @@ fn pause_resume_in_new_processes_matches_an_unpaused_run() {
     assert_eq!(code, 0);
     assert_eq!(json(&out)["result"]["total"], 16);
     assert_eq!(hits.load(Ordering::SeqCst), 4);
-    // other arguments do not match the journal
-    let (code, _, _) = ajs(
+    // other arguments do not match the journal: refused before anything runs
+    let (code, out, _) = ajs(
         &dir,
         &[
             "replay",
@@ -168,7 +168,8 @@ fn pause_resume_in_new_processes_matches_an_unpaused_run() {
             "{\"n\": 3}",
         ],
     );
-    assert_eq!(code, 1);
+    assert_eq!(code, 3, "{out}");
+    assert_eq!(json(&out)["error"]["kind"], "journalRefused", "{out}");
 }
 
 #[test]
@@ -193,14 +194,21 @@ fn edited_snapshots_and_journals_are_refused() {
     let last = bytes.len() - 10;
     bytes[last] ^= 1;
     std::fs::write(dir.join("bad.snap"), &bytes).unwrap();
-    let (code, _, err) = ajs(
+    let (code, out, err) = ajs(
         &dir,
         &["resume", "bad.snap", "--approve", "--config", "cfg.json"],
     );
-    assert_eq!(code, 1);
-    assert!(err.contains("refused"), "{err}");
-    // a denied call is a catchable error in the guest; here uncaught
-    let (_, out, _) = ajs(
+    assert_eq!(code, 3, "input refused: {err}");
+    assert_eq!(json(&out)["error"]["kind"], "snapshotRefused");
+    assert!(
+        json(&out)["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("refused"),
+        "{out}"
+    );
+    // a denied call is a catchable error in the guest; here uncaught: the run failed
+    let (code, out, _) = ajs(
         &dir,
         &["resume", "s.snap", "--deny", "--config", "cfg.json"],
     );
@@ -208,6 +216,7 @@ fn edited_snapshots_and_journals_are_refused() {
         json(&out)["error"]["message"],
         "Call to 'httpFetch' denied by policy"
     );
+    assert_eq!(code, 1);
 
     let (_, _, _) = ajs(
         &dir,
@@ -224,7 +233,7 @@ fn edited_snapshots_and_journals_are_refused() {
     let at = j.len() / 2;
     j[at] ^= 0x20;
     std::fs::write(dir.join("bad.journal"), &j).unwrap();
-    let (code, _, _) = ajs(
+    let (code, out, _) = ajs(
         &dir,
         &[
             "replay",
@@ -235,7 +244,9 @@ fn edited_snapshots_and_journals_are_refused() {
             "bad.journal",
         ],
     );
-    assert_eq!(code, 1, "an edited journal never replays clean");
+    // the library reports a broken chain as the first call that differs: the run failed
+    assert_eq!(code, 1, "an edited journal never replays clean: {out}");
+    assert_eq!(json(&out)["error"]["kind"], "replayMismatch", "{out}");
 }
 
 #[test]
@@ -313,8 +324,9 @@ fn a_parallel_batch_pauses_and_a_nonce_dir_makes_resume_single_use_across_proces
     assert_eq!(out["result"], json(&plain)["result"]);
     assert_eq!(out["fuelUsed"], json(&plain)["fuelUsed"]);
     assert_eq!(hits.load(Ordering::SeqCst), 6, "each call made once");
-    let (code, _, err) = resume();
-    assert_eq!(code, 1, "a second resume is refused");
-    assert!(err.contains("already"), "{err}");
+    let (code, out, err) = resume();
+    assert_eq!(code, 3, "a second resume is refused: {err}");
+    assert_eq!(json(&out)["error"]["kind"], "snapshotRefused");
+    assert!(out.contains("already"), "{out}");
     assert_eq!(hits.load(Ordering::SeqCst), 6);
 }

@@ -4,6 +4,8 @@
 //!
 //! `cargo run --release -p ajs-compiler --example compile_8k [N]` (N compiles, default 2000).
 
+#![forbid(unsafe_code)]
+
 use std::time::Instant;
 
 use ajs_compiler::{compile, CompileOptions, Mode};

@@ -2,6 +2,8 @@
 //! -p ajs-compiler --example compile_tiny [N] [SOURCE] [verify]` prints the median time per
 //! compile (with `verify`, each program is also verified, outside the timed part).
 
+#![forbid(unsafe_code)]
+
 use std::time::Instant;
 
 use ajs_compiler::{compile, CompileOptions, Mode};

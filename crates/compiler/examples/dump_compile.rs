@@ -5,6 +5,8 @@
 //!
 //! `cargo run --release -p ajs-compiler --example dump_compile CASES > OUT`
 
+#![forbid(unsafe_code)]
+
 use std::io::Write;
 
 use ajs_compiler::{compile, CompileOptions, Mode};

@@ -3,6 +3,7 @@
 //! Entry point: [`compile`]. The produced [`Program`] holds one function whose parameters are the
 //! externals the code uses (see [`CompileOptions`]), with fuel `Charge`s inserted and a span table
 //! pointing into the user's source.
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 /// The first diagnostic of a parse as (message, byte offset of its first label).

@@ -3,32 +3,14 @@
 use std::collections::HashMap;
 use std::process::ExitCode;
 
+use clap::Args;
 use serde_json::Value;
 
 use crate::config::{LogFormat, ServerConfig};
+pub use crate::exit::Usage;
+use crate::exit::{outcome_code, print_json, refuse, RUN_FAILED};
 use crate::output::outcome_json;
 use crate::server::Server;
-
-/// Help for `exec`.
-pub const EXEC_USAGE: &str =
-    "  exec ARTIFACT [--args JSON] [--fuel N] [--timeout-ms N] [--quotas JSON]
-       [--fetch-domains a,b] [--fetch-methods POST,…] [--spans PATH] [--config FILE] [--log]
-      Loads a compiled artifact (`ajs compile`) through the verifier and runs it with the
-      arguments (a JSON object keyed by parameter name); prints the outcome as one JSON line:
-      {\"result\": …, \"fuelUsed\": …, \"error\": {\"message\", \"kind\", \"line\"?, \"column\"?},
-      \"log\"?: […]}. --spans takes the sidecar `compile --strip` wrote, for error positions;
-      --config takes a serve configuration (fetch policy, model, quotas, limits). Exits 0 when
-      the program ran (even if it failed), 1 when the artifact is refused, 2 on bad usage.
-";
-
-/// Help for `serve`.
-pub const SERVE_USAGE: &str = "  serve [--config FILE] [--listen ADDR]
-      Serves POST /run (see docs/deployment.md) until SIGINT or SIGTERM, then finishes the
-      requests in flight. FILE is JSON, or TOML when it ends in .toml.
-";
-
-/// Bad usage: the message.
-pub struct Usage(pub String);
 
 /// The environment variable that asks `ajs` and `ajs-run` to print their peak RSS on exit.
 pub const PEAK_RSS_ENV: &str = "AJS_REPORT_PEAK_RSS";
@@ -56,15 +38,40 @@ pub fn report_peak_rss() {
 /// Largest configuration file read (`--config`).
 pub const MAX_CONFIG_BYTES: usize = 1024 * 1024;
 
+/// Why a file was not read.
+#[derive(Debug)]
+pub enum ReadError {
+    /// It could not be opened or read (the message names the file).
+    Unreadable(String),
+    /// It is larger than its cap (the message names the file and the limit).
+    TooLarge(String),
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::Unreadable(m) | ReadError::TooLarge(m) => f.write_str(m),
+        }
+    }
+}
+
+impl From<ReadError> for String {
+    fn from(e: ReadError) -> String {
+        e.to_string()
+    }
+}
+
 /// Reads a file of at most `max` bytes, refusing a larger one without reading it all.
 /// `limit` names the limit and how to raise it, for the message.
 ///
 /// # Errors
 /// The file cannot be read, or is larger than `max`: the message names the file and the limit.
-pub fn read_capped(path: &str, max: usize, limit: &str) -> Result<Vec<u8>, String> {
+pub fn read_capped(path: &str, max: usize, limit: &str) -> Result<Vec<u8>, ReadError> {
     use std::io::Read;
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot read {path}: {e}"))?;
-    let too_large = || format!("{path} is over the {max}-byte limit ({limit})");
+    let unreadable = |e: std::io::Error| ReadError::Unreadable(format!("cannot read {path}: {e}"));
+    let file = std::fs::File::open(path).map_err(unreadable)?;
+    let too_large =
+        || ReadError::TooLarge(format!("{path} is over the {max}-byte limit ({limit})"));
     // a regular file says its size: a larger one is refused unread, a smaller one read into
     // one allocation of its size
     let known = file
@@ -78,7 +85,7 @@ pub fn read_capped(path: &str, max: usize, limit: &str) -> Result<Vec<u8>, Strin
     let mut buf = Vec::with_capacity(known.map_or(0, |n| n as usize + 1));
     file.take(max as u64 + 1)
         .read_to_end(&mut buf)
-        .map_err(|e| format!("cannot read {path}: {e}"))?;
+        .map_err(unreadable)?;
     if buf.len() > max {
         return Err(too_large());
     }
@@ -89,7 +96,7 @@ pub fn read_capped(path: &str, max: usize, limit: &str) -> Result<Vec<u8>, Strin
 ///
 /// # Errors
 /// As [`read_capped`].
-pub fn read_artifact(path: &str) -> Result<Vec<u8>, String> {
+pub fn read_artifact(path: &str) -> Result<Vec<u8>, ReadError> {
     read_capped(
         path,
         ajs::MAX_ARTIFACT_BYTES,
@@ -97,67 +104,57 @@ pub fn read_artifact(path: &str) -> Result<Vec<u8>, String> {
     )
 }
 
-/// Command-line arguments split into positional arguments, `--name value` options and flags.
-pub struct Parsed {
-    /// Positional arguments, in order.
-    pub positional: Vec<String>,
-    /// `--name value` or `--name=value` options, in order.
-    pub options: Vec<(String, String)>,
-    /// Flags (options without a value) that were given.
-    pub flags: Vec<String>,
+/// A file a run needs, read or refused: unreadable is bad usage (the command line names a file
+/// that is not there), over its cap is input refused (`tooLarge`).
+pub enum Input {
+    /// The bytes.
+    Read(Vec<u8>),
+    /// Already reported: end with this code.
+    Ended(ExitCode),
 }
 
-/// Splits `args`: `valued` names take a value (`--name value` or `--name=value`), `flags` do not;
-/// `--` ends the options; any other `--name` is an error.
+impl Input {
+    /// Sorts a read's result into bytes, a usage error or a printed refusal.
+    ///
+    /// # Errors
+    /// [`Usage`] when the file cannot be read.
+    pub fn from_read(r: Result<Vec<u8>, ReadError>) -> Result<Input, Usage> {
+        match r {
+            Ok(b) => Ok(Input::Read(b)),
+            Err(ReadError::Unreadable(m)) => Err(Usage(m)),
+            Err(ReadError::TooLarge(m)) => Ok(Input::Ended(refuse("tooLarge", m))),
+        }
+    }
+}
+
+/// Parses a limit that must be at least 1 (a limit of 0 is refused, never "unlimited").
 ///
 /// # Errors
-/// [`Usage`] naming an unknown option or one missing its value.
-pub fn parse(args: &[String], valued: &[&str], flags: &[&str]) -> Result<Parsed, Usage> {
-    let mut p = Parsed {
-        positional: Vec::new(),
-        options: Vec::new(),
-        flags: Vec::new(),
-    };
-    let mut i = 0;
-    while i < args.len() {
-        let a = &args[i];
-        if a == "--" {
-            p.positional.extend(args[i + 1..].iter().cloned());
-            break;
-        }
-        if a.starts_with("--") && a.len() > 2 {
-            let (name, inline) = match a.split_once('=') {
-                Some((n, v)) => (n.to_string(), Some(v.to_string())),
-                None => (a.clone(), None),
-            };
-            if flags.contains(&name.as_str()) && inline.is_none() {
-                p.flags.push(name);
-            } else if valued.contains(&name.as_str()) {
-                let value = match inline {
-                    Some(v) => v,
-                    None => {
-                        i += 1;
-                        args.get(i)
-                            .cloned()
-                            .ok_or_else(|| Usage(format!("option '{name}' needs a value")))?
-                    }
-                };
-                p.options.push((name, value));
-            } else {
-                return Err(Usage(format!("unknown option '{name}'")));
-            }
-        } else {
-            p.positional.push(a.clone());
-        }
-        i += 1;
+/// Not a whole number, or 0.
+pub fn at_least_one<T: std::str::FromStr + PartialOrd + From<u8>>(v: &str) -> Result<T, String> {
+    match v.trim().parse::<T>() {
+        Ok(n) if n >= T::from(1) => Ok(n),
+        Ok(_) => Err("must be at least 1 (a limit of 0 is refused: there is no unlimited)".into()),
+        Err(_) => Err("expects a whole number of at least 1".into()),
     }
-    Ok(p)
 }
 
-fn num<T: std::str::FromStr>(name: &str, v: &str) -> Result<T, Usage> {
+/// Parses a JSON value.
+///
+/// # Errors
+/// The parser's message.
+pub fn json_value(v: &str) -> Result<Value, String> {
+    serde_json::from_str(v).map_err(|e| format!("not valid JSON: {e}"))
+}
+
+/// Parses a fuel budget (any number; [`ajs::Options::validate`] then checks its range).
+///
+/// # Errors
+/// Not a number.
+pub fn fuel(v: &str) -> Result<f64, String> {
     v.trim()
         .parse()
-        .map_err(|_| Usage(format!("{name} expects a non-negative number, not '{v}'")))
+        .map_err(|_| format!("expects a number of fuel, not '{v}'"))
 }
 
 fn list(v: &str) -> Vec<String> {
@@ -168,110 +165,110 @@ fn list(v: &str) -> Vec<String> {
         .collect()
 }
 
-/// `exec ARTIFACT …`.
+/// `exec`: load a compiled artifact through the verifier and run it.
+#[derive(Args, Debug)]
+#[command(
+    about = "Run a compiled artifact (`ajs compile`) and print its outcome as one JSON line",
+    long_about = "Loads a compiled artifact (`ajs compile`) through the verifier and runs it with \
+the arguments; prints the outcome as one JSON line, the body `POST /run` answers with:
+{\"result\": …, \"fuelUsed\": …, \"error\": {\"message\", \"kind\", \"line\"?, \"column\"?}, \"log\"?: […]},
+or {\"error\": {\"kind\", \"message\"}} when the artifact is refused before it runs.
+
+Exit codes: 0 the run succeeded, 1 the run failed (guest error, fuel, timeout…), 2 bad usage,
+3 input refused (artifact refused, an atom this runner does not provide, arguments refused)."
+)]
+pub struct ExecArgs {
+    /// The artifact file `ajs compile` wrote.
+    #[arg(value_name = "ARTIFACT")]
+    pub artifact: String,
+    /// The arguments: a JSON object keyed by parameter name.
+    #[arg(long, value_name = "JSON", value_parser = json_value)]
+    pub args: Option<Value>,
+    /// The fuel budget (default: the configuration's `limits.defaultFuel`).
+    #[arg(long, value_name = "N", value_parser = fuel, allow_negative_numbers = true)]
+    pub fuel: Option<f64>,
+    /// The wall-clock limit in milliseconds (default: `limits.defaultTimeoutMs`).
+    #[arg(long, value_name = "MS", allow_negative_numbers = true)]
+    pub timeout_ms: Option<u64>,
+    /// Most calls per atom, a JSON object: '{"httpFetch": 5}'.
+    #[arg(long, value_name = "JSON")]
+    pub quotas: Option<String>,
+    /// Hosts `httpFetch` may reach, comma-separated (api.example.com,*.example.com).
+    #[arg(long, value_name = "HOSTS")]
+    pub fetch_domains: Option<String>,
+    /// Methods `httpFetch` may use besides GET and HEAD, comma-separated (POST,PUT).
+    #[arg(long, value_name = "METHODS")]
+    pub fetch_methods: Option<String>,
+    /// The span sidecar `compile --strip` wrote, for error positions.
+    #[arg(long, value_name = "PATH")]
+    pub spans: Option<String>,
+    /// A serve configuration (fetch policy, model, quotas, limits); JSON, or TOML for *.toml.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<String>,
+    /// Include the guest's console lines in the outcome: "log": [{"level", "message"}].
+    #[arg(long)]
+    pub log: bool,
+}
+
+/// `exec ARTIFACT …`: prints one JSON line; the exit code as in [`crate::exit`].
 ///
 /// # Errors
 /// [`Usage`] on bad usage (exit code 2).
-pub fn exec(prog: &str, args: &[String]) -> Result<ExitCode, Usage> {
-    let p = parse(
-        args,
-        &[
-            "--args",
-            "--fuel",
-            "--timeout-ms",
-            "--quotas",
-            "--fetch-domains",
-            "--fetch-methods",
-            "--spans",
-            "--config",
-        ],
-        &["--log"],
-    )?;
-    let file = match p.positional.as_slice() {
-        [f] => f.clone(),
-        [] => return Err(Usage("exec needs an ARTIFACT file".into())),
-        more => {
-            return Err(Usage(format!(
-                "exec takes one ARTIFACT argument, got {}",
-                more.len()
-            )))
-        }
+pub fn exec(a: &ExecArgs) -> Result<ExitCode, Usage> {
+    let mut config = match &a.config {
+        Some(path) => ServerConfig::load(path).map_err(Usage)?,
+        None => ServerConfig::default(),
     };
-    let mut config = ServerConfig::default();
-    if let Some((_, path)) = p.options.iter().find(|(n, _)| n == "--config") {
-        config = ServerConfig::load(path).map_err(Usage)?;
+    if let Some(q) = &a.quotas {
+        config.quotas = serde_json::from_str::<HashMap<String, u32>>(q).map_err(|e| {
+            Usage(format!(
+                "--quotas must be a JSON object of atom name to count: {e}"
+            ))
+        })?;
     }
-    let mut run_args = Value::Object(serde_json::Map::new());
-    let mut fuel = None;
-    let mut timeout = None;
-    let mut spans_path = None;
-    for (name, value) in &p.options {
-        match name.as_str() {
-            "--args" => {
-                run_args = serde_json::from_str(value)
-                    .map_err(|e| Usage(format!("--args is not valid JSON: {e}")))?;
-            }
-            "--fuel" => fuel = Some(num::<f64>(name, value)?),
-            "--timeout-ms" => timeout = Some(num::<u64>(name, value)?),
-            "--quotas" => {
-                config.quotas =
-                    serde_json::from_str::<HashMap<String, u32>>(value).map_err(|e| {
-                        Usage(format!(
-                            "--quotas must be a JSON object of atom name to count: {e}"
-                        ))
-                    })?;
-            }
-            "--fetch-domains" => config.fetch.domains = Some(list(value)),
-            "--fetch-methods" => config.fetch.methods = list(value),
-            "--spans" => spans_path = Some(value.clone()),
-            _ => {}
-        }
+    if let Some(d) = &a.fetch_domains {
+        config.fetch.domains = Some(list(d));
+    }
+    if let Some(m) = &a.fetch_methods {
+        config.fetch.methods = list(m);
     }
     let mut options = config.base_options();
-    if let Some(f) = fuel {
+    if let Some(f) = a.fuel {
         options.fuel = f;
     }
-    if let Some(t) = timeout {
+    if let Some(t) = a.timeout_ms {
         options.timeout_ms = t;
     }
     options.validate().map_err(|e| Usage(e.to_string()))?;
-    let read = |path: &str| {
-        read_artifact(path).map_err(|e| {
-            eprintln!("{prog} exec: {e}");
-        })
+    let bytes = match Input::from_read(read_artifact(&a.artifact))? {
+        Input::Read(b) => b,
+        Input::Ended(code) => return Ok(code),
     };
-    let Ok(bytes) = read(&file) else {
-        return Ok(ExitCode::from(1));
-    };
-    let spans = match &spans_path {
-        Some(path) => match read(path) {
-            Ok(s) => Some(s),
-            Err(()) => return Ok(ExitCode::from(1)),
+    let spans = match &a.spans {
+        Some(path) => match Input::from_read(read_artifact(path))? {
+            Input::Read(b) => Some(b),
+            Input::Ended(code) => return Ok(code),
         },
         None => None,
     };
     let program = match ajs::load_artifact(&bytes, spans.as_deref()) {
         Ok(p) => p,
-        Err(e) => {
-            eprintln!("{prog} exec: {file}: artifact refused: {e}");
-            return Ok(ExitCode::from(1));
-        }
+        Err(e) => return Ok(refuse("artifactRefused", format!("Artifact refused: {e}"))),
     };
     if let Err(m) = config.admit_program(&program, &options) {
-        eprintln!("{prog} exec: {file}: {m}");
-        return Ok(ExitCode::from(1));
+        return Ok(refuse("atomRefused", m));
     }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| Usage(format!("cannot start the async runtime: {e}")))?;
     let runner = config.runner(0);
+    let run_args = a
+        .args
+        .clone()
+        .unwrap_or_else(|| Value::Object(serde_json::Map::new()));
     let out = rt.block_on(runner.run_program(&program, &run_args, &options));
-    println!(
-        "{}",
-        outcome_json(&out, p.flags.iter().any(|f| f == "--log"))
-    );
-    Ok(ExitCode::SUCCESS)
+    Ok(print_json(&outcome_json(&out, a.log), outcome_code(&out)))
 }
 
 /// Installs the `tracing` subscriber writing one line per event to stderr.
@@ -308,27 +305,34 @@ pub async fn shutdown_signal() {
     }
 }
 
+/// `serve`: the `POST /run` endpoint.
+#[derive(Args, Debug)]
+#[command(
+    about = "Serve POST /run (docs/deployment.md) until SIGINT or SIGTERM",
+    long_about = "Serves POST /run (see docs/deployment.md) until SIGINT or SIGTERM, then \
+finishes the requests in flight. Exits 0 after a clean shutdown, 1 when the address cannot be \
+bound, 2 on bad usage (a configuration that cannot be read or is out of range)."
+)]
+pub struct ServeArgs {
+    /// The configuration; JSON, or TOML when the name ends in .toml.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<String>,
+    /// The address to listen on (overrides the configuration's `listen`).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+}
+
 /// `serve [--config FILE] [--listen ADDR]`.
 ///
 /// # Errors
 /// [`Usage`] on bad usage (exit code 2).
-pub fn serve(prog: &str, args: &[String]) -> Result<ExitCode, Usage> {
-    let p = parse(args, &["--config", "--listen"], &[])?;
-    if let Some(extra) = p.positional.first() {
-        return Err(Usage(format!(
-            "serve takes no positional argument, got '{extra}'"
-        )));
-    }
-    let mut config = ServerConfig::default();
-    for (name, value) in &p.options {
-        if name == "--config" {
-            config = ServerConfig::load(value).map_err(Usage)?;
-        }
-    }
-    for (name, value) in &p.options {
-        if name == "--listen" {
-            config.listen = value.clone();
-        }
+pub fn serve(prog: &str, a: &ServeArgs) -> Result<ExitCode, Usage> {
+    let mut config = match &a.config {
+        Some(path) => ServerConfig::load(path).map_err(Usage)?,
+        None => ServerConfig::default(),
+    };
+    if let Some(listen) = &a.listen {
+        config.listen = listen.clone();
     }
     init_logging(config.log_format);
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -340,7 +344,7 @@ pub fn serve(prog: &str, args: &[String]) -> Result<ExitCode, Usage> {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("{prog} serve: {e}");
-                return ExitCode::from(1);
+                return ExitCode::from(RUN_FAILED);
             }
         };
         tracing::info!(addr = %server.local_addr(), "listening; POST /run");

@@ -172,7 +172,8 @@ impl ServerConfig {
             path,
             crate::cli::MAX_CONFIG_BYTES,
             "MAX_CONFIG_BYTES: a configuration is a few kilobytes; is this the right file?",
-        )?;
+        )
+        .map_err(String::from)?;
         let text = String::from_utf8(bytes).map_err(|_| format!("{path} is not UTF-8"))?;
         ServerConfig::parse(&text, path.ends_with(".toml")).map_err(|e| format!("{path}: {e}"))
     }
@@ -200,6 +201,13 @@ impl ServerConfig {
         }
         if l.default_timeout_ms == 0 || l.default_timeout_ms > l.max_timeout_ms {
             return Err("limits.defaultTimeoutMs must be between 1 and limits.maxTimeoutMs".into());
+        }
+        if l.max_source_bytes == 0 {
+            // the library reads 0 as "no cap": a configuration never means that by accident
+            return Err(
+                "limits.maxSourceBytes must be at least 1 (a limit of 0 is refused: there is no unlimited)"
+                    .into(),
+            );
         }
         if l.max_heap_bytes < ajs::MIN_HEAP_BYTES {
             return Err(format!(

@@ -5,10 +5,12 @@
 //! only artifacts that `ajs compile` wrote, loaded through the verifier. See
 //! `docs/deployment.md` for the split deployment, the server's configuration and its request
 //! and response formats.
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 pub mod cli;
 pub mod config;
+pub mod exit;
 pub mod output;
 pub mod server;
 

@@ -1,4 +1,5 @@
-//! The outcome as JSON, the same for `exec` and `POST /run`.
+//! The outcome as JSON, the same for `POST /run` and every command that runs code (`exec`,
+//! `eval`, `run`, `resume`, `replay`).
 
 use ajs::{LogLine, Outcome};
 use serde_json::{json, Value};

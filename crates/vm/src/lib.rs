@@ -19,6 +19,7 @@
 //! assert_eq!(vm.run(u64::MAX), Step::Done(JsValue::Number(3.0)));
 //! assert!(vm.fuel_used() > 0.0 && vm.fuel_used() < 1.0);
 //! ```
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 mod alloc;
