@@ -2,7 +2,7 @@
 //! expressions (decision 23), `Set` (decision 13), `Date` (decision 12, UTC) and the pure utility
 //! atoms (decision 21); with their refusals.
 
-use crate::common::{err, ok};
+use crate::common::{self, err, ok};
 use serde_json::json;
 
 #[test]
