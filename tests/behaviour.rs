@@ -952,3 +952,22 @@ fn spread_into_builtins_takes_any_number_of_arguments() {
     let cases: Vec<&str> = cases.iter().map(String::as_str).collect();
     common::compare_with_node(&cases, common::Form::Block);
 }
+
+/// Match results carry `index`, `input` and `groups` as in JavaScript (`matchAll` gives an array
+/// here, an iterator there: spread it for Node).
+#[test]
+fn match_results_have_index_input_and_groups() {
+    let cases = [
+        "const m = /b/.exec('abc')\nreturn [m.index, m.input, m.groups, m.length, m[0]]",
+        "const m = '2020-01-05'.match(/(?<y>\\d+)-(?<m>\\d+)-(?<d>\\d+)/)\nreturn [m.index, m.groups.y, m.groups.d, m.groups, JSON.stringify(m)]",
+        "return [...'a1b22'.matchAll(/\\d+/g)].map(m => [m[0], m.index, m.input])",
+        "return [...'a1b22'.matchAll(/(?<n>\\d+)/g)].map(m => m.groups.n + '@' + m.index)",
+        "const m = /(?<a>x)|(?<b>y)/.exec('zy')\nreturn [m.groups.a, m.groups.b, Object.keys(m.groups), m.index]",
+        "const m = /3/.exec(12345)\nreturn [m.input, m.index]",
+        "const { index, input } = /c/.exec('abc')\nreturn [index, input]",
+        "const re = /o/g\nre.exec('foo')\nconst m = re.exec('foo')\nreturn [m.index, re.lastIndex]",
+        "const m = /b/.exec('abc')\nconst c = m.slice()\nreturn [c.index, m.map(x => x).index, m['index']]",
+        "const all = []\nlet i = 0\nwhile (i < 50) { all.push(/(?<d>\\d)/.exec('ab' + i)); i = i + 1 }\nreturn all.map(m => m.index + m.groups.d).join()",
+    ];
+    common::compare_with_node(&cases, common::Form::Block);
+}

@@ -405,3 +405,46 @@ fn spread_of_a_million_arguments_is_paid_per_element() {
         without.fuel_used
     );
 }
+
+#[test]
+fn match_result_properties_survive_collections_and_cost_their_room() {
+    // a million live match results, each with its index/input/groups object: the heap limit
+    // sees them (a run under a small heap fails as a heap limit, not a crash)
+    let code = "const all = []\nlet i = 0\n\
+                while (i < 1000000) { all.push(/(?<d>\\d)/.exec('ab' + (i % 10))); i = i + 1 }\n\
+                return all.length";
+    let out = common::eval_with(
+        code,
+        json!({}),
+        ajs::Options {
+            fuel: 1e9,
+            ..Default::default()
+        },
+    );
+    let e = out
+        .error
+        .expect("a million match results exceed the default heap");
+    assert!(e.message.contains("Heap limit"), "{}", e.message);
+    // survivors keep their properties across collections
+    let code = "const keep = []\nlet i = 0\n\
+                while (i < 20000) { const m = /(?<d>\\d)/.exec('ab' + (i % 10))\n\
+                if (i % 1000 == 0) { keep.push(m) }\n i = i + 1 }\n\
+                return keep.map(m => m.index + ':' + m.groups.d + ':' + m.input).join()";
+    let out = common::eval_with(
+        code,
+        json!({}),
+        ajs::Options {
+            fuel: 1e8,
+            ..Default::default()
+        },
+    );
+    let want: Vec<String> = (0..20)
+        .map(|k| format!("2:{}:ab{}", (k * 1000) % 10, (k * 1000) % 10))
+        .collect();
+    assert_eq!(
+        out.result.to_json(),
+        Some(json!(want.join(","))),
+        "{:?}",
+        out.error
+    );
+}

@@ -7,7 +7,7 @@ use sha2::{Digest, Sha256};
 
 use crate::common;
 
-const SRC: &str = "function main({ n: 3 }) {\n  let out = []\n  let seen = Set()\n  let re = /a(b+)/g\n  let d = Date(0)\n  let i = 0\n  while (i < n) {\n    let r = llmPredict({ prompt: 'q' + i })\n    seen.add(r)\n    out.push({ r, m: re.test('xabbb' + r), y: d.year, t: Date.now() })\n    i = i + 1\n  }\n  try { Error('boom') } catch (e) { out.push(e) }\n  console.log('done', out.length)\n  return { out, size: seen.size, r: Math.random() < 2 }\n}";
+const SRC: &str = "function main({ n: 3 }) {\n  let out = []\n  let seen = Set()\n  let re = /a(b+)/g\n  let d = Date(0)\n  let mm = /b(?<x>b)/.exec('abbc')\n  let i = 0\n  while (i < n) {\n    let r = llmPredict({ prompt: 'q' + i })\n    seen.add(r)\n    out.push({ r, m: re.test('xabbb' + r), y: d.year, t: Date.now() })\n    i = i + 1\n  }\n  try { Error('boom') } catch (e) { out.push(e) }\n  console.log('done', out.length)\n  return { out, size: seen.size, r: Math.random() < 2, m: [mm.index, mm.input, mm.groups.x] }\n}";
 
 fn program(src: &str) -> ajs_bytecode::VerifiedProgram {
     common::agent_program(src, &["llmPredict"])
@@ -67,6 +67,11 @@ fn run(pause_at: Option<usize>, key: Option<&[u8]>) -> (Step, u64, usize) {
 fn a_restored_run_ends_like_the_unpaused_one() {
     let plain = run(None, None);
     assert!(matches!(plain.0, Step::Done(_)), "{:?}", plain.0);
+    // a match result held across the pause keeps its index, input and groups
+    let Step::Done(v) = &plain.0 else {
+        unreachable!()
+    };
+    assert!(format!("{v:?}").contains("abbc"), "{v:?}");
     for at in 0..3 {
         assert_eq!(run(Some(at), None), plain, "paused at call {at}");
         assert_eq!(

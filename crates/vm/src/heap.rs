@@ -2,6 +2,7 @@
 //! and a mark-and-sweep collector. The ceiling is checked **before** memory is committed.
 
 use std::collections::hash_map::RandomState;
+use std::collections::HashMap;
 
 use indexmap::IndexMap;
 
@@ -413,7 +414,14 @@ pub struct Heap {
     /// the fast path's real threshold: `real_gc`, less the next growth of a full cell vector
     next_real: usize,
     collections: u64,
+    /// The properties besides its elements of an array that has them (a match result's
+    /// `index`, `input` and `groups`): the array's cell to an object cell, which lives while
+    /// the array does.
+    extras: HashMap<Gc, Gc>,
 }
+
+/// Real bytes of one entry of [`Heap`]'s extras table (key, value, control byte, slack).
+const EXTRA_ENTRY: usize = 24;
 
 const FIRST_GC: usize = 4 << 20;
 
@@ -447,6 +455,7 @@ impl Heap {
             real_gc: 0,
             next_real: 0,
             collections: 0,
+            extras: HashMap::new(),
         };
         h.set_limit(limit);
         h
@@ -471,6 +480,7 @@ impl Heap {
             real_gc: _,
             next_real: _,
             collections,
+            extras,
         } = self;
         // (the cells need dropping: their clear tested first, a no-op when they are empty)
         if !cells.is_empty() {
@@ -478,6 +488,7 @@ impl Heap {
         }
         marks.clear();
         free.clear();
+        extras.clear();
         *live = 0;
         *collections = 0;
         self.set_limit(limit);
@@ -502,7 +513,48 @@ impl Heap {
     /// slots more, `Vm::release`).
     #[inline]
     fn vec_bytes(&self) -> usize {
-        slots(self.cells.len()) * memory::SLOT
+        slots(self.cells.len()) * memory::SLOT + Heap::extras_bytes(self.extras.len())
+    }
+
+    /// Real bytes of an extras table of `n` entries (grown from empty).
+    fn extras_bytes(n: usize) -> usize {
+        if n == 0 {
+            0
+        } else {
+            memory::alloc(slots(n) * EXTRA_ENTRY)
+        }
+    }
+
+    /// Real bytes giving the array `arr` extra properties adds to the heap's own vectors.
+    pub fn extras_growth(&self, arr: Gc) -> usize {
+        if self.extras.contains_key(&arr) {
+            return 0;
+        }
+        let n = self.extras.len();
+        Heap::extras_bytes(n + 1) - Heap::extras_bytes(n)
+    }
+
+    /// Gives the array `arr` the properties of the object `obj` besides its elements (its room,
+    /// [`Heap::extras_growth`], admitted by the caller).
+    pub fn set_extras(&mut self, arr: Gc, obj: Gc) {
+        self.extras.insert(arr, obj);
+        self.vectors_changed();
+    }
+
+    /// The object holding the array `arr`'s properties besides its elements, if it has any.
+    #[inline]
+    pub fn extras(&self, arr: Gc) -> Option<Gc> {
+        if self.extras.is_empty() {
+            return None;
+        }
+        self.extras.get(&arr).copied()
+    }
+
+    /// Every array with extra properties and the object holding them (for snapshots).
+    pub(crate) fn all_extras(&self) -> Vec<(Gc, Gc)> {
+        let mut v: Vec<(Gc, Gc)> = self.extras.iter().map(|(a, o)| (*a, *o)).collect();
+        v.sort_unstable();
+        v
     }
 
     /// Sets the fast path's real threshold: the collection schedule, less the growth of the
@@ -563,6 +615,7 @@ impl Heap {
             real_gc: 0,
             next_real: 0,
             collections,
+            extras: HashMap::new(),
         };
         h.vecs = h.vec_bytes();
         h.real = h.recount_real();
@@ -863,7 +916,12 @@ impl Heap {
             }
             *m = true;
             match &self.cells[g as usize] {
-                Cell::Arr(a) => stack.extend(a.iter().filter_map(Value::gc)),
+                Cell::Arr(a) => {
+                    stack.extend(a.iter().filter_map(Value::gc));
+                    if let Some(o) = self.extras(g) {
+                        stack.push(o);
+                    }
+                }
                 Cell::Obj(o) => stack.extend(o.values().filter_map(Value::gc)),
                 Cell::Set(m) => stack.extend(m.values().filter_map(Value::gc)),
                 Cell::Slice { buf, .. } => stack.push(*buf),
@@ -881,6 +939,10 @@ impl Heap {
             }
         }
         self.live = self.live.saturating_sub(freed);
+        if !self.extras.is_empty() {
+            let marks = &self.marks;
+            self.extras.retain(|a, _| marks[*a as usize]);
+        }
         let vecs = self.vec_bytes();
         self.real = (self.real + vecs).saturating_sub(freed_real + self.vecs);
         self.vecs = vecs;

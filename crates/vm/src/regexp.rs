@@ -9,7 +9,7 @@ use ajs_bytecode::natives::jsregex::{translate, JsRegex};
 use ajs_bytecode::NativeId;
 
 use crate::error::{guest, OpResult};
-use crate::heap::{regex_bytes, str_bytes, Cell, Gc, RegexCell};
+use crate::heap::{regex_bytes, str_bytes, Cell, Gc, Key, PropMap, RegexCell};
 use crate::machine::{Vm, MILLI_PER_ELEMENT};
 use crate::memory;
 use crate::regex_engine::{
@@ -439,6 +439,75 @@ impl Vm {
         Ok(self.commit_arr(items))
     }
 
+    /// A match result as `exec`, `match` and `matchAll` give it: `[whole, ...groups]` with the
+    /// properties `index` (where the match starts), `input` (the string searched) and `groups`
+    /// (the named groups, or `undefined` when the pattern names none).
+    fn match_result(
+        &mut self,
+        s: &[u16],
+        m: &M,
+        input: Value,
+        names: &[Option<String>],
+        roots: &[Value],
+    ) -> OpResult<Value> {
+        let mut held: Vec<Value> = roots.to_vec();
+        held.push(input);
+        let arr = self.match_array(s, m, &held)?;
+        let Value::Arr(ag) = arr else {
+            return Ok(arr);
+        };
+        held.push(arr);
+        let groups = if names.iter().any(Option::is_some) {
+            let items = self.arr_values(ag);
+            let pairs: Vec<(Key, Value)> = names
+                .iter()
+                .enumerate()
+                .filter_map(|(i, n)| {
+                    let v = items.get(i + 1).copied().unwrap_or(Value::Undefined);
+                    n.as_ref()
+                        .map(|n| (n.encode_utf16().collect::<Vec<u16>>().into(), v))
+                })
+                .collect();
+            let g = self.extras_obj(pairs, &held)?;
+            held.push(g);
+            g
+        } else {
+            Value::Undefined
+        };
+        let key = |k: &str| -> Key { k.encode_utf16().collect::<Vec<u16>>().into() };
+        let pairs = vec![
+            (key("index"), Value::Num(m.start as f64)),
+            (key("input"), input),
+            (key("groups"), groups),
+        ];
+        let growth = self.heap.extras_growth(ag);
+        self.reserve_real(0, growth, &held)?;
+        let Value::Obj(og) = self.extras_obj(pairs, &held)? else {
+            return Ok(arr);
+        };
+        self.heap.set_extras(ag, og);
+        Ok(arr)
+    }
+
+    /// A plain object of `pairs` (keys the VM chose), paid and admitted first.
+    fn extras_obj(&mut self, pairs: Vec<(Key, Value)>, roots: &[Value]) -> OpResult<Value> {
+        self.charge_elems(pairs.len())?;
+        let mut m = PropMap::default();
+        for (k, v) in pairs {
+            m.insert(k, v);
+        }
+        let cell = Cell::Obj(m);
+        self.reserve_cell(&cell, roots)?;
+        Ok(Value::Obj(self.heap.insert(cell)))
+    }
+
+    fn arr_values(&self, g: Gc) -> Vec<Value> {
+        match self.heap.get(g) {
+            Cell::Arr(a) => a.clone(),
+            _ => Vec::new(),
+        }
+    }
+
     /// `re.test(s)`, `re.exec(s)`, `re.toString()`.
     pub(crate) fn regex_method(&mut self, id: NativeId, g: Gc, args: &[Value]) -> OpResult<Value> {
         use NativeId::*;
@@ -526,10 +595,16 @@ impl Vm {
                     self.set_last_index(g, m.end);
                 }
                 if id == Test {
-                    Ok(Value::Bool(true))
-                } else {
-                    self.match_array(&s, &m, &[])
+                    return Ok(Value::Bool(true));
                 }
+                let input = match arg {
+                    Value::Str(_) => arg,
+                    _ => {
+                        self.charge_units(s.len())?;
+                        self.alloc_str(s.clone())?
+                    }
+                };
+                self.match_result(&s, &m, input, &re.names, &[])
             }
         }
     }
@@ -599,7 +674,7 @@ impl Vm {
                 } else {
                     let (w, g) = f.get(0);
                     let m = hay.m(w, g);
-                    self.match_array(&s, &m, &[])?
+                    self.match_result(&s, &m, Value::Str(sg), &re.names, &[])?
                 }
             }
             Match => {
@@ -652,7 +727,7 @@ impl Vm {
                     for i in 0..f.whole.len() {
                         let (w, g) = f.get(i);
                         let m = hay.m(w, g);
-                        let arr = self.match_array(&s, &m, &out)?;
+                        let arr = self.match_result(&s, &m, Value::Str(sg), &re.names, &out)?;
                         out.push(arr);
                     }
                 }

@@ -109,7 +109,7 @@ impl Vm {
                         }
                         match array_index(key) {
                             Some(i) => self.element(o, i),
-                            None => Ok(Value::Undefined),
+                            None => Ok(self.array_extra(o, kg)),
                         }
                     }
                     _ => Ok(Value::Undefined),
@@ -146,6 +146,20 @@ impl Vm {
             Value::Pending(_) => {
                 guest("a host result that has not settled cannot be used as a property key")
             }
+        }
+    }
+
+    /// A property of an array besides its elements and `length` (a match result's `index`,
+    /// `input`, `groups`), or `undefined`.
+    fn array_extra(&self, o: Value, key: Gc) -> Value {
+        let Value::Arr(g) = o else {
+            return Value::Undefined;
+        };
+        match self.heap.extras(g).map(|x| self.heap.get(x)) {
+            Some(Cell::Obj(m)) => prop_index(m, self.units(key))
+                .and_then(|i| m.get_index(i))
+                .map_or(Value::Undefined, |(_, v)| *v),
+            _ => Value::Undefined,
         }
     }
 

@@ -26,7 +26,7 @@ use crate::MAX_PARALLEL_NESTING;
 /// The first bytes of every snapshot.
 pub const SNAPSHOT_MAGIC: [u8; 4] = *b"AJSS";
 /// The snapshot format version.
-pub const SNAPSHOT_VERSION: u16 = 4;
+pub const SNAPSHOT_VERSION: u16 = 5;
 const HEADER_LEN: usize = 4 + 2 + 2 + 1 + 32;
 
 /// Why a snapshot was refused.
@@ -212,6 +212,9 @@ struct Body {
     atoms: AtomCounters,
     rng: u64,
     journal: Journal,
+    /// Arrays with properties besides their elements (match results), each with the object
+    /// cell holding them.
+    array_extras: Vec<(u32, u32)>,
 }
 
 fn sv(v: Value) -> SV {
@@ -364,6 +367,7 @@ impl Vm {
             cells,
             heap_limit: self.heap.limit() as u64,
             collections: self.heap.collections(),
+            array_extras: self.heap.all_extras(),
             meter: self.meter.to_wire(),
             raise_on_run: self.hosts.raise_on_run.clone(),
             handling: self.handling.clone(),
@@ -841,6 +845,16 @@ impl Vm {
         // the heap's accounting counts regex cells once rebuilt
         let cells = vm.heap.cells().to_vec();
         vm.heap = Heap::from_cells(cells, limit, b.collections);
+        // an array's extra properties: an array cell to an object cell, each array once
+        let mut seen = HashSet::new();
+        for &(arr, obj) in &b.array_extras {
+            let arr_ok = matches!(b.cells.get(arr as usize), Some(SCell::Arr(_)));
+            let obj_ok = matches!(b.cells.get(obj as usize), Some(SCell::Obj(_)));
+            if !arr_ok || !obj_ok || !seen.insert(arr) {
+                return invalid("an array's extra properties point at the wrong cells");
+            }
+            vm.heap.set_extras(arr, obj);
+        }
         Ok(vm)
     }
 }
