@@ -57,11 +57,11 @@ fn hostile_regexes_cost_time_in_proportion_to_fuel() {
         let base = loop_ns_per_fuel();
         let (ns, out) = ns_per_fuel(code, 300_000.0);
         if let Some(e) = &out.error {
-            assert_eq!(
-                e.kind,
-                ErrorKind::OutOfFuel,
+            // (a shape that builds a value per match may meet the heap's ceiling first)
+            assert!(
+                matches!(e.kind, ErrorKind::OutOfFuel | ErrorKind::HeapLimit),
                 "{}: {}",
-                &code[..60],
+                &code[..code.len().min(60)],
                 e.message
             );
         }

@@ -442,17 +442,32 @@ impl Vm {
     /// A match result as `exec`, `match` and `matchAll` give it: `[whole, ...groups]` with the
     /// properties `index` (where the match starts), `input` (the string searched) and `groups`
     /// (the named groups, or `undefined` when the pattern names none).
+    /// (`held`: values only the caller holds, kept as roots; the temporaries pushed on it are
+    /// taken off again before it returns.)
     fn match_result(
         &mut self,
         s: &[u16],
         m: &M,
         input: Value,
         names: &[Option<String>],
-        roots: &[Value],
+        held: &mut Vec<Value>,
     ) -> OpResult<Value> {
-        let mut held: Vec<Value> = roots.to_vec();
+        let mark = held.len();
+        let r = self.match_result_in(s, m, input, names, held);
+        held.truncate(mark);
+        r
+    }
+
+    fn match_result_in(
+        &mut self,
+        s: &[u16],
+        m: &M,
+        input: Value,
+        names: &[Option<String>],
+        held: &mut Vec<Value>,
+    ) -> OpResult<Value> {
         held.push(input);
-        let arr = self.match_array(s, m, &held)?;
+        let arr = self.match_array(s, m, held)?;
         let Value::Arr(ag) = arr else {
             return Ok(arr);
         };
@@ -468,7 +483,7 @@ impl Vm {
                         .map(|n| (n.encode_utf16().collect::<Vec<u16>>().into(), v))
                 })
                 .collect();
-            let g = self.extras_obj(pairs, &held)?;
+            let g = self.extras_obj(pairs, held)?;
             held.push(g);
             g
         } else {
@@ -481,8 +496,8 @@ impl Vm {
             (key("groups"), groups),
         ];
         let growth = self.heap.extras_growth(ag);
-        self.reserve_real(0, growth, &held)?;
-        let Value::Obj(og) = self.extras_obj(pairs, &held)? else {
+        self.reserve_real(0, growth, held)?;
+        let Value::Obj(og) = self.extras_obj(pairs, held)? else {
             return Ok(arr);
         };
         self.heap.set_extras(ag, og);
@@ -604,7 +619,7 @@ impl Vm {
                         self.alloc_str(s.clone())?
                     }
                 };
-                self.match_result(&s, &m, input, &re.names, &[])
+                self.match_result(&s, &m, input, &re.names, &mut Vec::new())
             }
         }
     }
@@ -674,7 +689,7 @@ impl Vm {
                 } else {
                     let (w, g) = f.get(0);
                     let m = hay.m(w, g);
-                    self.match_result(&s, &m, Value::Str(sg), &re.names, &[])?
+                    self.match_result(&s, &m, Value::Str(sg), &re.names, &mut Vec::new())?
                 }
             }
             Match => {
@@ -727,7 +742,7 @@ impl Vm {
                     for i in 0..f.whole.len() {
                         let (w, g) = f.get(i);
                         let m = hay.m(w, g);
-                        let arr = self.match_result(&s, &m, Value::Str(sg), &re.names, &out)?;
+                        let arr = self.match_result(&s, &m, Value::Str(sg), &re.names, &mut out)?;
                         out.push(arr);
                     }
                 }
