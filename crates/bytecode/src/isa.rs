@@ -327,8 +327,8 @@ macro_rules! define_ops {
                 match self { $( Op::$name { .. } => Flow::$flow, )* }
             }
             /// Static fuel cost in milli-fuel (size-proportional work is charged at run time).
-            /// (Always inlined: one load from a table, cheaper than the call the compiler's layout
-            /// made per instruction, ~4 k instructions per compile of the 8 KB agent.)
+            /// (Always inlined: one load from a table, asked of every instruction the layout
+            /// places.)
             #[inline(always)]
             pub fn cost(&self) -> u32 {
                 match self { $( Op::$name { .. } => $cost, )* }
@@ -372,9 +372,8 @@ macro_rules! define_ops {
                 }
             }
             /// Where control may go besides the next instruction (its one `Target` or
-            /// `Target24` operand). (Always inlined: the lowering's calls of its own, where a
-            /// loop's test is copied and where a jump is patched, cost ~1.3 k instructions per
-            /// compile of the 8 KB agent, 1,118.2 k -> 1,116.9 k.)
+            /// `Target24` operand). (Always inlined: asked wherever the lowering copies a loop's
+            /// test or patches a jump.)
             #[inline(always)]
             pub fn jump_target(&self) -> Option<u32> {
                 // (one match: the compiler and the verifier ask this of every instruction)
@@ -420,9 +419,8 @@ macro_rules! define_ops {
             /// declaration order (what [`Op::operands`] gives as [`Operand::Read`],
             /// [`Operand::Write`], [`Operand::Base`] and [`Operand::Target`]), then whether it
             /// is a `Return` or a `Throw` (which, with the jumps, are [`Op::ends_block`]).
-            /// (Always inlined: the compiler's layout asks it of every instruction, and as a call,
-            /// which LLVM made it once the table grew, it cost ~16 k instructions per compile of
-            /// the 8 KB agent.)
+            /// (Always inlined: the compiler's layout asks it of every instruction, and LLVM made
+            /// it a call once the table grew.)
             #[inline(always)]
             pub fn visit<V: Visitor>(&self, v: &mut V) {
                 match *self {

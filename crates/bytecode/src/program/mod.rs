@@ -57,14 +57,13 @@ pub enum Constant {
 /// The UTF-16 code units of a string constant: up to eight units are kept in the value itself,
 /// a longer string in one allocation. Most constants are short (property keys, short
 /// messages), so that most cost no allocation to build, and none a miss of the allocator's
-/// per-thread cache (~170 instructions each). Compared, printed (`Debug`) and encoded as its
+/// per-thread cache. Compared, printed (`Debug`) and encoded as its
 /// units: the encoding is that of a `Vec<u16>`.
 pub type StrUnits = SmallVec<[u16; 8]>;
 
 /// The units of `bytes` read as Latin-1 (each byte one unit: an ASCII string's units).
 /// (A short string is widened into a fixed array first: collected into the `SmallVec`, each
-/// unit went through its `Extend`'s capacity test, ~6 k instructions per compile of the 8 KB
-/// agent.)
+/// unit would go through its `Extend`'s capacity test.)
 #[inline]
 pub fn widen(bytes: &[u8]) -> StrUnits {
     const INLINE: usize = 8;

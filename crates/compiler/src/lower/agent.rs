@@ -15,8 +15,8 @@ use crate::params::{RawFunction, RawParam};
 /// its bytes), checked against the name itself; a name whose two slots others hold goes to a
 /// keyed map
 /// (std's SipHash: a guest cannot choose names that collide there, so colliding names cost a
-/// keyed lookup each, no chain). (A keyed map alone hashed every helper's name once to build it
-/// and again at every call of a helper, ~11 k instructions per compile of the 8 KB agent.)
+/// keyed lookup each, no chain). (Not a keyed map alone: it hashes every helper's name once to
+/// build it and again at every call of a helper.)
 pub(crate) struct Helpers<'a> {
     /// A power of two of slots.
     slots: Vec<Option<(&'a str, (u16, usize))>>,
@@ -34,9 +34,8 @@ impl<'a> Helpers<'a> {
 
     /// The two slots of `name` (when the table has them): where it is, the second when another
     /// name held the first. (By the length and two words of the name, as string constants
-    /// are, in two slots: by a hash of its length and first and last bytes, in one slot, 6
-    /// lookups and 2 additions of the 8 KB agent went to the keyed map, ~2.3 k instructions
-    /// per compile.)
+    /// are, in two slots: one slot by a hash of its length and first and last bytes sent too
+    /// many of a real agent's names to the keyed map.)
     #[inline]
     fn slots(&self, name: &str) -> [usize; 2] {
         let b = name.as_bytes();
@@ -112,8 +111,7 @@ fn agent_program(
     opts: &CompileOptions,
     kept: &mut Kept,
 ) -> R<Program> {
-    // (sized for the statements, every one a function: not grown from empty, ~1.3 k
-    // instructions per compile of the 8 KB agent)
+    // (sized for the statements, every one a function: not grown from empty)
     let mut fns: Vec<&ast::Function> = Vec::with_capacity(body.len());
     for s in body {
         match s {
@@ -164,7 +162,7 @@ fn agent_program(
     // one line index for every function's span table
     let idx = LineIndex::new(src);
     // (one cursor for all: a function's positions begin near where the previous one's end,
-    // not searched for from the first line, ~2 k instructions per compile of the 8 KB agent)
+    // not searched for from the first line)
     let mut cursor = idx.cursor();
     // sized for the source (about one constant per 32 bytes), so the tables seldom grow
     let guess = src.len() / 32;
@@ -180,8 +178,8 @@ fn agent_program(
     // a recycled program's functions, whose allocations the new ones are built in
     let mut spare = kept.take_spare();
     let mut signature = None;
-    // One lowerer for every function, each begun afresh (one per function was moved in and out
-    // of its pool, some 600 bytes each way, ~5 k instructions per compile of the 8 KB agent);
+    // One lowerer for every function, each begun afresh (not one per function, a large value
+    // moved in and out of its pool);
     // the externals of the function being lowered are its parameter names, which the lowerer
     // holds itself (`Lowerer::ext_names`, in place of these options' externals).
     let fopts = CompileOptions {
@@ -192,8 +190,8 @@ fn agent_program(
     };
     let mut l = Lowerer::with_pool(&fopts, pool);
     l.helpers = helpers;
-    // the parameters of the function being lowered (filled in place: a returned list, some
-    // 300 bytes, was copied out, ~75 instructions per function)
+    // the parameters of the function being lowered (filled in place: a returned list, a large
+    // value, would be copied out per function)
     let mut params: SmallVec<[Param; 8]> = SmallVec::new();
     for (i, f) in fns.iter().enumerate() {
         let is_entry = i == fns.len() - 1;

@@ -20,17 +20,15 @@ pub(crate) struct Pool {
 #[derive(Default)]
 pub(crate) struct Buffers {
     /// The instructions of the function being lowered, each with its source offset (one vector:
-    /// an instruction emitted is one push, ~5 instructions less than two, ~5 k per compile of
-    /// the 8 KB agent).
+    /// an instruction emitted is one push, not two).
     pub(super) code: Vec<(Op, u32)>,
     /// The specials of the function (externals and the constant values it loads).
     pub(super) specials: Vec<(Special, u32)>,
     /// The text of every variable name of `scopes`.
     pub(super) names: Names,
     /// The scopes: the first `nscopes` open (innermost last), the others closed and emptied,
-    /// their vectors reused by the next scopes opened. (Opened and closed in place: a scope
-    /// moved from the spare ones to the open ones and back, some 56 bytes each way, cost ~4.6 k
-    /// instructions per compile of the 8 KB agent.)
+    /// their vectors reused by the next scopes opened. (Opened and closed in place, never moved
+    /// from the spare ones to the open ones and back.)
     pub(super) scopes: Vec<Scope>,
     pub(super) nscopes: usize,
     /// Scratch buffer for the UTF-16 units of a string constant being looked up.

@@ -6,14 +6,12 @@ use super::*;
 /// cheap hash of it ([`string_hash`]: its top bits, then its low bits), holds the first string
 /// of each slot and is checked against the pool: a string whose first slot is empty, or whose
 /// second is while another string holds its first, is new, without any other lookup (a second
-/// slot spares the keyed maps most strings: 1,196.1 k -> 1,195.1 k instructions per compile of
-/// the 8 KB agent). A string whose two slots others hold is hashed once with std's keyed
-/// SipHash (a guest cannot choose strings that
-/// collide there: a guest's strings colliding in the table cost a keyed lookup each, no chain),
+/// slot spares the keyed maps most strings). A string whose two slots others hold is hashed
+/// once with std's keyed SipHash (a guest cannot choose strings that collide there: a guest's
+/// strings colliding in the table cost a keyed lookup each, no chain),
 /// and the map from that hash to the constant's index hashes no further; the rare strings whose
-/// keyed hash another string has already are kept in a second, ordinary map. (The keyed maps
-/// alone hashed every new string, ~150 instructions, and grew with them: ~16 k instructions per
-/// compile of the 8 KB agent.)
+/// keyed hash another string has already are kept in a second, ordinary map. (Not the keyed
+/// maps alone: they hash every new string and grow with them.)
 pub(crate) struct StrMap {
     /// The index of the string constant of each slot (`NO_STRING`: none), a power of two of
     /// them; made at the first string, `wanted` of them.
@@ -106,8 +104,7 @@ impl StrMap {
 impl Keyed {
     /// The keyed hash of the string of `units` (`ascii`: its bytes, when the caller has them).
     /// An ASCII string is hashed as its bytes, in one write: half the bytes of its units and no
-    /// length prefix (~80 instructions less per new string, ~9 k per compile of the 8 KB
-    /// agent); any other as a marker byte no ASCII string starts with, then its units.
+    /// length prefix; any other as a marker byte no ASCII string starts with, then its units.
     pub(super) fn hash(&self, units: &[u16], ascii: Option<&[u8]>) -> u64 {
         let mut h = self.keys.build_hasher();
         match ascii {
@@ -153,9 +150,8 @@ impl Keyed {
 /// The number constants of a program by their bits ([`num_bits`]), as [`StrMap`] keeps strings:
 /// a direct-mapped table, by a cheap hash of the bits, holds the first number of each slot
 /// (checked against the pool: an empty slot means a new number), and a keyed map (std's SipHash,
-/// made at the first of them) the numbers whose slot another holds. (A keyed map alone, behind a
-/// cache of recent numbers, hashed every new number: ~3 k instructions per compile of the 8 KB
-/// agent.)
+/// made at the first of them) the numbers whose slot another holds. (Not a keyed map alone,
+/// behind a cache of recent numbers: it hashes every new number.)
 #[derive(Default)]
 pub(crate) struct NumMap {
     /// The index of the number constant of each slot (`NO_CONSTANT`: none), a power of two of
@@ -302,8 +298,7 @@ impl Hasher for Prehashed {
 }
 
 impl<'o> Lowerer<'o> {
-    /// (Inlined: a call, its constant passed in memory and its result returned there, cost
-    /// ~4 k instructions per compile of the 8 KB agent, 1,184.9 k -> 1,180.7 k.)
+    /// (Inlined: as a call, its constant is passed in memory and its result returned there.)
     #[inline(always)]
     pub(super) fn add_constant(&mut self, c: Constant, span: Span) -> R<ConstIdx> {
         if self.constants.len() >= MAX_CONSTANTS {
@@ -313,8 +308,7 @@ impl<'o> Lowerer<'o> {
         Ok(ConstIdx((self.constants.len() - 1) as u16))
     }
 
-    /// (Inline, the lookup of a number whose slot holds it: the usual case; a call for it cost
-    /// ~1.4 k instructions per compile of the 8 KB agent.)
+    /// (Inline, the lookup of a number whose slot holds it: the usual case, not worth a call.)
     #[inline(always)]
     pub(super) fn num_const(&mut self, v: f64, span: Span) -> R<ConstIdx> {
         let bits = num_bits(v);
@@ -442,9 +436,8 @@ impl<'o> Lowerer<'o> {
             return r;
         };
         // An ASCII string is looked up by its bytes (not encoded first), and a new one is widened
-        // straight into its constant (~130 instructions less per new string than encoding it
-        // into the scratch buffer, copying that and probing twice: ~15 k per compile of the 8 KB
-        // agent).
+        // straight into its constant (not encoded into the scratch buffer, copied and probed
+        // twice).
         let bytes = s.as_bytes();
         let mut slot = self.str_map.slot(h);
         for second in [false, true] {

@@ -9,9 +9,8 @@ pub(super) const MAX_COPIED_TEST: usize = 24;
 impl<'o> Lowerer<'o> {
     // ---------------------------------------------------------------- emission and registers
 
-    /// Appends `op`, from the source at `span`. (Always inlined: the call per instruction
-    /// emitted cost more than the two pushes, ~8 k instructions per compile of the 8 KB agent;
-    /// a plain `#[inline]` was not taken.)
+    /// Appends `op`, from the source at `span`. (Always inlined: a call per instruction emitted
+    /// costs more than the two pushes; a plain `#[inline]` was not taken.)
     #[inline(always)]
     pub(super) fn emit(&mut self, op: Op, span: Span) {
         self.bufs.code.push((op, span.start));
@@ -174,8 +173,8 @@ impl<'o> Lowerer<'o> {
 /// Branches to patch to one target (most tests make one or two).
 pub(super) type Jumps = SmallVec<[usize; 4]>;
 
-/// The jumps of one branch, `jump`. (Pushed inline: `SmallVec::from_elem`, a call that fills
-/// from a count, cost ~1.2 k instructions more per compile of the 8 KB agent.)
+/// The jumps of one branch, `jump`. (Pushed inline, not `SmallVec::from_elem`, a call that
+/// fills from a count.)
 #[inline(always)]
 pub(super) fn one_jump(jump: usize) -> Jumps {
     let mut jumps = Jumps::new();

@@ -12,8 +12,8 @@ impl<'o> Lowerer<'o> {
     pub(super) fn expr(&mut self, e: &Expression) -> R<Reg> {
         // (an identifier, the usual operand, is read here, without its span (a call into oxc)
         // or the depth's update: it nests nothing, and `enter` would refuse it only at the
-        // depth limit, where it goes the general way; 1,140.3 k -> 1,139.1 k instructions per
-        // compile of the 8 KB agent, tiny 4,396 -> 4,376. The same in `expr_to_at` cost 3.8 k.)
+        // depth limit, where it goes the general way. Not done in `expr_to_at`: it cost more
+        // there.)
         if let Expression::Identifier(id) = e {
             if self.depth < MAX_NESTING {
                 return self.read_ident(id);
@@ -22,8 +22,8 @@ impl<'o> Lowerer<'o> {
         self.expr_general(e)
     }
 
-    /// [`Self::expr`] of any expression. (Inline: out of line, with `expr` a small function of
-    /// its own, the compile of the 8 KB agent took ~2.3 k instructions more.)
+    /// [`Self::expr`] of any expression. (Inline, not out of line with `expr` a small function
+    /// of its own: `expr` runs per operand.)
     #[inline]
     pub(super) fn expr_general(&mut self, e: &Expression) -> R<Reg> {
         let span = e.span();
@@ -322,8 +322,7 @@ impl<'o> Lowerer<'o> {
 
     /// `Math.<name>` as a number; an error for other namespace members read as values.
     /// (Inline, the test that `obj` may name a namespace: most member reads are of other
-    /// objects, and a call for each of them cost ~5.7 k instructions per compile of the 8 KB
-    /// agent, 1,195.1 k -> 1,189.4 k.)
+    /// objects, not worth a call each.)
     #[inline(always)]
     pub(super) fn math_constant(&self, obj: &Expression, name: &str, span: Span) -> R<Option<f64>> {
         match obj.without_parentheses() {

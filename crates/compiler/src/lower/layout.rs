@@ -149,7 +149,7 @@ impl<'o> Lowerer<'o> {
             }
             // (the jump target is the one `Target` operand of the instructions that have one,
             // which are those `Op::jump_target` names: found in this visit, not by another
-            // match over the instruction: ~3 k instructions per compile)
+            // match over the instruction)
             let mut seen = Seen {
                 boundary,
                 used: &mut *used,
@@ -253,9 +253,7 @@ impl<'o> Lowerer<'o> {
         if let (0, Some(first)) = (shift, marks.first_mut()) {
             *first |= LEAD;
         }
-        // (only the leaders are numbered, the jump targets among them: numbering every
-        // instruction cost ~9 instructions each, 1,120.3 k -> 1,118.2 k per compile of the 8 KB
-        // agent)
+        // (only the leaders are numbered, the jump targets among them, not every instruction)
         for (j, slot) in marks.iter_mut().enumerate() {
             if *slot & LEAD != 0 {
                 *slot |= (n + j as u32) << 1;
@@ -280,10 +278,10 @@ impl<'o> Lowerer<'o> {
             None => t.wrapping_add(shift as u32),
         };
         // (rewritten in place, in the body buffer emptied below: an instruction copied out first
-        // is taken apart into its bytes and put back together, ~25 instructions more each; only
-        // a jump is asked for its target, ~9 instructions less for each other one)
-        // (the registers and the jump target in one match over the instruction: asking each jump
-        // for its target again, by a mark of its own, cost ~4 k instructions per compile)
+        // is taken apart into its bytes and put back together; only a jump is asked for its
+        // target)
+        // (the registers and the jump target in one match over the instruction, each jump not
+        // asked for its target again by a mark of its own)
         for ((op, off), &mark) in self.bufs.code.iter_mut().zip(at) {
             op.map_registers_and_target(&map, &new_target);
             out.push(*op, *off, mark & LEAD != 0);
@@ -310,8 +308,7 @@ impl<'o> Lowerer<'o> {
         self.bufs.specials.clear();
         self.bufs.names.0.clear();
         // (the scopes still open are emptied: the closed ones are empty already, emptied by
-        // `pop_scope`; not visiting them all again saves ~45 instructions per function of the
-        // 8 KB agent)
+        // `pop_scope`, and are not visited again)
         for sc in self.bufs.scopes.iter_mut().take(self.bufs.nscopes) {
             sc.vars.clear();
             sc.pending.clear();
@@ -327,8 +324,8 @@ pub(super) const LEAD: u32 = 1;
 /// What [`Lowerer::finish_function`]'s first pass learns of an instruction: the specials it
 /// names (at or above `boundary`), marked in `used`, its jump target, and whether it ends its
 /// block without one. (Told by
-/// [`Op::visit`], whose arms call these directly: handed each operand as an [`Operand`] to match
-/// again, the pass cost ~15 instructions more per instruction.)
+/// [`Op::visit`], whose arms call these directly, not handed each operand as an [`Operand`] to
+/// match again: the pass runs per instruction.)
 pub(super) struct Seen<'u> {
     pub(super) boundary: u32,
     pub(super) used: &'u mut [bool],
@@ -368,7 +365,7 @@ impl Visitor for Seen<'_> {
 pub(super) const SHORT_TABLE: usize = 32;
 
 /// `v` emptied, with room for exactly `n` elements. (A vector without any is allocated at that
-/// size, not grown to it: ~80 instructions less each, two per function finished.)
+/// size, not grown to it: called twice per function finished.)
 #[inline]
 pub(super) fn exactly<T>(mut v: Vec<T>, n: usize) -> Vec<T> {
     if v.capacity() == 0 {

@@ -60,13 +60,11 @@ use scope::*;
 pub(crate) use buffers::Kept;
 
 /// A lowering's result. (Its error boxed: a result is then at most two registers wide and
-/// returned in them, not through memory, which every call and `?` of the lowering pays for:
-/// ~12 k instructions per compile of the 8 KB agent, ~90 per tiny one. An error, rare, pays
-/// an allocation.)
+/// returned in them, not through memory, which every call and `?` of the lowering would pay
+/// for. An error, rare, pays an allocation.)
 type R<T> = Result<T, Box<Fail>>;
 
-/// An error at `span`. (Cold, as [`fail_at`]: the error paths are laid out of the way,
-/// ~1 k instructions per compile of the 8 KB agent.)
+/// An error at `span`. (Cold, as [`fail_at`]: the error paths are laid out of the way.)
 #[cold]
 fn fail<T>(span: Span, msg: impl Into<String>) -> R<T> {
     fail_at(span.start, msg)

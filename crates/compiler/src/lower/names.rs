@@ -113,8 +113,7 @@ pub(super) fn namespace_member_msg(ns: &str, m: &str) -> String {
 }
 
 /// The native `ns.m` (`ns` a namespace such as `Math`, or empty for a method: `.push`).
-/// (Looked up by its two parts: the name is not put together first, ~300 instructions less
-/// per lookup, ~10 k per compile of the 8 KB agent.)
+/// (Looked up by its two parts: the name is not put together first.)
 pub(super) fn native_member(ns: &str, m: &str) -> Option<NativeId> {
     debug_assert!(!ns.contains('.'));
     native_by(NativeKey { ns: Some(ns), m })
@@ -186,8 +185,7 @@ impl<'a> NativeKey<'a> {
     }
 }
 
-/// (Compared by [`same_bytes`]: two calls of `memcmp` per native looked up cost ~2 k
-/// instructions per compile of the 8 KB agent.)
+/// (Compared by [`same_bytes`], not by two calls of `memcmp` per native looked up.)
 impl PartialEq for NativeKey<'_> {
     #[inline(always)]
     fn eq(&self, other: &Self) -> bool {
@@ -205,8 +203,7 @@ impl Eq for NativeKey<'_> {}
 impl NativeKey<'_> {
     /// The key's first slot in [`native_by`]'s table: a multiplicative hash of the words of
     /// [`hash_words`] of both parts and their lengths (a missing namespace as one no name has).
-    /// (A `HashMap` of the names, hashed through `Hasher` in three writes, cost ~1.2 k
-    /// instructions more per compile of the 8 KB agent.)
+    /// (Not a `HashMap` of the names, hashed through `Hasher` in three writes: it cost more.)
     #[inline]
     pub(super) fn slot(&self) -> usize {
         let (m0, m1) = hash_words(self.m.as_bytes());
@@ -249,8 +246,7 @@ pub(super) fn new_suggestion(name: Option<&str>) -> String {
 }
 
 /// `a == b` for two slices of one length, a short one (most names) compared by two overlapping
-/// words, without a call to `memcmp` (~15 instructions less per name compared, ~5 k per compile
-/// of the 8 KB agent).
+/// words, without a call to `memcmp`.
 #[inline(always)]
 pub(super) fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     let n = a.len();

@@ -80,8 +80,7 @@ impl<'o> Lowerer<'o> {
     }
 
     /// A new temporary register (the next above `top`). Always inlined, its failure kept out of
-    /// line: the call per temporary cost more than the allocation (~5 k instructions per
-    /// compile of the 8 KB agent).
+    /// line: a call per temporary costs more than the allocation.
     #[inline(always)]
     pub(super) fn alloc(&mut self, span: Span) -> R<Reg> {
         if self.top as usize + 1 + self.bufs.specials.len() > u16::MAX as usize {
@@ -105,8 +104,7 @@ impl<'o> Lowerer<'o> {
         Ok(Reg(u16::MAX - k as u16))
     }
 
-    /// (Inline, the lookup of a register given already: the usual case; a call for it cost
-    /// ~0.7 k instructions per compile of the 8 KB agent.)
+    /// (Inline, the lookup of a register given already: the usual case, not worth a call.)
     #[inline(always)]
     pub(super) fn special(&mut self, key: SpecialKey, span: Span) -> R<Reg> {
         let given = match key {
@@ -149,8 +147,8 @@ impl<'o> Lowerer<'o> {
         Ok(r)
     }
 
-    /// (An inline hint: a call of its own cost ~1 k instructions per compile of the 8 KB agent;
-    /// forced inline everywhere, 5 more per Eval snippet.)
+    /// (An inline hint, not forced: a call of its own costs an agent more, forced inlining
+    /// everywhere an Eval snippet.)
     #[inline]
     pub(super) fn num_reg(&mut self, v: f64, span: Span) -> R<Reg> {
         let k = self.num_const(v, span)?;

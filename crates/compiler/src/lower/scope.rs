@@ -31,10 +31,9 @@ impl<'n> Probe<'n> {
 
 /// A word of the bytes of a name that, with its length, is the whole name when it has up to
 /// eight bytes (the first eight of a longer one): its first and last four, or its first, middle
-/// and last byte. Names are told apart by it and their lengths before any byte is compared
-/// (name lookups, 1,198.5 k -> 1,196.1 k instructions per compile of the 8 KB agent). The
+/// and last byte. Names are told apart by it and their lengths before any byte is compared. The
 /// words of [`hash_words`], the two of a shorter name in one, read here by themselves: taken
-/// from `hash_words`, a long name's last word was read too (+2.3 k a compile).
+/// from `hash_words`, a long name's last word would be read too.
 #[inline(always)]
 pub(super) fn name_key(b: &[u8]) -> u64 {
     if let Some(h) = b.first_chunk::<8>() {
@@ -67,8 +66,7 @@ impl Names {
 
     /// Whether `n` is the name of `p`: by their keys and lengths, which say it for a name of up
     /// to eight bytes; a longer one's bytes are compared too. Compared as bytes: slicing the
-    /// `str` would check both ends for a character boundary on every comparison (~3 k
-    /// instructions per compile of the 8 KB agent).
+    /// `str` would check both ends for a character boundary on every comparison.
     #[inline(always)]
     pub(super) fn is(&self, n: Name, p: Probe) -> bool {
         n.key == p.key
@@ -191,8 +189,8 @@ impl<'o> Lowerer<'o> {
         fail(span, format!("'{name}' is not defined"))
     }
 
-    /// The register holding identifier `id`'s value. (Always inlined into its two callers: a
-    /// call of its own per identifier read cost ~6 k instructions per compile of the 8 KB agent.)
+    /// The register holding identifier `id`'s value. (Always inlined into its two callers: it
+    /// runs per identifier read.)
     #[inline(always)]
     pub(super) fn read_ident(&mut self, id: &IdentifierReference) -> R<Reg> {
         let name = id.name.as_str();
@@ -236,7 +234,7 @@ impl<'o> Lowerer<'o> {
     /// Binds `name` to `reg` in the innermost scope, where it is no longer pending. A pending
     /// name's text, added by [`Self::block_scope`], serves the variable too (not copied into
     /// the names a second time), and the pending list, only ever searched, loses it by a swap
-    /// rather than a shift (~3 k instructions per compile of the 8 KB agent, with the copy).
+    /// rather than a shift.
     pub(super) fn bind(&mut self, probe: Probe, reg: Reg, is_const: bool) {
         let names = &mut self.bufs.names;
         let Some(sc) = self

@@ -215,8 +215,7 @@ impl Vm {
             // and that every target is inside it. Tested here, rather than by indexing, which
             // would panic instead: the loop's registers were allocated worse around the panic's
             // path, every instruction reloading the code's address, once `Call` stopped
-            // copying its argument; `while` 111.0 -> 107.0 M instructions, fib 49.54 -> 47.84
-            // M, array 9.25 -> 8.80 M)
+            // copying its argument)
             let Some(&op) = code.get(pc) else {
                 break 'run Err(Fault::Fatal(malformed_frames()));
             };
@@ -244,8 +243,7 @@ impl Vm {
             // comparison is `$when` (both ways lead a block); anything else compared out of line
             // by `other!()`, like every other instruction's general case, which leaves in the
             // frame the pc to go on at. (Its own slow path in each arm, deriving the window again
-            // there, made LLVM lose the window's length: the `while` loop went 113 -> 137 M
-            // instructions.)
+            // there, made LLVM lose the window's length.)
             macro_rules! cmp_jump {
                 ($x:expr, $y:expr, $target:expr, $when:expr, |$a:ident, $b:ident| $e:expr) => {{
                     if let (Value::Num($a), Value::Num($b)) = ($x, $y) {
@@ -415,7 +413,7 @@ impl Vm {
                             self.frames.depth = n - 1;
                             // (the result read here, not before the frames: read first, it was
                             // live into the slow path, where calls are, and was kept on the
-                            // stack; fib 52.09 -> 51.61 M instructions)
+                            // stack)
                             let v = r!(src);
                             switch_to!(caller);
                             // (through the caller's window: the verifier checked `dst`
@@ -505,8 +503,8 @@ impl Vm {
                     argc,
                 } => {
                     // (the callee's start and registers, from the entries kept in a local
-                    // before the loop: fib 51.61 -> 51.12 M instructions, `while` unchanged;
-                    // under an earlier allocation the local cost `while` 112.0 -> 114.0 M)
+                    // before the loop; watch `while`: under another register allocation the local
+                    // slowed it)
                     let f = entries[callee.0 as usize];
                     // the caller's frame and the slot above it, in one bounds check (see
                     // `Frames`: the slot exists only below the depth limit)
@@ -536,11 +534,10 @@ impl Vm {
                     // from there up are its temporaries, dead across the call (the compiler
                     // allocates them as a stack: see `Op::Call`; the verifier does not prove
                     // it, and a program that breaks it only overwrites its own registers).
-                    // Not copying the argument took fib(25) from 1.5x to 1.9x QuickJS's speed
-                    // (paired), far more than its instructions (50.39 -> 49.54 M): the copy
-                    // read as one 16-byte load the value the instruction before had just
-                    // written as its tag and its number, a load the CPU cannot forward from
-                    // those two stores and waits for.
+                    // Not copying the argument matters far more than the instructions it
+                    // saves: the copy read as one 16-byte load the value the instruction before
+                    // had just written as its tag and its number, a load the CPU cannot forward
+                    // from those two stores and waits for.
                     let new_base = caller.base as usize + b.0 as usize;
                     // the callee's registers after its arguments: `undefined` (the verifier
                     // checked argc == params <= nregs)

@@ -541,7 +541,7 @@ impl Vm {
     /// and the program decide, then copies the arguments in. `table`: the atoms' costs and
     /// quotas (`None`: the program calls none; the cleared vectors stay empty). On an error the
     /// run is ended. (Always inlined: with `new_with` as a third caller LLVM stopped inlining
-    /// it into `SpareVm::start`, and a `call_sync` cost 1,091 -> 1,131 instructions.)
+    /// it into `SpareVm::start`, on every `call_sync`'s path.)
     #[inline(always)]
     fn begin<'a>(
         &mut self,
