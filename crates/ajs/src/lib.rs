@@ -913,7 +913,8 @@ impl Runner {
     /// # Errors
     /// [`CreateError`] when an option is invalid, the source is too large or does not compile.
     pub fn compile_agent(source: &str, options: &Options) -> Result<VerifiedProgram, CreateError> {
-        Runner::compile_agent_with_warnings(source, options).map(|(p, _)| p)
+        // (no warnings asked: the compile sets up no warning sink)
+        Runner::compile_agent_checked(source, options, false).map(|(p, _)| p)
     }
 
     #[cfg(feature = "compiler")]
@@ -926,22 +927,32 @@ impl Runner {
         source: &str,
         options: &Options,
     ) -> Result<(VerifiedProgram, Vec<Warning>), CreateError> {
+        Runner::compile_agent_checked(source, options, true)
+    }
+
+    #[cfg(feature = "compiler")]
+    /// [`Runner::compile_agent`], with the compile-time warnings when `warn`.
+    fn compile_agent_checked(
+        source: &str,
+        options: &Options,
+        warn: bool,
+    ) -> Result<(VerifiedProgram, Vec<Warning>), CreateError> {
         options.validate()?;
         source_check(source, options).map_err(CreateError::SourceTooLarge)?;
         let atoms = options.atom_names();
-        let inputs = options.capabilities.atom_inputs();
-        let (program, warnings) = compilers::with(|kept| {
-            kept.compiler.compile_with_warnings(
-                source,
-                &CompileOptions {
-                    mode: Mode::Agent,
-                    externals: &[],
-                    atoms: &atoms,
-                    source_name: "<source>",
-                },
-                &inputs,
-            )
-        })?;
+        let opts = CompileOptions {
+            mode: Mode::Agent,
+            externals: &[],
+            atoms: &atoms,
+            source_name: "<source>",
+        };
+        let (program, warnings) = if warn {
+            let inputs = options.capabilities.atom_inputs();
+            compilers::with(|kept| kept.compiler.compile_with_warnings(source, &opts, &inputs))?
+        } else {
+            let program = compilers::with(|kept| kept.compiler.compile(source, &opts))?;
+            (program, Vec::new())
+        };
         let program = program.verify().map_err(|e| {
             CreateError::Compile(CompileError {
                 message: format!("internal compiler error: {e}"),
