@@ -57,6 +57,43 @@ fn helpers_and_recursion() {
     assert_eq!(e.kind, ErrorKind::CallDepth);
 }
 
+/// A helper's parameters with defaults may be left out of a call, as in JavaScript: the
+/// default applies; a parameter without one (or with an example value) must be passed.
+#[test]
+fn helper_defaults_apply_to_missing_arguments() {
+    let src = "function money(amount, currency = 'EUR') {\n  return amount.toFixed(2) + ' ' + currency\n}\n\
+               function pick(a, b = 1, c = 2) { return [a, b, c] }\n\
+               function main({ n: 3 }) {\n  return { m: money(n), u: money(n, 'USD'), p: pick(0), q: pick(0, 9), r: pick(0, 9, 8) }\n}";
+    assert_eq!(
+        result(src, json!({})),
+        json!({"m": "3.00 EUR", "u": "3.00 USD", "p": [0, 1, 2], "q": [0, 9, 2], "r": [0, 9, 8]})
+    );
+    let e = error(
+        "function f(a, b = 2) { return a + b }\nfunction main() { return { x: f() } }",
+        json!({}),
+    );
+    assert!(
+        e.starts_with("Helper 'f' expects 1 to 2 argument(s), got 0"),
+        "{e}"
+    );
+    let e = error(
+        "function f(a, b: 5) { return a + b }\nfunction main() { return { x: f(1) } }",
+        json!({}),
+    );
+    assert!(
+        e.starts_with("Helper 'f' expects 2 argument(s), got 1"),
+        "{e}"
+    );
+    let e = error(
+        "function f(a = 1) { return a }\nfunction main() { return { x: f(1, 2) } }",
+        json!({}),
+    );
+    assert!(
+        e.starts_with("Helper 'f' expects 0 to 1 argument(s), got 2"),
+        "{e}"
+    );
+}
+
 #[test]
 fn helpers_see_only_their_parameters() {
     let src =

@@ -17,10 +17,19 @@ use crate::params::{RawFunction, RawParam};
 /// (std's SipHash: a guest cannot choose names that collide there, so colliding names cost a
 /// keyed lookup each, no chain). (Not a keyed map alone: it hashes every helper's name once to
 /// build it and again at every call of a helper.)
+/// How a helper is called: its function's index, its parameter count, and how many of them a
+/// call must pass (the ones after have defaults, which apply when an argument is missing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct HelperSig {
+    pub(crate) func: u16,
+    pub(crate) arity: usize,
+    pub(crate) required: usize,
+}
+
 pub(crate) struct Helpers<'a> {
     /// A power of two of slots.
-    slots: Vec<Option<(&'a str, (u16, usize))>>,
-    more: HashMap<&'a str, (u16, usize)>,
+    slots: Vec<Option<(&'a str, HelperSig)>>,
+    more: HashMap<&'a str, HelperSig>,
 }
 
 impl<'a> Helpers<'a> {
@@ -46,7 +55,7 @@ impl<'a> Helpers<'a> {
     }
 
     /// Adds helper `name`; false when there is one of that name already.
-    fn insert(&mut self, name: &'a str, helper: (u16, usize)) -> bool {
+    fn insert(&mut self, name: &'a str, helper: HelperSig) -> bool {
         for k in self.slots(name) {
             match self.slots.get_mut(k) {
                 Some(slot @ None) => {
@@ -62,7 +71,7 @@ impl<'a> Helpers<'a> {
 
     /// The helper `name`, if there is one.
     #[inline]
-    pub(crate) fn get(&self, name: &str) -> Option<(u16, usize)> {
+    pub(crate) fn get(&self, name: &str) -> Option<HelperSig> {
         for k in self.slots(name) {
             match self.slots.get(k) {
                 // (`same_bytes`: no call of `memcmp`)
@@ -154,7 +163,27 @@ fn agent_program(
                 format!("Helper function cannot share a name with the entry function: {name}"),
             );
         }
-        if !helpers.insert(name, (i as u16, f.params.items.len())) {
+        // a parameter is optional when it has a default written with `=` (not an example
+        // value written with `:`, which the parameter rewrite marks required)
+        let raw_params = raw.get(i).map(|r| r.params.as_slice()).unwrap_or(&[]);
+        let optional = |p: &FormalParameter| match &p.pattern {
+            BindingPattern::BindingIdentifier(b) if p.initializer.is_some() => raw_params
+                .iter()
+                .find(|r| r.name == b.name.as_str())
+                .is_some_and(|r| !r.required),
+            _ => false,
+        };
+        let items = &f.params.items;
+        let required = items
+            .iter()
+            .rposition(|p| !optional(p))
+            .map_or(0, |k| k + 1);
+        let sig = HelperSig {
+            func: i as u16,
+            arity: items.len(),
+            required,
+        };
+        if !helpers.insert(name, sig) {
             return fail(id.span, format!("Duplicate helper function name: {name}"));
         }
     }
@@ -406,14 +435,24 @@ impl Lowerer<'_> {
         dst: Reg,
         span: Span,
     ) -> R<bool> {
-        let Some((func, arity)) = self.helper(name) else {
+        let Some(HelperSig {
+            func,
+            arity,
+            required,
+        }) = self.helper(name)
+        else {
             return Ok(false);
         };
-        if args.len() != arity {
+        if args.len() > arity || args.len() < required {
+            let expects = if required == arity {
+                format!("{arity}")
+            } else {
+                format!("{required} to {arity}")
+            };
             return fail(
                 span,
                 format!(
-                    "Helper '{name}' expects {arity} argument(s), got {}",
+                    "Helper '{name}' expects {expects} argument(s), got {}",
                     args.len()
                 ),
             );
@@ -425,6 +464,15 @@ impl Lowerer<'_> {
             }
             for (i, a) in args.iter().enumerate() {
                 l.expr_to(a, base.plus(i))?;
+            }
+            // a missing argument is undefined, so the helper's default applies
+            for i in args.len()..arity {
+                l.emit(
+                    Op::LoadUndef {
+                        dst: base.plus(i).dst(),
+                    },
+                    span,
+                );
             }
             l.emit(
                 Op::Call {
@@ -442,8 +490,16 @@ impl Lowerer<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::Helpers;
+    use super::{HelperSig, Helpers};
     use std::collections::HashMap;
+
+    fn sig(i: usize) -> HelperSig {
+        HelperSig {
+            func: i as u16,
+            arity: i,
+            required: i / 2,
+        }
+    }
 
     /// The helper table answers as a map would, with names that share slots (same length and
     /// ends), duplicates and misses, at every size.
@@ -466,9 +522,9 @@ mod tests {
             for (i, name) in names.iter().take(n).enumerate() {
                 let new = !map.contains_key(name.as_str());
                 if new {
-                    map.insert(name.as_str(), (i as u16, i));
+                    map.insert(name.as_str(), sig(i));
                 }
-                assert_eq!(table.insert(name, (i as u16, i)), new, "{name:?}");
+                assert_eq!(table.insert(name, sig(i)), new, "{name:?}");
                 if !new {
                     // (a duplicate is an error: the table is not used any further)
                     continue 'round;

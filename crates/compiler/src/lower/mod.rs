@@ -244,8 +244,8 @@ impl<'o> Lowerer<'o> {
         }
     }
 
-    /// The function index and arity of the helper function `name`, if the program has one.
-    fn helper(&self, name: &str) -> Option<(u16, usize)> {
+    /// How the helper function `name` is called, if the program has one.
+    fn helper(&self, name: &str) -> Option<agent::HelperSig> {
         self.helpers?.get(name)
     }
 
