@@ -87,3 +87,44 @@ fn spread_costs_fuel_per_element() {
     );
     assert_eq!(out.error.unwrap().message, "Out of Fuel");
 }
+
+/// Strict-mode JavaScript refuses `eval`, `arguments` and its reserved words as bindings; so does
+/// AJS, in every place a name is bound, saying what to write instead.
+#[test]
+fn strict_mode_reserved_names_are_refused_as_bindings() {
+    for (code, name) in [
+        ("let let = 1\nreturn 1", "let"),
+        (
+            "try { Error('x') } catch (eval) { return 1 }\nreturn 0",
+            "eval",
+        ),
+        (
+            "try { Error('x') } catch (arguments) { return 1 }\nreturn 0",
+            "arguments",
+        ),
+        ("const eval = 1\nreturn 1", "eval"),
+        (
+            "const { arguments } = { arguments: 1 }\nreturn 1",
+            "arguments",
+        ),
+        ("let [yield] = [1]\nreturn 1", "yield"),
+        ("return [1].map(static => static)", "static"),
+        ("let implements = 1\nreturn 1", "implements"),
+    ] {
+        let e = common::err(code, json!({}));
+        assert!(
+            e.starts_with(&format!(
+                "SyntaxError: '{name}' cannot be a variable or parameter name"
+            )) && e.contains(&format!("'{name}Value'")),
+            "{code}: {e}"
+        );
+    }
+    // names that only contain them stay fine
+    assert_eq!(
+        common::ok(
+            "let letter = 1\nconst evaluate = 2\nreturn letter + evaluate",
+            json!({})
+        ),
+        Some(json!(3))
+    );
+}

@@ -253,6 +253,9 @@ fn agent_program(
             if forbidden(p.name) {
                 return fail(p.span, forbidden_msg(p.name));
             }
+            if strict_reserved(p.name) {
+                return fail(p.span, strict_reserved_msg(p.name));
+            }
             let reg = l.new_special(Special::Ext(k), p.span.start)?;
             l.ext_regs.insert(k, reg);
         }

@@ -11,6 +11,32 @@ pub(super) fn forbidden_msg(name: &str) -> String {
     ajs_bytecode::forbidden_message(name)
 }
 
+/// A name strict-mode JavaScript (which AJS follows) refuses as a binding: `eval`, `arguments`
+/// and the words reserved in strict mode.
+pub(super) fn strict_reserved(name: &str) -> bool {
+    matches!(
+        name,
+        "eval"
+            | "arguments"
+            | "let"
+            | "static"
+            | "yield"
+            | "implements"
+            | "interface"
+            | "package"
+            | "private"
+            | "protected"
+            | "public"
+    )
+}
+
+/// The refusal of a [`strict_reserved`] binding, with what to write instead.
+pub(super) fn strict_reserved_msg(name: &str) -> String {
+    format!(
+        "SyntaxError: '{name}' cannot be a variable or parameter name (strict-mode JavaScript reserves it); rename it, e.g. '{name}Value'"
+    )
+}
+
 /// Shortest name of [`is_builtin_name`] and [`unsupported_builtin`]: a shorter name (most
 /// variable names) is neither, without comparing it with each.
 pub(super) const SHORTEST_BUILTIN: usize = 3;

@@ -214,6 +214,9 @@ impl<'o> Lowerer<'o> {
         if forbidden(name) {
             return fail(span, forbidden_msg(name));
         }
+        if strict_reserved(name) {
+            return fail(span, strict_reserved_msg(name));
+        }
         let is_top = self.bufs.open_scopes().last().is_some_and(|s| s.is_top);
         let dup = self
             .bufs
