@@ -297,10 +297,10 @@ fn namespace_members_resolve_at_compile_time() {
     assert!(err("Object.create({})", json!({}))
         .starts_with("Object.create is not available. Use object literals instead."));
     assert!(err("JSON.foo(1)", json!({})).starts_with(
-        "JSON.foo is not supported in AsyncJS. Check docs for available JSON methods."
+        "JSON.foo is not supported in AJS. Check docs for available JSON methods."
     ));
     assert!(err("Number.FOO", json!({})).starts_with(
-        "Number.FOO is not supported in AsyncJS. Check docs for available Number methods."
+        "Number.FOO is not supported in AJS. Check docs for available Number methods."
     ));
     assert_eq!(
         common::ok("Number.MAX_SAFE_INTEGER + 1", json!({})),

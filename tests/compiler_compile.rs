@@ -272,7 +272,7 @@ fn refusals() {
         ),
         (
             "throw 1\nreturn 1",
-            "'throw' is not supported in AsyncJS. Use Error('message') to trigger error flow",
+            "'throw' is not supported in AJS. Use Error('message') to trigger error flow",
         ),
         ("var x = 1\nreturn x", "`var`"),
         ("x => x", "callback"),
@@ -282,12 +282,12 @@ fn refusals() {
         ("(a, b)", "comma"),
         (
             "Math.foo(1)",
-            "Math.foo is not supported in AsyncJS. Check docs for available Math methods.",
+            "Math.foo is not supported in AJS. Check docs for available Math methods.",
         ),
-        ("Math.foo", "Math.foo is not supported in AsyncJS"),
+        ("Math.foo", "Math.foo is not supported in AJS"),
         (
             "a.frobnicate(1)",
-            "Security Error: method 'frobnicate' is not callable in AsyncJS",
+            "Security Error: method 'frobnicate' is not callable in AJS",
         ),
         ("a.map(f)", "takes a callback written as an arrow function"),
         (

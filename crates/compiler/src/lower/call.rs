@@ -137,7 +137,7 @@ impl<'o> Lowerer<'o> {
             }
             return fail(
                 id.span,
-                format!("'{name}(...)' is not supported in AsyncJS yet"),
+                format!("'{name}(...)' is not supported in AJS yet"),
             );
         }
         if self.opts.mode == Mode::Eval && self.opts.externals.iter().any(|k| k == name) {
@@ -174,7 +174,7 @@ impl<'o> Lowerer<'o> {
             let native = match ns {
                 "Math" => match native_member("Math", m) {
                     Some(n) => n,
-                    None => return fail(span, format!("Math.{m} is not supported in AsyncJS. Check docs for available Math methods.")),
+                    None => return fail(span, format!("Math.{m} is not supported in AJS. Check docs for available Math methods.")),
                 },
                 "console" => match native_member("console", m) {
                     Some(n) => n,
@@ -182,8 +182,8 @@ impl<'o> Lowerer<'o> {
                         let alt = match m {
                             "table" => "console.table is not available. Use console.log with JSON.stringify for structured data.".to_string(),
                             "dir" => "console.dir is not available. Use console.log instead.".into(),
-                            "trace" => "console.trace is not available. Stack traces are not available in AsyncJS.".into(),
-                            _ => format!("console.{m} is not supported in AsyncJS. Check docs for available console methods."),
+                            "trace" => "console.trace is not available. Stack traces are not available in AJS.".into(),
+                            _ => format!("console.{m} is not supported in AJS. Check docs for available console methods."),
                         };
                         return fail(span, alt);
                     }
@@ -194,7 +194,7 @@ impl<'o> Lowerer<'o> {
                         None => return fail(span, namespace_member_msg(ns, m)),
                     }
                 }
-                _ => return fail(span, format!("{ns}.{m} is not supported in AsyncJS yet. Check docs for available {ns} methods.")),
+                _ => return fail(span, format!("{ns}.{m} is not supported in AJS yet. Check docs for available {ns} methods.")),
             };
             return self.call_native(native, None, args, dst, span);
         }
@@ -216,7 +216,7 @@ impl<'o> Lowerer<'o> {
         let Some(native) = native_member("", m) else {
             return fail(
                 span,
-                format!("Security Error: method '{m}' is not callable in AsyncJS"),
+                format!("Security Error: method '{m}' is not callable in AJS"),
             );
         };
         self.with_temps(|l| {

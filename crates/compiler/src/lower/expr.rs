@@ -348,7 +348,7 @@ impl<'o> Lowerer<'o> {
                 None if native_member("Math", name).is_some() => {
                     fail(span, format!("Math.{name} is a function: call it, e.g. Math.{name}(x)"))
                 }
-                None => fail(span, format!("Math.{name} is not supported in AsyncJS. Check docs for available Math methods.")),
+                None => fail(span, format!("Math.{name} is not supported in AJS. Check docs for available Math methods.")),
             },
             Some("Number") => match NUMBER_CONSTANTS.iter().find(|(n, _)| *n == name) {
                 Some((_, v)) => Ok(Some(*v)),

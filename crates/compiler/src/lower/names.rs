@@ -110,7 +110,7 @@ pub(super) fn unsupported_builtin(name: &str) -> Option<String> {
             format!("{name} is not available. Atoms must be registered with the VM.")
         }
         "process" | "window" | "document" | "global" => {
-            format!("{name} is not available. AsyncJS runs in a sandboxed environment.")
+            format!("{name} is not available. AJS runs in a sandboxed environment.")
         }
         "globalThis" => "globalThis is not available. Use builtins directly.".into(),
         _ => return None,
@@ -135,7 +135,7 @@ pub(super) fn namespace_member_msg(ns: &str, m: &str) -> String {
     if native_member(ns, m).is_some() {
         return format!("{ns}.{m} is a function: call it, e.g. {ns}.{m}(x)");
     }
-    format!("{ns}.{m} is not supported in AsyncJS. Check docs for available {ns} methods.")
+    format!("{ns}.{m} is not supported in AJS. Check docs for available {ns} methods.")
 }
 
 /// The native `ns.m` (`ns` a namespace such as `Math`, or empty for a method: `.push`).
@@ -268,7 +268,7 @@ pub(super) fn new_suggestion(name: Option<&str>) -> String {
         Some(n @ ("WeakSet" | "WeakMap")) => format!(" {n} is not available."),
         _ => " Use factory functions or object literals instead.".into(),
     };
-    format!("The 'new' keyword is not supported in AsyncJS.{tail}")
+    format!("The 'new' keyword is not supported in AJS.{tail}")
 }
 
 /// `a == b` for two slices of one length, a short one (most names) compared by two overlapping

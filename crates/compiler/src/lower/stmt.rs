@@ -162,7 +162,7 @@ impl<'o> Lowerer<'o> {
                 "Unsupported statement type: DoWhileStatement. AJS has no `do...while`. Use `while`, running the body check first: let go = true / while (go) { ... go = condition }",
             ),
             Statement::ThrowStatement(_) => {
-                fail(span, "'throw' is not supported in AsyncJS. Use Error('message') to trigger error flow")
+                fail(span, "'throw' is not supported in AJS. Use Error('message') to trigger error flow")
             }
             Statement::LabeledStatement(_) => {
                 fail(span, "Unsupported statement type: LabeledStatement. AJS has no labels; use a flag variable with `break`")
