@@ -296,9 +296,8 @@ fn namespace_members_resolve_at_compile_time() {
     use common::err;
     assert!(err("Object.create({})", json!({}))
         .starts_with("Object.create is not available. Use object literals instead."));
-    assert!(err("JSON.foo(1)", json!({})).starts_with(
-        "JSON.foo is not supported in AJS. Check docs for available JSON methods."
-    ));
+    assert!(err("JSON.foo(1)", json!({}))
+        .starts_with("JSON.foo is not supported in AJS. Check docs for available JSON methods."));
     assert!(err("Number.FOO", json!({})).starts_with(
         "Number.FOO is not supported in AJS. Check docs for available Number methods."
     ));
