@@ -971,3 +971,35 @@ fn match_results_have_index_input_and_groups() {
     ];
     common::compare_with_node(&cases, common::Form::Block);
 }
+
+/// Long left-leaning chains (`a + b + c + …`) are not nesting: hundreds of terms lower and run
+/// as in JavaScript, whatever the operators along the chain.
+#[test]
+fn long_operator_chains_are_not_nesting() {
+    let plus: Vec<String> = (0..400).map(|i| format!("x{}", i % 3)).collect();
+    let mixed: Vec<String> = (0..300)
+        .map(|i| match i % 4 {
+            0 if i == 0 => format!("{i}"),
+            0 => format!("+ {i}"),
+            1 => format!("- {i} * 2"),
+            2 => format!("+ '{i}'.length"),
+            _ => format!("- {i} % 7"),
+        })
+        .collect();
+    let words: Vec<String> = (0..200).map(|i| format!("'w{i}'")).collect();
+    let cases = [
+        format!(
+            "const x0 = 1\nconst x1 = 2\nconst x2 = 3\nreturn {}",
+            plus.join(" + ")
+        ),
+        format!("return {}", mixed.join(" ")),
+        format!("return ({}).length", words.join(" + ")),
+        format!("return {} < 5", words.join(" + ")),
+        format!(
+            "let s = 0\nif ({} > 10) {{ s = 1 }}\nreturn s",
+            plus.join(" + ").replace('x', "")
+        ),
+    ];
+    let cases: Vec<&str> = cases.iter().map(String::as_str).collect();
+    common::compare_with_node(&cases, common::Form::Block);
+}

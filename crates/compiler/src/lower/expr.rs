@@ -114,29 +114,13 @@ impl<'o> Lowerer<'o> {
             }
             Expression::ParenthesizedExpression(p) => self.expr_to(&p.expression, dst)?,
             Expression::BinaryExpression(b) => {
+                if let Some(spine) = long_left_spine(b) {
+                    return self.binary_chain(&spine, dst);
+                }
                 self.with_temps(|l| {
                     let a = l.expr(&b.left)?;
                     let c = l.expr(&b.right)?;
-                    let (a, c) = (a.src(), c.src());
-                    let op = match b.operator {
-                        BinaryOperator::Addition => Op::Add { dst: d, a, b: c },
-                        BinaryOperator::Subtraction => Op::Sub { dst: d, a, b: c },
-                        BinaryOperator::Multiplication => Op::Mul { dst: d, a, b: c },
-                        BinaryOperator::Division => Op::Div { dst: d, a, b: c },
-                        BinaryOperator::Remainder => Op::Mod { dst: d, a, b: c },
-                        BinaryOperator::Exponential => Op::Pow { dst: d, a, b: c },
-                        BinaryOperator::Equality => Op::Eq { dst: d, a, b: c },
-                        BinaryOperator::Inequality => Op::Ne { dst: d, a, b: c },
-                        BinaryOperator::StrictEquality => Op::StrictEq { dst: d, a, b: c },
-                        BinaryOperator::StrictInequality => Op::StrictNe { dst: d, a, b: c },
-                        BinaryOperator::LessThan => Op::Lt { dst: d, a, b: c },
-                        BinaryOperator::LessEqualThan => Op::Le { dst: d, a, b: c },
-                        BinaryOperator::GreaterThan => Op::Gt { dst: d, a, b: c },
-                        BinaryOperator::GreaterEqualThan => Op::Ge { dst: d, a, b: c },
-                        other => {
-                            return fail(span, format!("the '{}' operator is not supported in AJS", other.as_str()));
-                        }
-                    };
+                    let op = binary_op(b.operator, d, a.src(), c.src(), span)?;
                     l.emit(op, span);
                     Ok(())
                 })?;
@@ -583,5 +567,83 @@ impl<'o> Lowerer<'o> {
             })?;
         }
         Ok(())
+    }
+}
+
+/// Terms from which a chain leaning left (`a + b + c + …`: each operation the left operand of
+/// the next) is lowered in a loop instead of by recursion, so that its length is no nesting.
+const LONG_CHAIN: usize = 32;
+
+/// The binary operations of `b`'s left spine, outermost first, when there are at least
+/// [`LONG_CHAIN`] of them.
+fn long_left_spine<'e, 'a>(b: &'e BinaryExpression<'a>) -> Option<Vec<&'e BinaryExpression<'a>>> {
+    let mut n = 1;
+    let mut left = &b.left;
+    while let Expression::BinaryExpression(inner) = left {
+        n += 1;
+        left = &inner.left;
+    }
+    if n < LONG_CHAIN {
+        return None;
+    }
+    let mut spine = Vec::with_capacity(n);
+    let mut at = b;
+    loop {
+        spine.push(at);
+        match &at.left {
+            Expression::BinaryExpression(inner) => at = inner,
+            _ => return Some(spine),
+        }
+    }
+}
+
+/// The instruction of the binary operator `op`, or the refusal of one AJS does not have.
+fn binary_op(op: BinaryOperator, d: Dst, a: Src, b: Src, span: Span) -> R<Op> {
+    Ok(match op {
+        BinaryOperator::Addition => Op::Add { dst: d, a, b },
+        BinaryOperator::Subtraction => Op::Sub { dst: d, a, b },
+        BinaryOperator::Multiplication => Op::Mul { dst: d, a, b },
+        BinaryOperator::Division => Op::Div { dst: d, a, b },
+        BinaryOperator::Remainder => Op::Mod { dst: d, a, b },
+        BinaryOperator::Exponential => Op::Pow { dst: d, a, b },
+        BinaryOperator::Equality => Op::Eq { dst: d, a, b },
+        BinaryOperator::Inequality => Op::Ne { dst: d, a, b },
+        BinaryOperator::StrictEquality => Op::StrictEq { dst: d, a, b },
+        BinaryOperator::StrictInequality => Op::StrictNe { dst: d, a, b },
+        BinaryOperator::LessThan => Op::Lt { dst: d, a, b },
+        BinaryOperator::LessEqualThan => Op::Le { dst: d, a, b },
+        BinaryOperator::GreaterThan => Op::Gt { dst: d, a, b },
+        BinaryOperator::GreaterEqualThan => Op::Ge { dst: d, a, b },
+        other => {
+            return fail(
+                span,
+                format!("the '{}' operator is not supported in AJS", other.as_str()),
+            );
+        }
+    })
+}
+
+impl Lowerer<'_> {
+    /// A long left-leaning chain (`spine`, outermost first) into `dst`: the innermost left
+    /// operand into an accumulator, then each operation in turn, the last one into `dst`
+    /// (written once, at the end, as the recursive lowering does).
+    fn binary_chain(&mut self, spine: &[&BinaryExpression], dst: Reg) -> R<()> {
+        let Some(innermost) = spine.last() else {
+            return Ok(());
+        };
+        self.with_temps(|l| {
+            let acc = l.alloc(innermost.span)?;
+            l.expr_to(&innermost.left, acc)?;
+            for (i, b) in spine.iter().rev().enumerate() {
+                let to = if i + 1 == spine.len() { dst } else { acc };
+                l.with_temps(|l| {
+                    let c = l.expr(&b.right)?;
+                    let op = binary_op(b.operator, to.dst(), acc.src(), c.src(), b.span)?;
+                    l.emit(op, b.span);
+                    Ok(())
+                })?;
+            }
+            Ok(())
+        })
     }
 }
