@@ -86,7 +86,9 @@ impl Vm {
         Ok(out)
     }
 
-    fn new_obj(&mut self, pairs: Vec<(Key, Value)>, roots: &[Value]) -> OpResult<Value> {
+    /// A plain object of `pairs`, paid per property and admitted before it is stored (a
+    /// forbidden key is refused).
+    pub(crate) fn new_obj(&mut self, pairs: Vec<(Key, Value)>, roots: &[Value]) -> OpResult<Value> {
         self.charge_elems(pairs.len())?;
         self.charge_work(pairs.len(), crate::price::factor::PROPERTY)?;
         let mut m = PropMap::default();

@@ -9,7 +9,7 @@ use ajs_bytecode::natives::jsregex::{translate, JsRegex};
 use ajs_bytecode::NativeId;
 
 use crate::error::{guest, OpResult};
-use crate::heap::{regex_bytes, str_bytes, Cell, Gc, Key, PropMap, RegexCell};
+use crate::heap::{regex_bytes, str_bytes, Cell, Gc, Key, RegexCell};
 use crate::machine::{Vm, MILLI_PER_ELEMENT};
 use crate::memory;
 use crate::regex_engine::{
@@ -473,23 +473,24 @@ impl Vm {
         };
         held.push(arr);
         let groups = if names.iter().any(Option::is_some) {
-            let items = self.arr_values(ag);
-            let pairs: Vec<(Key, Value)> = names
-                .iter()
-                .enumerate()
-                .filter_map(|(i, n)| {
-                    let v = items.get(i + 1).copied().unwrap_or(Value::Undefined);
-                    n.as_ref()
-                        .map(|n| (n.encode_utf16().collect::<Vec<u16>>().into(), v))
-                })
-                .collect();
-            let g = self.extras_obj(pairs, held)?;
+            // (the group values are the array's own: read in place, not copied out)
+            let pairs: Vec<(Key, Value)> = match self.heap.get(ag) {
+                Cell::Arr(items) => names
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, n)| {
+                        let v = items.get(i + 1).copied().unwrap_or(Value::Undefined);
+                        n.as_ref().map(|n| (key(n), v))
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
+            let g = self.new_obj(pairs, held)?;
             held.push(g);
             g
         } else {
             Value::Undefined
         };
-        let key = |k: &str| -> Key { k.encode_utf16().collect::<Vec<u16>>().into() };
         let pairs = vec![
             (key("index"), Value::Num(m.start as f64)),
             (key("input"), input),
@@ -497,30 +498,11 @@ impl Vm {
         ];
         let growth = self.heap.extras_growth(ag);
         self.reserve_real(0, growth, held)?;
-        let Value::Obj(og) = self.extras_obj(pairs, held)? else {
+        let Value::Obj(og) = self.new_obj(pairs, held)? else {
             return Ok(arr);
         };
         self.heap.set_extras(ag, og);
         Ok(arr)
-    }
-
-    /// A plain object of `pairs` (keys the VM chose), paid and admitted first.
-    fn extras_obj(&mut self, pairs: Vec<(Key, Value)>, roots: &[Value]) -> OpResult<Value> {
-        self.charge_elems(pairs.len())?;
-        let mut m = PropMap::default();
-        for (k, v) in pairs {
-            m.insert(k, v);
-        }
-        let cell = Cell::Obj(m);
-        self.reserve_cell(&cell, roots)?;
-        Ok(Value::Obj(self.heap.insert(cell)))
-    }
-
-    fn arr_values(&self, g: Gc) -> Vec<Value> {
-        match self.heap.get(g) {
-            Cell::Arr(a) => a.clone(),
-            _ => Vec::new(),
-        }
     }
 
     /// `re.test(s)`, `re.exec(s)`, `re.toString()`.
@@ -1018,4 +1000,9 @@ impl Vm {
         let yes = self.search(&re, |re, c, m| re.is_match(c, hay.bytes(), 0, m))?;
         Ok(Value::Bool(yes))
     }
+}
+
+/// A property key of the VM's own (a match result's `index`, a group's name).
+fn key(k: &str) -> Key {
+    k.encode_utf16().collect::<Vec<u16>>().into()
 }
