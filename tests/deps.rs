@@ -1,27 +1,25 @@
 //! The VM must stay pure: no parser, no async runtime, no network stack in its dependency tree.
 
-#[test]
-fn vm_links_no_parser_runtime_or_network() {
+/// The output of `cargo ARGS` (offline) run in the workspace, which must succeed.
+fn cargo(args: &[&str]) -> Vec<u8> {
     let out = std::process::Command::new(env!("CARGO"))
-        .args([
-            "tree",
-            "-p",
-            "ajs-vm",
-            "-e",
-            "normal",
-            "--prefix",
-            "none",
-            "--offline",
-        ])
+        .args(args)
+        .arg("--offline")
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
-        .expect("cargo tree runs");
+        .expect("cargo runs");
     assert!(
         out.status.success(),
-        "{}",
+        "cargo {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let tree = String::from_utf8_lossy(&out.stdout);
+    out.stdout
+}
+
+#[test]
+fn vm_links_no_parser_runtime_or_network() {
+    let out = cargo(&["tree", "-p", "ajs-vm", "-e", "normal", "--prefix", "none"]);
+    let tree = String::from_utf8_lossy(&out);
     assert!(tree.contains("ajs-vm"), "{tree}");
     for banned in ["oxc", "tokio", "hyper", "rustls"] {
         assert!(
@@ -34,26 +32,16 @@ fn vm_links_no_parser_runtime_or_network() {
 /// The artifact runner must stay parser-free: no oxc (and no compiler) in its dependency tree.
 #[test]
 fn runner_links_no_parser() {
-    let out = std::process::Command::new(env!("CARGO"))
-        .args([
-            "tree",
-            "-p",
-            "ajs-runner",
-            "-e",
-            "normal",
-            "--prefix",
-            "none",
-            "--offline",
-        ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("cargo tree runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let tree = String::from_utf8_lossy(&out.stdout);
+    let out = cargo(&[
+        "tree",
+        "-p",
+        "ajs-runner",
+        "-e",
+        "normal",
+        "--prefix",
+        "none",
+    ]);
+    let tree = String::from_utf8_lossy(&out);
     assert!(tree.contains("ajs-runner"), "{tree}");
     assert!(tree.lines().any(|l| l.starts_with("ajs-vm")), "{tree}");
     for banned in ["oxc", "ajs-compiler"] {
@@ -144,23 +132,8 @@ fn no_crate_offers_a_feature_that_disables_a_limit() {
         "insecure",
         "danger",
     ];
-    let out = std::process::Command::new(env!("CARGO"))
-        .args([
-            "metadata",
-            "--no-deps",
-            "--format-version",
-            "1",
-            "--offline",
-        ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("cargo metadata runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata is JSON");
+    let out = cargo(&["metadata", "--no-deps", "--format-version", "1"]);
+    let meta: serde_json::Value = serde_json::from_slice(&out).expect("metadata is JSON");
     let packages = meta["packages"].as_array().expect("packages");
     assert!(packages.iter().any(|p| p["name"] == "ajs-vm"), "{meta}");
     for p in packages {
@@ -184,29 +157,19 @@ fn no_crate_offers_a_feature_that_disables_a_limit() {
 /// HTTP stack, no TLS and no tokio network code: the built-in clients are the `http` feature.
 #[test]
 fn ajs_without_the_http_feature_links_no_http_or_tls() {
-    let out = std::process::Command::new(env!("CARGO"))
-        .args([
-            "tree",
-            "-p",
-            "ajs",
-            "--no-default-features",
-            "--features",
-            "compiler",
-            "-e",
-            "normal",
-            "--prefix",
-            "none",
-            "--offline",
-        ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("cargo tree runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let tree = String::from_utf8_lossy(&out.stdout);
+    let out = cargo(&[
+        "tree",
+        "-p",
+        "ajs",
+        "--no-default-features",
+        "--features",
+        "compiler",
+        "-e",
+        "normal",
+        "--prefix",
+        "none",
+    ]);
+    let tree = String::from_utf8_lossy(&out);
     assert!(tree.lines().any(|l| l.starts_with("oxc_parser")), "{tree}");
     for banned in ["hyper", "rustls", "ring ", "tokio-rustls", "webpki"] {
         assert!(
