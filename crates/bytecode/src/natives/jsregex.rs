@@ -318,20 +318,9 @@ impl Parser<'_> {
                     if self.eat(':') {
                         self.out.push_str("(?:");
                     } else if self.eat('<') {
-                        let st = self.i;
-                        while self.peek().is_some_and(|c| {
-                            if self.i == st {
-                                id_start(c)
-                            } else {
-                                id_continue(c)
-                            }
-                        }) {
-                            self.i += 1;
-                        }
-                        let name: String = self.s[st..self.i].iter().collect();
-                        if name.is_empty() || !self.eat('>') {
-                            return Err(self.err("Invalid capture group name"));
-                        }
+                        let name = self
+                            .group_name()
+                            .ok_or_else(|| self.err("Invalid capture group name"))?;
                         if self.names.contains(&name) {
                             return Err(self.err("Duplicate capture group name"));
                         }
@@ -473,6 +462,57 @@ impl Parser<'_> {
         })
     }
 
+    /// A group name after `(?<`, through its `>`: identifier characters, literal or written as
+    /// `\uXXXX` (a surrogate pair as two), or `\u{…}`, with or without the `u` flag.
+    fn group_name(&mut self) -> Option<String> {
+        let mut name = String::new();
+        loop {
+            let c = match self.peek()? {
+                '>' => {
+                    self.i += 1;
+                    return (!name.is_empty()).then_some(name);
+                }
+                '\\' if self.at(1) == Some('u') => {
+                    self.i += 2;
+                    self.name_escape()?
+                }
+                c => {
+                    self.i += 1;
+                    c
+                }
+            };
+            let ok = if name.is_empty() {
+                id_start(c)
+            } else {
+                id_continue(c)
+            };
+            if !ok {
+                return None;
+            }
+            name.push(c);
+        }
+    }
+
+    /// The character of a `\u` escape in a group name (the `\u` consumed).
+    fn name_escape(&mut self) -> Option<char> {
+        if self.eat('{') {
+            let st = self.i;
+            while self.peek().is_some_and(|c| c.is_ascii_hexdigit()) {
+                self.i += 1;
+            }
+            let h: String = self.s[st..self.i].iter().collect();
+            let v = u32::from_str_radix(&h, 16).ok()?;
+            return self.eat('}').then(|| char::from_u32(v)).flatten();
+        }
+        let hi = self.hex(4)?;
+        if (0xD800..0xDC00).contains(&hi) && self.at(0) == Some('\\') && self.at(1) == Some('u') {
+            self.i += 2;
+            let lo = self.hex(4).filter(|lo| (0xDC00..0xE000).contains(lo))?;
+            return char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00));
+        }
+        char::from_u32(hi)
+    }
+
     fn code_point(&self, v: u32) -> Result<String, String> {
         match char::from_u32(v) {
             Some(c) => Ok(lit(c)),
@@ -607,6 +647,28 @@ mod tests {
         assert!(translate(&"a".repeat(1001), "")
             .unwrap_err()
             .contains("too long"));
+    }
+
+    #[test]
+    fn group_names_take_unicode_escapes() {
+        use super::{engine_group_name, translate};
+        for (p, name) in [
+            ("(?<\\u{03C0}>a)", "\u{3C0}"),
+            ("(?<_\\u200C>a)", "_\u{200C}"),
+            ("(?<\\ud835\\udcd1>a)", "\u{1D4D1}"),
+            ("(?<a\\u0062>a)", "ab"),
+        ] {
+            let r = translate(p, "").unwrap();
+            assert!(r.rust.contains(&engine_group_name(name)), "{p}: {}", r.rust);
+        }
+        for p in [
+            "(?<\\u0031>a)",
+            "(?<a\\u{110000}>a)",
+            "(?<\\ud835>a)",
+            "(?<a\\u00>a)",
+        ] {
+            assert!(translate(p, "").unwrap_err().contains("group name"), "{p}");
+        }
     }
 
     #[test]
