@@ -69,9 +69,14 @@ pub fn translate(pattern: &str, flags: &str) -> Result<JsRegex, String> {
         }
         *slot = true;
     }
+    let s: Vec<char> = pattern.chars().collect();
+    let has_names = s
+        .windows(4)
+        .any(|w| w[..3] == ['(', '?', '<'] && !matches!(w[3], '=' | '!'));
     let mut p = Parser {
         names: Vec::new(),
-        s: pattern.chars().collect(),
+        has_names,
+        s,
         i: 0,
         out: String::new(),
         re: &mut r,
@@ -93,6 +98,8 @@ pub fn translate(pattern: &str, flags: &str) -> Result<JsRegex, String> {
 struct Parser<'r> {
     /// Capture group names seen so far (JavaScript refuses a name twice).
     names: Vec<String>,
+    /// The pattern has a named group (then `\k` always starts a named reference).
+    has_names: bool,
     s: Vec<char>,
     i: usize,
     out: String,
@@ -387,7 +394,11 @@ impl Parser<'_> {
             '1'..='9' | '0' => {
                 return Err(format!("Backreferences (\\{c}) {BACKTRACK}"));
             }
-            'k' if self.peek() == Some('<') && (self.re.unicode || self.s.contains(&'<')) => {
+            // with the `u` flag or a named group in the pattern, `\k` must start a reference
+            'k' if self.re.unicode || self.has_names => {
+                if self.peek() != Some('<') {
+                    return Err(self.err("Invalid named reference"));
+                }
                 return Err(format!("Named backreferences (\\k<name>) {BACKTRACK}"));
             }
             'c' => match self.peek() {
@@ -395,6 +406,7 @@ impl Parser<'_> {
                     self.i += 1;
                     lit(char::from((l as u8) % 32))
                 }
+                _ if self.re.unicode => return Err(self.err("Invalid unicode escape")),
                 _ => {
                     self.i -= 1;
                     lit('\\')
@@ -669,6 +681,22 @@ mod tests {
         ] {
             assert!(translate(p, "").unwrap_err().contains("group name"), "{p}");
         }
+    }
+
+    #[test]
+    fn early_errors_of_k_and_c_escapes() {
+        assert!(translate("(?<a>.)\\k", "")
+            .unwrap_err()
+            .contains("named reference"));
+        assert!(translate("\\k", "u")
+            .unwrap_err()
+            .contains("named reference"));
+        assert!(
+            translate("\\k<a>", "").is_ok(),
+            "a literal k<a> without named groups"
+        );
+        assert!(translate("\\c0", "u").unwrap_err().contains("escape"));
+        assert!(translate("\\c0", "").is_ok());
     }
 
     #[test]
