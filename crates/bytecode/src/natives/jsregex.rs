@@ -364,9 +364,21 @@ impl Parser<'_> {
             ']' | '}' if self.re.unicode => return Err(self.err("Lone quantifier brackets")),
             '\\' => {
                 let e = self.escape(false)?;
-                self.out.push_str(&e);
+                let one = e
+                    .strip_prefix("\\x{")
+                    .and_then(|h| u32::from_str_radix(h.strip_suffix('}')?, 16).ok())
+                    .and_then(char::from_u32)
+                    .or_else(|| {
+                        e.chars()
+                            .next()
+                            .filter(|c| c.is_ascii_alphanumeric() && e.len() == 1)
+                    });
+                match one {
+                    Some(c) => self.out.push_str(&self.literal(c)),
+                    None => self.out.push_str(&e),
+                }
             }
-            c => self.out.push_str(&lit(c)),
+            c => self.out.push_str(&self.literal(c)),
         }
         Ok(())
     }
@@ -523,6 +535,26 @@ impl Parser<'_> {
             return char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00));
         }
         char::from_u32(hi)
+    }
+
+    /// `c` as a literal outside a class. With `i` and without `u` JavaScript compares
+    /// characters by their single-character upper case, not by Unicode case folding: the few
+    /// folding pairs that differ (the Kelvin and Angstrom signs, long s, ...) stay apart.
+    fn literal(&self, c: char) -> String {
+        if !self.re.ignore_case || self.re.unicode {
+            return lit(c);
+        }
+        match c {
+            'k' | 'K' => "(?-i:[kK])".into(),
+            's' | 'S' => "(?-i:[sS])".into(),
+            '\u{E5}' | '\u{C5}' => "(?-i:[\\x{E5}\\x{C5}])".into(),
+            '\u{3C9}' | '\u{3A9}' => "(?-i:[\\x{3C9}\\x{3A9}])".into(),
+            '\u{212A}' | '\u{17F}' | '\u{212B}' | '\u{2126}' | '\u{DF}' | '\u{1E9E}'
+            | '\u{390}' | '\u{1FD3}' | '\u{3B0}' | '\u{1FE3}' | '\u{FB05}' | '\u{FB06}' => {
+                format!("(?-i:{})", lit(c))
+            }
+            c => lit(c),
+        }
     }
 
     fn code_point(&self, v: u32) -> Result<String, String> {
@@ -697,6 +729,14 @@ mod tests {
         );
         assert!(translate("\\c0", "u").unwrap_err().contains("escape"));
         assert!(translate("\\c0", "").is_ok());
+    }
+
+    #[test]
+    fn ignore_case_without_u_keeps_folding_pairs_apart() {
+        let r = translate("\\u212ak", "i").unwrap();
+        assert_eq!(r.rust, "(?i)(?-i:\\x{212A})(?-i:[kK])");
+        assert_eq!(translate("k", "iu").unwrap().rust, "(?i)k");
+        assert_eq!(translate("k", "").unwrap().rust, "k");
     }
 
     #[test]
