@@ -530,6 +530,7 @@ impl<'o> Lowerer<'o> {
                 })?;
                 continue;
             }
+            strict_key(&p.key)?;
             // a key written as a name or a plain string: no UTF-16 copy unless it is new
             let plain = match &p.key {
                 PropertyKey::StaticIdentifier(id) => Some(id.name.as_str()),
@@ -664,6 +665,15 @@ fn strict_number(n: &NumericLiteral) -> R<()> {
     {
         Some(m) => fail(n.span, m),
         None => Ok(()),
+    }
+}
+
+/// Refuses a property key written as a literal strict mode refuses (`{ 010: 1 }`).
+pub(super) fn strict_key(k: &PropertyKey) -> R<()> {
+    match k {
+        PropertyKey::NumericLiteral(n) => strict_number(n),
+        PropertyKey::StringLiteral(s) => strict_string(s),
+        _ => Ok(()),
     }
 }
 
