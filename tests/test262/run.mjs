@@ -438,7 +438,9 @@ for (const t of tests) {
 writeFileSync(join(work, 'verdicts.json'), JSON.stringify(verdicts, null, 1));
 const n = results.pass.length + results.fail.length;
 const pct = n ? ((100 * results.pass.length) / n).toFixed(2) : '0';
-console.log(`test262 at ${execFileSync('git', ['-C', T262, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim()}: ${all.length} tests in the scope directories`);
+let rev = 'an unknown commit';
+try { rev = execFileSync('git', ['-C', T262, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim(); } catch { /* not a git checkout */ }
+console.log(`test262 at ${rev}: ${all.length} tests in the scope directories`);
 console.log('\nleft out by metadata or harness:');
 for (const [k, v] of Object.entries(skipped).sort((a, b) => b[1] - a[1])) console.log(`  ${v}\t${k}`);
 console.log('\nleft out by a documented AJS refusal:');
