@@ -52,7 +52,7 @@ const SCOPE = [
     .split(' ').map((d) => `language/expressions/${d}/`),
   ...'if while block try let const break continue return empty expression'
     .split(' ').map((d) => `language/statements/${d}/`),
-  ...'literals white-space line-terminators comments asi punctuators keywords reserved-words types block-scope computed-property-names'
+  ...'literals white-space line-terminators comments asi punctuators keywords reserved-words types block-scope computed-property-names identifiers future-reserved-words statementList destructuring'
     .split(' ').map((d) => `language/${d}/`),
 ];
 
@@ -76,7 +76,8 @@ const OK_FEATURES = new Set(('arrow-function let const template destructuring-bi
 const REFUSALS = [
   [/Unsupported statement type|AJS has no `var`|'throw' is not supported|'new' keyword|Classes are not supported|'this' is not supported|`finally` is not supported|member assignment|function expression|arrow functions are only allowed|async functions and generators|await/, 'refused syntax (decision 6)'],
   [/operator is not supported|comma operator|only allowed as statements|chained assignment|assignment inside an expression/, 'refused operators (decision 40)'],
-  [/takes a (callback|comparator) written as an arrow|a callback cannot assign|Helper '.*' expects|only atoms, builtins .* can be called|spread arguments are only supported for builtins/, 'callbacks and helpers, no function values (decision 10)'],
+  [/takes a (callback|comparator) written as an arrow|a callback cannot assign|only atoms, builtins .* can be called/, 'callbacks and helpers, no function values (decision 10)'],
+  [/Helper '.*' expects|Helper '.*' parameters must be plain|spread arguments are only supported for builtins|Duplicate helper function name/, 'helpers are plain functions (decision 44)'],
   [/Backreferences|backreferences|Lookahead|Lookbehind|sticky|RegExp is not available|lone surrogate/, 'regular expressions (decision 23)'],
   [/is not available|is not supported in AJS|not callable in AJS|Security Error: Access to '(constructor|__proto__|prototype)'|is a function: call it|cannot be used as a value|too many arguments to|argument\(s\) in AJS|getters and setters|methods in object literals|tagged templates/, 'builtins are not values; no prototypes or reflection (decision 41)'],
   [/Cannot use '.*' on an (array|object)|Cannot use an? (array|object) in a template|Cannot join a nested array/, 'no implicit conversion of arrays and objects (decision 2)'],
@@ -294,7 +295,7 @@ function hoist(src) {
     else if (')]}'.includes(c)) depth--;
     else if (depth === 0 && /^function\b/.test(m.slice(i, i + 9)) && !/[\w$.]$/.test(m.slice(0, i)) &&
       /(^|[;}\n])\s*$/.test(m.slice(Math.max(0, i - 200), i))) {
-      const end = close(m, m.indexOf('{', i));
+      const end = close(m, m.indexOf('{', close(m, m.indexOf('(', i))));
       if (end < 0) break;
       body += src.slice(last, i);
       fns.push(src.slice(i, end));
