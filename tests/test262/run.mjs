@@ -344,8 +344,10 @@ function adapt(code, negative) {
   const { fns, body } = hoist(src);
   if (/\breturn\b/.test(outsideFunctions(mask(body)))) return { skip: 'a return outside functions (the adaptation wraps the test in one)' };
   const source = `${PRELUDE}\n${fns.join('\n')}\nfunction __test262_main() {\n${body}\nreturn { ok: true }\n}\n`;
-  const declared = new Set([...mask(code).matchAll(/\b(?:var|let|const|function)\s+([\w$]+)/g)].map((x) => x[1]));
-  return { source, declared, hoisted: fns.length > 0, usesVar: new RegExp(VAR[0]).test(mask(code)) };
+  const names = (re) => new Set([...mask(code).matchAll(re)].map((x) => x[1]));
+  const declared = names(/\b(?:var|let|const|function)\s+([\w$]+)/g);
+  const vars = names(/\bvar\s+([\w$]+)/g);
+  return { source, declared, vars, hoisted: fns.length > 0, usesVar: new RegExp(VAR[0]).test(mask(code)) };
 }
 
 // The masked text with the bodies of function expressions and arrows blanked.
@@ -428,8 +430,11 @@ function refusalOf(t, message) {
   // At run time only decision 2 and the forbidden names raise (the others are compile errors).
   const compile = / at <source>:\d+:\d+$/.test(message);
   if (!compile && !/^Cannot |^Security Error/.test(message)) return null;
-  const name = /^'([\w$]+)' is not defined/.exec(message);
-  if (name && t.adapted.hoisted && t.adapted.declared.has(name[1])) return 'callbacks and helpers, no function values (decision 10)';
+  const name = /^'([\w$]+)' is not defined|^Cannot access '([\w$]+)' before/.exec(message);
+  const id = name && (name[1] || name[2]);
+  // a helper reading the test's variable: no closures; else reading a `var` before it: hoisting
+  if (name?.[1] && t.adapted.hoisted && t.adapted.declared.has(id)) return 'callbacks and helpers, no function values (decision 10)';
+  if (id && t.adapted.vars.has(id)) return 'refused syntax (decision 6)';
   return row[1];
 }
 
