@@ -75,22 +75,22 @@ const OK_FEATURES = new Set(('arrow-function let const template destructuring-bi
 // out of the subset; any other error is a failure.
 const REFUSALS = [
   [/Unsupported statement type|AJS has no `var`|'throw' is not supported|'new' keyword|Classes are not supported|'this' is not supported|`finally` is not supported|member assignment|function expression|arrow functions are only allowed|async functions and generators|await/, 'refused syntax (decision 6)'],
-  [/operator is not supported|comma operator|only allowed as statements|chained assignment|assignment inside an expression/, 'refused operators (decision 40)'],
+  [/operator is not supported|comma operator|only allowed as statements|chained assignment|assignment inside an expression/, 'refused operators (decision 41)'],
   [/takes a (callback|comparator) written as an arrow|a callback cannot assign|only atoms, builtins .* can be called/, 'callbacks and helpers, no function values (decision 10)'],
-  [/Helper '.*' expects|Helper '.*' parameters must be plain|spread arguments are only supported for builtins|Duplicate helper function name/, 'helpers are plain functions (decision 44)'],
+  [/Helper '.*' expects|Helper '.*' parameters must be plain|spread arguments are only supported for builtins|Duplicate helper function name/, 'helpers are plain functions (decision 45)'],
   [/Backreferences|backreferences|Lookahead|Lookbehind|sticky|RegExp is not available|lone surrogate/, 'regular expressions (decision 23)'],
-  [/is not available|is not supported in AJS|not callable in AJS|Security Error: Access to '(constructor|__proto__|prototype)'|is a function: call it|cannot be used as a value|too many arguments to|argument\(s\) in AJS|getters and setters|methods in object literals|tagged templates/, 'builtins are not values; no prototypes or reflection (decision 41)'],
+  [/is not available|is not supported in AJS|not callable in AJS|Security Error: Access to '(constructor|__proto__|prototype)'|is a function: call it|cannot be used as a value|too many arguments to|argument\(s\) in AJS|getters and setters|methods in object literals|tagged templates/, 'builtins are not values; no prototypes or reflection (decision 42)'],
   [/Cannot use '.*' on an (array|object)|Cannot use an? (array|object) in a template|Cannot join a nested array/, 'no implicit conversion of arrays and objects (decision 2)'],
-  [/before initialization|is not defined/, 'name errors are compile errors (decision 43)'],
+  [/before initialization|is not defined/, 'name errors are compile errors (decision 44)'],
 ];
 // A test-specific deviation a documented decision explains (the test's own assertion fails).
 const DEVIATIONS = {
-  'built-ins/Array/prototype/indexOf/15.4.4.14-9-b-1.js': 'arrays have no holes (decision 42)',
-  'built-ins/Array/prototype/lastIndexOf/15.4.4.15-8-b-1.js': 'arrays have no holes (decision 42)',
-  'built-ins/String/prototype/includes/String.prototype.includes_lengthProp.js': 'builtins are not values; no prototypes or reflection (decision 41)',
-  'language/types/object/S8.6.2_A3.js': 'builtins are not values; no prototypes or reflection (decision 41)',
+  'built-ins/Array/prototype/indexOf/15.4.4.14-9-b-1.js': 'arrays have no holes (decision 43)',
+  'built-ins/Array/prototype/lastIndexOf/15.4.4.15-8-b-1.js': 'arrays have no holes (decision 43)',
+  'built-ins/String/prototype/includes/String.prototype.includes_lengthProp.js': 'builtins are not values; no prototypes or reflection (decision 42)',
+  'language/types/object/S8.6.2_A3.js': 'builtins are not values; no prototypes or reflection (decision 42)',
   'language/expressions/typeof/string.js': 'Date() is a date value (decision 12)',
-  'language/types/string/S8.4_A8.js': '== never coerces (decision 42)',
+  'language/types/string/S8.4_A8.js': '== never coerces (decision 43)',
 };
 
 // --- Adaptation ------------------------------------------------------------------------------
@@ -237,7 +237,7 @@ function rewriteThrows(src) {
 }
 
 // `assert.sameValue(typeof String.prototype.at, 'function')`, a test's check that the builtin
-// exists, is dropped: AJS has the method but never handles a builtin as a value (decision 41).
+// exists, is dropped: AJS has the method but never handles a builtin as a value (decision 42).
 function dropFeatureChecks(src) {
   for (;;) {
     const m = mask(src);
