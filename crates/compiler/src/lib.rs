@@ -23,6 +23,7 @@ mod lower;
 mod params;
 mod pos;
 mod stack;
+mod strict_literals;
 #[cfg(test)]
 mod test_rng;
 mod warnings;

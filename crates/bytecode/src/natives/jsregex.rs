@@ -69,9 +69,14 @@ pub fn translate(pattern: &str, flags: &str) -> Result<JsRegex, String> {
         }
         *slot = true;
     }
+    let s: Vec<char> = pattern.chars().collect();
+    let has_names = s
+        .windows(4)
+        .any(|w| w[..3] == ['(', '?', '<'] && !matches!(w[3], '=' | '!'));
     let mut p = Parser {
         names: Vec::new(),
-        s: pattern.chars().collect(),
+        has_names,
+        s,
         i: 0,
         out: String::new(),
         re: &mut r,
@@ -93,6 +98,8 @@ pub fn translate(pattern: &str, flags: &str) -> Result<JsRegex, String> {
 struct Parser<'r> {
     /// Capture group names seen so far (JavaScript refuses a name twice).
     names: Vec<String>,
+    /// The pattern has a named group (then `\k` always starts a named reference).
+    has_names: bool,
     s: Vec<char>,
     i: usize,
     out: String,
@@ -318,20 +325,9 @@ impl Parser<'_> {
                     if self.eat(':') {
                         self.out.push_str("(?:");
                     } else if self.eat('<') {
-                        let st = self.i;
-                        while self.peek().is_some_and(|c| {
-                            if self.i == st {
-                                id_start(c)
-                            } else {
-                                id_continue(c)
-                            }
-                        }) {
-                            self.i += 1;
-                        }
-                        let name: String = self.s[st..self.i].iter().collect();
-                        if name.is_empty() || !self.eat('>') {
-                            return Err(self.err("Invalid capture group name"));
-                        }
+                        let name = self
+                            .group_name()
+                            .ok_or_else(|| self.err("Invalid capture group name"))?;
                         if self.names.contains(&name) {
                             return Err(self.err("Duplicate capture group name"));
                         }
@@ -368,9 +364,21 @@ impl Parser<'_> {
             ']' | '}' if self.re.unicode => return Err(self.err("Lone quantifier brackets")),
             '\\' => {
                 let e = self.escape(false)?;
-                self.out.push_str(&e);
+                let one = e
+                    .strip_prefix("\\x{")
+                    .and_then(|h| u32::from_str_radix(h.strip_suffix('}')?, 16).ok())
+                    .and_then(char::from_u32)
+                    .or_else(|| {
+                        e.chars()
+                            .next()
+                            .filter(|c| c.is_ascii_alphanumeric() && e.len() == 1)
+                    });
+                match one {
+                    Some(c) => self.out.push_str(&self.literal(c)),
+                    None => self.out.push_str(&e),
+                }
             }
-            c => self.out.push_str(&lit(c)),
+            c => self.out.push_str(&self.literal(c)),
         }
         Ok(())
     }
@@ -398,7 +406,11 @@ impl Parser<'_> {
             '1'..='9' | '0' => {
                 return Err(format!("Backreferences (\\{c}) {BACKTRACK}"));
             }
-            'k' if self.peek() == Some('<') && (self.re.unicode || self.s.contains(&'<')) => {
+            // with the `u` flag or a named group in the pattern, `\k` must start a reference
+            'k' if self.re.unicode || self.has_names => {
+                if self.peek() != Some('<') {
+                    return Err(self.err("Invalid named reference"));
+                }
                 return Err(format!("Named backreferences (\\k<name>) {BACKTRACK}"));
             }
             'c' => match self.peek() {
@@ -406,6 +418,7 @@ impl Parser<'_> {
                     self.i += 1;
                     lit(char::from((l as u8) % 32))
                 }
+                _ if self.re.unicode => return Err(self.err("Invalid unicode escape")),
                 _ => {
                     self.i -= 1;
                     lit('\\')
@@ -471,6 +484,77 @@ impl Parser<'_> {
             }
             c => lit(c),
         })
+    }
+
+    /// A group name after `(?<`, through its `>`: identifier characters, literal or written as
+    /// `\uXXXX` (a surrogate pair as two), or `\u{…}`, with or without the `u` flag.
+    fn group_name(&mut self) -> Option<String> {
+        let mut name = String::new();
+        loop {
+            let c = match self.peek()? {
+                '>' => {
+                    self.i += 1;
+                    return (!name.is_empty()).then_some(name);
+                }
+                '\\' if self.at(1) == Some('u') => {
+                    self.i += 2;
+                    self.name_escape()?
+                }
+                c => {
+                    self.i += 1;
+                    c
+                }
+            };
+            let ok = if name.is_empty() {
+                id_start(c)
+            } else {
+                id_continue(c)
+            };
+            if !ok {
+                return None;
+            }
+            name.push(c);
+        }
+    }
+
+    /// The character of a `\u` escape in a group name (the `\u` consumed).
+    fn name_escape(&mut self) -> Option<char> {
+        if self.eat('{') {
+            let st = self.i;
+            while self.peek().is_some_and(|c| c.is_ascii_hexdigit()) {
+                self.i += 1;
+            }
+            let h: String = self.s[st..self.i].iter().collect();
+            let v = u32::from_str_radix(&h, 16).ok()?;
+            return self.eat('}').then(|| char::from_u32(v)).flatten();
+        }
+        let hi = self.hex(4)?;
+        if (0xD800..0xDC00).contains(&hi) && self.at(0) == Some('\\') && self.at(1) == Some('u') {
+            self.i += 2;
+            let lo = self.hex(4).filter(|lo| (0xDC00..0xE000).contains(lo))?;
+            return char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00));
+        }
+        char::from_u32(hi)
+    }
+
+    /// `c` as a literal outside a class. With `i` and without `u` JavaScript compares
+    /// characters by their single-character upper case, not by Unicode case folding: the few
+    /// folding pairs that differ (the Kelvin and Angstrom signs, long s, ...) stay apart.
+    fn literal(&self, c: char) -> String {
+        if !self.re.ignore_case || self.re.unicode {
+            return lit(c);
+        }
+        match c {
+            'k' | 'K' => "(?-i:[kK])".into(),
+            's' | 'S' => "(?-i:[sS])".into(),
+            '\u{E5}' | '\u{C5}' => "(?-i:[\\x{E5}\\x{C5}])".into(),
+            '\u{3C9}' | '\u{3A9}' => "(?-i:[\\x{3C9}\\x{3A9}])".into(),
+            '\u{212A}' | '\u{17F}' | '\u{212B}' | '\u{2126}' | '\u{DF}' | '\u{1E9E}'
+            | '\u{390}' | '\u{1FD3}' | '\u{3B0}' | '\u{1FE3}' | '\u{FB05}' | '\u{FB06}' => {
+                format!("(?-i:{})", lit(c))
+            }
+            c => lit(c),
+        }
     }
 
     fn code_point(&self, v: u32) -> Result<String, String> {
@@ -607,6 +691,52 @@ mod tests {
         assert!(translate(&"a".repeat(1001), "")
             .unwrap_err()
             .contains("too long"));
+    }
+
+    #[test]
+    fn group_names_take_unicode_escapes() {
+        use super::{engine_group_name, translate};
+        for (p, name) in [
+            ("(?<\\u{03C0}>a)", "\u{3C0}"),
+            ("(?<_\\u200C>a)", "_\u{200C}"),
+            ("(?<\\ud835\\udcd1>a)", "\u{1D4D1}"),
+            ("(?<a\\u0062>a)", "ab"),
+        ] {
+            let r = translate(p, "").unwrap();
+            assert!(r.rust.contains(&engine_group_name(name)), "{p}: {}", r.rust);
+        }
+        for p in [
+            "(?<\\u0031>a)",
+            "(?<a\\u{110000}>a)",
+            "(?<\\ud835>a)",
+            "(?<a\\u00>a)",
+        ] {
+            assert!(translate(p, "").unwrap_err().contains("group name"), "{p}");
+        }
+    }
+
+    #[test]
+    fn early_errors_of_k_and_c_escapes() {
+        assert!(translate("(?<a>.)\\k", "")
+            .unwrap_err()
+            .contains("named reference"));
+        assert!(translate("\\k", "u")
+            .unwrap_err()
+            .contains("named reference"));
+        assert!(
+            translate("\\k<a>", "").is_ok(),
+            "a literal k<a> without named groups"
+        );
+        assert!(translate("\\c0", "u").unwrap_err().contains("escape"));
+        assert!(translate("\\c0", "").is_ok());
+    }
+
+    #[test]
+    fn ignore_case_without_u_keeps_folding_pairs_apart() {
+        let r = translate("\\u212ak", "i").unwrap();
+        assert_eq!(r.rust, "(?i)(?-i:\\x{212A})(?-i:[kK])");
+        assert_eq!(translate("k", "iu").unwrap().rust, "(?i)k");
+        assert_eq!(translate("k", "").unwrap().rust, "k");
     }
 
     #[test]

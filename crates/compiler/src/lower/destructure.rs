@@ -149,6 +149,7 @@ impl Lowerer<'_> {
                             );
                             taken.push(k);
                         } else {
+                            super::expr::strict_key(&prop.key)?;
                             let key = match &prop.key {
                                 PropertyKey::StaticIdentifier(id) => id.name.as_str().to_string(),
                                 PropertyKey::StringLiteral(s) => {

@@ -34,7 +34,10 @@ impl<'o> Lowerer<'o> {
     pub(super) fn expr_inner(&mut self, e: &Expression, span: Span) -> R<Reg> {
         match e {
             Expression::Identifier(id) => return self.read_ident(id),
-            Expression::NumericLiteral(n) => return self.num_reg(n.value, n.span),
+            Expression::NumericLiteral(n) => {
+                strict_number(n)?;
+                return self.num_reg(n.value, n.span);
+            }
             Expression::StringLiteral(s) => return self.string_lit_reg(s),
             Expression::BooleanLiteral(b) => {
                 return self.special(
@@ -50,6 +53,7 @@ impl<'o> Lowerer<'o> {
             Expression::ParenthesizedExpression(p) => return self.expr(&p.expression),
             Expression::UnaryExpression(u) if u.operator == UnaryOperator::UnaryNegation => {
                 if let Expression::NumericLiteral(n) = u.argument.without_parentheses() {
+                    strict_number(n)?;
                     return self.num_reg(-n.value, u.span);
                 }
             }
@@ -67,6 +71,7 @@ impl<'o> Lowerer<'o> {
 
     /// The constant of a string literal.
     pub(super) fn str_lit_const(&mut self, s: &StringLiteral, span: Span) -> R<ConstIdx> {
+        strict_string(s)?;
         if s.lone_surrogates {
             self.str_const_units(string_units(s), span)
         } else {
@@ -95,6 +100,7 @@ impl<'o> Lowerer<'o> {
         let d = dst.dst();
         match e {
             Expression::NumericLiteral(n) => {
+                strict_number(n)?;
                 let k = self.num_const(n.value, span)?;
                 self.emit(Op::LoadConst { dst: d, k: k.constant() }, span);
             }
@@ -148,6 +154,7 @@ impl<'o> Lowerer<'o> {
             Expression::UnaryExpression(u) => {
                 if u.operator == UnaryOperator::UnaryNegation {
                     if let Expression::NumericLiteral(n) = u.argument.without_parentheses() {
+                        strict_number(n)?;
                         let k = self.num_const(-n.value, span)?;
                         self.emit(Op::LoadConst { dst: d, k: k.constant() }, span);
                         return Ok(());
@@ -523,6 +530,7 @@ impl<'o> Lowerer<'o> {
                 })?;
                 continue;
             }
+            strict_key(&p.key)?;
             // a key written as a name or a plain string: no UTF-16 copy unless it is new
             let plain = match &p.key {
                 PropertyKey::StaticIdentifier(id) => Some(id.name.as_str()),
@@ -645,5 +653,38 @@ impl Lowerer<'_> {
             }
             Ok(())
         })
+    }
+}
+
+/// Refuses a numeric literal strict mode refuses (`010`, `08`).
+fn strict_number(n: &NumericLiteral) -> R<()> {
+    match n
+        .raw
+        .as_ref()
+        .and_then(|r| crate::strict_literals::number(r.as_str()))
+    {
+        Some(m) => fail(n.span, m),
+        None => Ok(()),
+    }
+}
+
+/// Refuses a property key written as a literal strict mode refuses (`{ 010: 1 }`).
+pub(super) fn strict_key(k: &PropertyKey) -> R<()> {
+    match k {
+        PropertyKey::NumericLiteral(n) => strict_number(n),
+        PropertyKey::StringLiteral(s) => strict_string(s),
+        _ => Ok(()),
+    }
+}
+
+/// Refuses a string literal with an octal escape (`'\1'`), as strict mode does.
+fn strict_string(s: &StringLiteral) -> R<()> {
+    match s
+        .raw
+        .as_ref()
+        .and_then(|r| crate::strict_literals::string(r.as_str()))
+    {
+        Some(m) => fail(s.span, m),
+        None => Ok(()),
     }
 }
