@@ -42,6 +42,18 @@ pub enum Policy {
     Collect,
 }
 
+impl Policy {
+    /// The policy's name, as [`str::parse`] reads it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Policy::Allow => "allow",
+            Policy::Deny => "deny",
+            Policy::Pause => "pause",
+            Policy::Collect => "collect",
+        }
+    }
+}
+
 impl std::str::FromStr for Policy {
     type Err = String;
     fn from_str(s: &str) -> Result<Policy, String> {
@@ -380,15 +392,6 @@ pub enum ReplayError {
     Journal(String),
 }
 
-fn policy_name(p: Policy) -> &'static str {
-    match p {
-        Policy::Allow => "allow",
-        Policy::Deny => "deny",
-        Policy::Pause => "pause",
-        Policy::Collect => "collect",
-    }
-}
-
 /// A runner with approval policies, snapshots, journal, tracing and caps.
 #[derive(Clone, Debug)]
 pub struct GatedRunner {
@@ -427,7 +430,7 @@ impl GatedRunner {
             if let Some((atom, p)) = gated.first() {
                 return Err(ConfigError::Undecidable {
                     atom: (*atom).clone(),
-                    policy: policy_name(**p),
+                    policy: p.as_str(),
                 });
             }
         }

@@ -34,6 +34,7 @@ pub struct EmbeddingGuide;
 mod answer;
 mod approvals;
 mod atom_inputs;
+mod bundle;
 mod capabilities;
 #[cfg(feature = "compiler")]
 mod compilers;
@@ -60,6 +61,9 @@ pub use approvals::{
     Journal, JournalEntry, MemoryNonceStore, NonceStore, PendingCall, Policy, ReplayError,
     ReplayMismatch, Report, ResumeError, RunResult, RunSettings, Suspended, Verdict,
     DEFAULT_MAX_JOURNAL_BYTES,
+};
+pub use bundle::{
+    Bundle, BundleError, BundleKey, BundleSettings, BUNDLE_MAGIC, BUNDLE_VERSION, MIN_KEY_BYTES,
 };
 pub use capabilities::{
     AtomDecl, AtomFn, Capabilities, FetchCall, FetchFn, HostFuture, InputField, InputType, LlmFn,

@@ -1,12 +1,16 @@
 //! `ajs run` (with approval policies, snapshots and a journal), `ajs resume` and `ajs replay`.
 //!
-//! A suspended run is written as a *bundle*: magic `AJSR`, the artifact's length (u32 LE), the
-//! artifact, the approval policies' length (u32 LE) and text (`atom=policy,…`), then the
-//! snapshot. `resume` needs nothing else, in any process; the policies stay in force.
+//! A suspended run is written as an [`ajs::Bundle`]: the artifact, the approval policies, the
+//! settings that continue (fuel, timeout, caps) and the snapshot, under one HMAC with
+//! `--key-env` (a SHA-256 without). `resume` needs nothing else, in any process; the policies
+//! and settings stay in force.
 
 use std::process::ExitCode;
 
-use ajs::{Approvals, Decision, GatedRunner, Journal, Policy, RunResult, RunSettings, Runner};
+use ajs::{
+    Approvals, Bundle, BundleError, BundleKey, BundleSettings, Decision, GatedRunner, Journal,
+    Policy, RunResult, RunSettings, Runner,
+};
 use ajs_runner::cli::{fuel, json_value, read_capped, Input};
 use ajs_runner::config::ServerConfig;
 use ajs_runner::exit::{outcome_code, print_json, refusal_json, refuse, Usage, RUN_FAILED};
@@ -15,8 +19,6 @@ use clap::{ArgGroup, Args};
 use serde_json::{json, Value};
 
 use crate::runtime;
-
-const BUNDLE_MAGIC: &[u8; 4] = b"AJSR";
 
 const EXIT_CODES: &str = "Exit codes: 0 the run finished without error or is suspended, 1 the \
 run failed, 2 bad usage, 3 input refused (a compile error, arguments refused by the signature, a \
@@ -139,7 +141,7 @@ struct Common {
     config: ServerConfig,
     fuel: Option<f64>,
     timeout: Option<u64>,
-    key: Option<Vec<u8>>,
+    key: Option<BundleKey>,
     snapshot_out: Option<String>,
     journal_out: Option<String>,
     nonce_dir: Option<String>,
@@ -152,15 +154,14 @@ impl Common {
             None => ServerConfig::default(),
         };
         let key = match key_env {
-            Some(var) => Some(
-                std::env::var(var)
-                    .map_err(|_| {
-                        Usage(format!(
-                            "--key-env: the environment variable {var} is not set"
-                        ))
-                    })?
-                    .into_bytes(),
-            ),
+            Some(var) => {
+                let bytes = std::env::var(var).map_err(|_| {
+                    Usage(format!(
+                        "--key-env: the environment variable {var} is not set"
+                    ))
+                })?;
+                Some(BundleKey::new(bytes).map_err(|e| Usage(format!("--key-env {var}: {e}")))?)
+            }
             None => None,
         };
         Ok(Common {
@@ -188,7 +189,14 @@ fn policies(text: &str) -> Result<Vec<(String, Policy)>, Usage> {
         .collect()
 }
 
-fn gated(c: &Common, policies: &[(String, Policy)], journal: bool) -> Result<GatedRunner, Usage> {
+/// A gated runner for `run` (settings from the flags and the configuration) or `resume` (the
+/// settings the saved run was started with).
+fn gated(
+    c: &Common,
+    policies: &[(String, Policy)],
+    journal: bool,
+    saved: Option<&BundleSettings>,
+) -> Result<GatedRunner, Usage> {
     let mut options = c.config.command_options();
     if let Some(f) = c.fuel {
         options.fuel = f;
@@ -196,22 +204,27 @@ fn gated(c: &Common, policies: &[(String, Policy)], journal: bool) -> Result<Gat
     if let Some(t) = c.timeout {
         options.timeout_ms = t;
     }
+    let mut settings = RunSettings {
+        journal,
+        ..RunSettings::default()
+    };
+    if let Some(saved) = saved {
+        saved.apply(&mut options, &mut settings);
+        // a journal is kept on resume only when asked for (the snapshot holds the run's)
+        settings.journal = journal;
+    }
     let mut approvals = Approvals::default().suspend(true);
     for (atom, p) in policies {
         approvals = approvals.policy(atom.clone(), *p);
     }
     if let Some(k) = &c.key {
-        approvals = approvals.key(k.clone());
+        approvals = approvals.key(k.as_bytes());
     }
     if let Some(dir) = &c.nonce_dir {
         let store = ajs::FileNonceStore::new(dir)
             .map_err(|e| Usage(format!("--nonce-dir: cannot use {dir}: {e}")))?;
         approvals = approvals.nonce_store(std::sync::Arc::new(store));
     }
-    let settings = RunSettings {
-        journal,
-        ..RunSettings::default()
-    };
     GatedRunner::new(c.config.runner(0), options, approvals, settings)
         .map_err(|e| Usage(e.to_string()))
 }
@@ -278,7 +291,7 @@ fn shown() -> std::sync::MutexGuard<'static, Vec<String>> {
 fn report(
     result: RunResult,
     program: &ajs::VerifiedProgram,
-    policy_text: &str,
+    runner: &GatedRunner,
     c: &Common,
     log: bool,
 ) -> Result<ExitCode, Usage> {
@@ -301,14 +314,20 @@ fn report(
         }
         RunResult::Suspended(s) => {
             let path = c.snapshot_out.clone().unwrap_or_else(|| "run.snap".into());
-            let artifact = program.to_bytes();
-            let mut bundle = BUNDLE_MAGIC.to_vec();
-            bundle.extend_from_slice(&(artifact.len() as u32).to_le_bytes());
-            bundle.extend_from_slice(&artifact);
-            bundle.extend_from_slice(&(policy_text.len() as u32).to_le_bytes());
-            bundle.extend_from_slice(policy_text.as_bytes());
-            bundle.extend_from_slice(&s.snapshot);
-            write(&path, &bundle)?;
+            let mut policies: Vec<(String, Policy)> = runner
+                .approvals
+                .policies
+                .iter()
+                .map(|(a, p)| (a.clone(), *p))
+                .collect();
+            policies.sort_by(|a, b| a.0.cmp(&b.0));
+            let bundle = Bundle {
+                artifact: program.to_bytes(),
+                policies,
+                settings: BundleSettings::of(&runner.options, &runner.settings),
+                snapshot: s.snapshot,
+            };
+            write(&path, &bundle.seal(c.key.as_ref()))?;
             let pending: Vec<Value> = s
                 .pending
                 .iter()
@@ -336,23 +355,18 @@ pub fn cmd_run(a: &RunArgs) -> Result<ExitCode, Usage> {
         Ok(p) => p,
         Err(code) => return Ok(code),
     };
-    let runner = gated(&c, &pol, c.journal_out.is_some())?;
+    let runner = gated(&c, &pol, c.journal_out.is_some(), None)?;
     let result = runtime()?.block_on(runner.start(&program, &run_args));
-    report(result, &program, &policy_text, &c, a.log)
+    report(result, &program, &runner, &c, a.log)
 }
 
-/// The artifact, policies and snapshot of a saved run (magic `AJSR`, see the module's docs).
-fn unbundle(bundle: &[u8]) -> Result<(&[u8], &str, &[u8]), &'static str> {
-    if bundle.len() < 8 || &bundle[..4] != BUNDLE_MAGIC {
-        return Err("not a saved run (bad magic)");
+/// Why a saved run was refused, saying which flag to change.
+fn bundle_refusal(e: &BundleError) -> String {
+    match e {
+        BundleError::KeyRequired => format!("{e} (--key-env VAR)"),
+        BundleError::NotKeyed => format!("{e} (resume without --key-env)"),
+        _ => e.to_string(),
     }
-    let n = u32::from_le_bytes([bundle[4], bundle[5], bundle[6], bundle[7]]) as usize;
-    let artifact = bundle.get(8..8 + n).ok_or("truncated")?;
-    let len = bundle.get(8 + n..12 + n).ok_or("truncated")?;
-    let m = u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize;
-    let policy_bytes = bundle.get(12 + n..12 + n + m).ok_or("truncated")?;
-    let policy_text = std::str::from_utf8(policy_bytes).map_err(|_| "bad policy text")?;
-    Ok((artifact, policy_text, &bundle[12 + n + m..]))
 }
 
 /// `ajs resume`.
@@ -374,18 +388,21 @@ pub fn cmd_resume(a: &ResumeArgs) -> Result<ExitCode, Usage> {
         Input::Ended(code) => return Ok(code),
     };
     let refused = |m: &str| Ok(refuse("snapshotRefused", format!("{file}: {m}")));
-    let (artifact, policy_text, snapshot) = match unbundle(&bundle) {
-        Ok(parts) => parts,
-        Err(m) => return refused(m),
+    let saved = match Bundle::open(&bundle, c.key.as_ref()) {
+        Ok(b) => b,
+        Err(e) => return refused(&bundle_refusal(&e)),
     };
-    let Ok(pol) = policies(policy_text) else {
-        return refused("bad policy text");
-    };
-    let program = match ajs::Program::from_bytes(artifact) {
+    let snapshot = &saved.snapshot[..];
+    let program = match ajs::Program::from_bytes(&saved.artifact) {
         Ok(p) => p,
         Err(e) => return refused(&format!("artifact refused: {e}")),
     };
-    let runner = gated(&c, &pol, c.journal_out.is_some())?;
+    let runner = gated(
+        &c,
+        &saved.policies,
+        c.journal_out.is_some(),
+        Some(&saved.settings),
+    )?;
     // the pending calls come from the snapshot itself
     let calls = match runner.pending(&program, snapshot) {
         Ok(c) => c,
@@ -414,7 +431,7 @@ pub fn cmd_resume(a: &ResumeArgs) -> Result<ExitCode, Usage> {
     }
     let result = runtime()?.block_on(runner.resume(&program, snapshot, decisions));
     match result {
-        Ok(r) => report(r, &program, policy_text, &c, a.log),
+        Ok(r) => report(r, &program, &runner, &c, a.log),
         Err(ajs::ResumeError::Decision(m)) => Err(Usage(m)),
         Err(e) => refused(&e.to_string()),
     }

@@ -369,3 +369,218 @@ fn an_unknown_literal_input_is_warned_at_compile_time_and_the_call_still_runs() 
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("warning: httpFetch: input 'header'"), "{err}");
 }
+
+fn ajs_with_key(dir: &PathBuf, key: &str, args: &[&str]) -> (i32, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_ajs"))
+        .args(args)
+        .env("AJS_TEST_BUNDLE_KEY", key)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Replaces `from` by `to` (the same length) in a file's bytes.
+fn edit_file(path: &PathBuf, out: &PathBuf, from: &[u8], to: &[u8]) {
+    let mut bytes = std::fs::read(path).unwrap();
+    let at = bytes
+        .windows(from.len())
+        .position(|w| w == from)
+        .unwrap_or_else(|| panic!("{} not in the file", String::from_utf8_lossy(from)));
+    bytes[at..at + to.len()].copy_from_slice(to);
+    std::fs::write(out, bytes).unwrap();
+}
+
+#[test]
+fn a_keyed_bundle_with_its_policy_edited_to_allow_is_refused() {
+    let (dir, hits) = setup("keyed");
+    let _cleanup = Cleanup(dir.clone());
+    let key = "k".repeat(32);
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "agent.ajs",
+            "--config",
+            "cfg.json",
+            "--policy",
+            "httpFetch=pause",
+        ];
+        args.extend_from_slice(extra);
+        ajs_with_key(&dir, &key, &args)
+    };
+    let (code, out, err) = run(&[
+        "--snapshot-out",
+        "k.snap",
+        "--key-env",
+        "AJS_TEST_BUNDLE_KEY",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json(&out)["status"], "suspended");
+    // the issue's attack: pause becomes allow, so the second call would run unapproved
+    edit_file(
+        &dir.join("k.snap"),
+        &dir.join("allow.snap"),
+        br#""httpFetch":"pause""#,
+        br#""httpFetch":"allow""#,
+    );
+    let resume = |file: &str, key_env: bool| {
+        let mut args = vec!["resume", file, "--approve", "--config", "cfg.json"];
+        if key_env {
+            args.extend_from_slice(&["--key-env", "AJS_TEST_BUNDLE_KEY"]);
+        }
+        ajs_with_key(&dir, &key, &args)
+    };
+    let (code, out, err) = resume("allow.snap", true);
+    assert_eq!(code, 3, "input refused: {out} {err}");
+    assert_eq!(json(&out)["error"]["kind"], "snapshotRefused", "{out}");
+    assert!(out.contains("integrity check failed"), "{out}");
+    // the timeout in the settings is under the MAC as well
+    edit_file(
+        &dir.join("k.snap"),
+        &dir.join("slow.snap"),
+        b"\"timeoutMs\":240000",
+        b"\"timeoutMs\":999999",
+    );
+    let (code, out, _) = resume("slow.snap", true);
+    assert_eq!(code, 3, "{out}");
+    // without the key, a keyed bundle is refused, saying what to give
+    let (code, out, _) = resume("k.snap", false);
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("keyed") && out.contains("--key-env"), "{out}");
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "nothing ran unapproved");
+    // the untouched bundle resumes, and the policy still pauses the second call
+    let (code, out, err) = resume("k.snap", true);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json(&out)["status"], "suspended", "{out}");
+    assert_eq!(hits.load(Ordering::SeqCst), 1);
+
+    // an unkeyed bundle resumed with a key is refused: it may have been edited by anyone
+    let (code, _, err) = run(&["--snapshot-out", "plain.snap"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, _) = resume("plain.snap", true);
+    assert_eq!(code, 3, "{out}");
+    assert!(
+        out.contains("not keyed") && out.contains("without --key-env"),
+        "{out}"
+    );
+    // a key shorter than MIN_KEY_BYTES is bad usage
+    let (code, _, err) = ajs_with_key(
+        &dir,
+        "short",
+        &[
+            "run",
+            "agent.ajs",
+            "--config",
+            "cfg.json",
+            "--policy",
+            "httpFetch=pause",
+            "--key-env",
+            "AJS_TEST_BUNDLE_KEY",
+        ],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("at least 32"), "{err}");
+    assert_eq!(hits.load(Ordering::SeqCst), 1);
+}
+
+/// A bundle `ajs run` wrote, keyed with `key` (or not).
+fn saved_bundle(name: &str, key: Option<&str>) -> (PathBuf, Arc<AtomicUsize>, Vec<u8>) {
+    let (dir, hits) = setup(name);
+    let mut args = vec![
+        "run",
+        "agent.ajs",
+        "--config",
+        "cfg.json",
+        "--policy",
+        "httpFetch=pause",
+        "--snapshot-out",
+        "s.snap",
+    ];
+    if key.is_some() {
+        args.extend_from_slice(&["--key-env", "AJS_TEST_BUNDLE_KEY"]);
+    }
+    let (code, out, err) = ajs_with_key(&dir, key.unwrap_or(""), &args);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json(&out)["status"], "suspended");
+    let bytes = std::fs::read(dir.join("s.snap")).unwrap();
+    (dir, hits, bytes)
+}
+
+#[test]
+fn every_byte_flip_of_a_keyed_bundle_is_refused() {
+    let key = "0123456789abcdef".repeat(2);
+    let (dir, _, sealed) = saved_bundle("flip", Some(&key));
+    let _cleanup = Cleanup(dir.clone());
+    let k = ajs::BundleKey::new(key.as_bytes()).unwrap();
+    let b = ajs::Bundle::open(&sealed, Some(&k)).expect("the bundle as written opens");
+    assert_eq!(
+        b.policies,
+        vec![("httpFetch".to_string(), ajs::Policy::Pause)]
+    );
+    for i in 0..sealed.len() {
+        for bit in [0x01u8, 0x10, 0x80] {
+            let mut edited = sealed.clone();
+            edited[i] ^= bit;
+            assert!(
+                ajs::Bundle::open(&edited, Some(&k)).is_err(),
+                "flipping bit {bit:#x} of byte {i} of {} was accepted",
+                sealed.len()
+            );
+        }
+    }
+    for n in 0..sealed.len() {
+        assert!(
+            ajs::Bundle::open(&sealed[..n], Some(&k)).is_err(),
+            "cut at {n}"
+        );
+    }
+}
+
+#[test]
+fn an_unkeyed_bundle_protects_against_accidents_only() {
+    let (dir, hits, plain) = saved_bundle("unkeyed", None);
+    let _cleanup = Cleanup(dir.clone());
+    // an accident (one flipped bit) is caught
+    for i in [0, plain.len() / 3, plain.len() / 2, plain.len() - 1] {
+        let mut b = plain.clone();
+        b[i] ^= 0x04;
+        assert!(ajs::Bundle::open(&b, None).is_err(), "byte {i}");
+    }
+    // but anyone who can write the file can edit it and recompute the hash: the policy
+    // becomes allow, and the second call runs without a decision
+    let mut b = ajs::Bundle::open(&plain, None).unwrap();
+    b.policies = vec![("httpFetch".into(), ajs::Policy::Allow)];
+    std::fs::write(dir.join("edited.snap"), b.seal(None)).unwrap();
+    let (code, out, err) = ajs(
+        &dir,
+        &["resume", "edited.snap", "--approve", "--config", "cfg.json"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json(&out)["result"]["total"], 16, "{out}");
+    assert_eq!(
+        hits.load(Ordering::SeqCst),
+        2,
+        "the second call ran unapproved"
+    );
+    // whoever resumes with a key refuses it (and so does the server, which always keys)
+    let (code, out, _) = ajs_with_key(
+        &dir,
+        &"k".repeat(32),
+        &[
+            "resume",
+            "edited.snap",
+            "--approve",
+            "--config",
+            "cfg.json",
+            "--key-env",
+            "AJS_TEST_BUNDLE_KEY",
+        ],
+    );
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("not keyed"), "{out}");
+    assert_eq!(hits.load(Ordering::SeqCst), 2);
+}
