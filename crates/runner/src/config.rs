@@ -34,6 +34,8 @@ pub struct ServerConfig {
     pub limits: Limits,
     /// `text` (default: one `key=value` line per request) or `json` (one JSON object a line).
     pub log_format: LogFormat,
+    /// Approvals over HTTP (`[approvals]`): gated atoms, the run store, the key and token.
+    pub approvals: Option<crate::runs::ApprovalsConfig>,
 }
 
 impl Default for ServerConfig {
@@ -47,6 +49,7 @@ impl Default for ServerConfig {
             approval_required: Vec::new(),
             limits: Limits::default(),
             log_format: LogFormat::Text,
+            approvals: None,
         }
     }
 }
@@ -229,6 +232,9 @@ impl ServerConfig {
                 "limits.maxHeapBytes must be at least {}",
                 ajs::MIN_HEAP_BYTES
             ));
+        }
+        if let Some(a) = &self.approvals {
+            a.check()?;
         }
         if self.accept_source && !cfg!(feature = "source") {
             return Err(

@@ -40,6 +40,7 @@ use tokio::task::JoinHandle;
 
 use crate::config::ServerConfig;
 use crate::output::outcome_json;
+use crate::runs::Runs;
 
 /// The header carrying the agent depth.
 pub const DEPTH_HEADER: &str = "x-agent-depth";
@@ -50,15 +51,17 @@ pub struct Server {
     state: Arc<State>,
 }
 
-struct State {
-    config: ServerConfig,
+pub(crate) struct State {
+    pub(crate) config: ServerConfig,
     options: Options,
-    runs: Arc<Semaphore>,
-    pool: RunPool,
+    pub(crate) runs: Arc<Semaphore>,
+    pub(crate) pool: RunPool,
+    /// Approvals, when `[approvals]` is configured.
+    pub(crate) approvals: Option<Arc<Runs>>,
 }
 
 /// The runtime that runs guest code, apart from the one serving connections.
-struct RunPool(Option<tokio::runtime::Runtime>);
+pub(crate) struct RunPool(Option<tokio::runtime::Runtime>);
 
 impl RunPool {
     fn new(threads: usize) -> Result<RunPool, String> {
@@ -77,6 +80,15 @@ impl RunPool {
         F::Output: Send + 'static,
     {
         self.0.as_ref().map(|rt| AbortOnDrop(rt.spawn(f)))
+    }
+
+    /// Spawns work that must finish even if its request goes away (a claimed resumption).
+    pub(crate) fn spawn_detached<F>(&self, f: F) -> Option<JoinHandle<F::Output>>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.0.as_ref().map(|rt| rt.spawn(f))
     }
 }
 
@@ -122,15 +134,15 @@ struct RunOptions {
 
 /// What the request log line records besides status and duration.
 #[derive(Default)]
-struct Note {
-    fuel: Option<f64>,
-    error_kind: Option<&'static str>,
+pub(crate) struct Note {
+    pub(crate) fuel: Option<f64>,
+    pub(crate) error_kind: Option<&'static str>,
     depth: u32,
 }
 
-type Reply = Response<Full<Bytes>>;
+pub(crate) type Reply = Response<Full<Bytes>>;
 
-fn reply(status: StatusCode, body: &Value) -> Reply {
+pub(crate) fn reply(status: StatusCode, body: &Value) -> Reply {
     let mut r = Response::new(Full::new(Bytes::from(body.to_string())));
     *r.status_mut() = status;
     r.headers_mut()
@@ -138,7 +150,12 @@ fn reply(status: StatusCode, body: &Value) -> Reply {
     r
 }
 
-fn refuse(status: StatusCode, kind: &'static str, message: String, note: &mut Note) -> Reply {
+pub(crate) fn refuse(
+    status: StatusCode,
+    kind: &'static str,
+    message: String,
+    note: &mut Note,
+) -> Reply {
     note.error_kind = Some(kind);
     reply(
         status,
@@ -159,6 +176,10 @@ impl Server {
         let options = config.base_options();
         let runs = Arc::new(Semaphore::new(config.limits.max_concurrent_runs));
         let pool = RunPool::new(config.run_threads())?;
+        let approvals = match &config.approvals {
+            Some(a) => Some(Arc::new(Runs::open(a).await?)),
+            None => None,
+        };
         Ok(Server {
             listener,
             state: Arc::new(State {
@@ -166,6 +187,7 @@ impl Server {
                 options,
                 runs,
                 pool,
+                approvals,
             }),
         })
     }
@@ -182,6 +204,7 @@ impl Server {
     /// lets in-flight requests finish within `limits.shutdownGraceMs` and returns.
     pub async fn run<F: Future<Output = ()>>(self, shutdown: F) {
         let graceful = GracefulShutdown::new();
+        let sweeper = self.state.approvals.as_ref().map(Runs::spawn_sweeper);
         let mut shutdown = std::pin::pin!(shutdown);
         loop {
             tokio::select! {
@@ -213,6 +236,9 @@ impl Server {
             }
         }
         drop(self.listener);
+        if let Some(s) = sweeper {
+            s.abort();
+        }
         let grace = Duration::from_millis(self.state.config.limits.shutdown_grace_ms);
         tracing::info!(
             grace_ms = grace.as_millis() as u64,
@@ -252,6 +278,9 @@ async fn route(state: Arc<State>, req: Request<Incoming>, note: &mut Note) -> Re
     match (req.method(), req.uri().path()) {
         (&Method::POST, "/run") => run(state, req, note).await,
         (&Method::GET, "/healthz") => reply(StatusCode::OK, &json!({ "ok": true })),
+        (_, p) if p == "/runs" || p.starts_with("/runs/") => {
+            crate::runs_api::route(state, req, note).await
+        }
         (_, "/run") => refuse(
             StatusCode::METHOD_NOT_ALLOWED,
             "methodNotAllowed",
@@ -410,6 +439,19 @@ async fn execute(
     if let Err(m) = state.config.admit_program(&program, &options) {
         let r = refuse(StatusCode::BAD_REQUEST, "atomRefused", m, &mut note);
         return (r, None, note.error_kind);
+    }
+    if let Some(runs) = state.approvals.as_ref().filter(|r| r.gates(&program)) {
+        let a = runs
+            .start(
+                &state.config,
+                &program,
+                &request.args,
+                options,
+                depth,
+                request.log,
+            )
+            .await;
+        return (reply(a.status, &a.body), a.fuel, a.kind);
     }
     let out = state
         .config
