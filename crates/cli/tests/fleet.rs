@@ -652,3 +652,60 @@ impl Drop for Postgres {
             .status();
     }
 }
+
+/// Whoever can write the database cannot change what a run does or what deciders are shown:
+/// a stored run with one byte flipped, or another run's sealed record moved under its id, is
+/// refused when shown and when decided, and no host call runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_run_edited_in_the_database_is_refused() {
+    let dir = TempDir::new("tamper");
+    let spec = format!("sqlite:{}", dir.0.join("runs.db").display());
+    let target = Target::start().await;
+    let s = Serve::start(&serve_config(&spec, 3600), &dir.0, "s").await;
+    let x = pause(s.addr, &target).await;
+    let y = pause(s.addr, &target).await;
+    let store = ajs::store::open(&spec).await.unwrap();
+    let now = ajs::store::now_ms();
+    // rewrite a record through the store's own transitions (claim, then suspend again)
+    let rewrite = |id: String, bundle: Vec<u8>| {
+        let store = store.clone();
+        async move {
+            let rec = store.get(&id, now).await.unwrap().unwrap();
+            let v = store
+                .claim(&id, rec.version, now, now + 60_000)
+                .await
+                .unwrap();
+            let end = ajs::store::Completion::Suspended {
+                bundle,
+                pending: rec.pending.unwrap(),
+                expires_ms: rec.expires_ms,
+            };
+            store.complete(&id, v, end).await.unwrap();
+        }
+    };
+    let rec_x = store.get(&x, now).await.unwrap().unwrap();
+    let rec_y = store.get(&y, now).await.unwrap().unwrap();
+    // every tenth byte flipped in turn: the pending calls, the policy, the snapshot, the tag
+    let mut refused = 0;
+    for at in (0..rec_x.bundle.len()).step_by(rec_x.bundle.len() / 10 + 1) {
+        let mut bad = rec_x.bundle.clone();
+        bad[at] ^= 1;
+        rewrite(x.clone(), bad).await;
+        let (st, v) = get(s.addr, &format!("/runs/{x}")).await;
+        assert_eq!(st, StatusCode::INTERNAL_SERVER_ERROR, "byte {at}: {v}");
+        assert_eq!(v["error"]["kind"], "runRefused");
+        let (st, v) = decide(s.addr, &x, 0, true).await;
+        assert_eq!(st, StatusCode::INTERNAL_SERVER_ERROR, "byte {at}: {v}");
+        refused += 1;
+    }
+    assert!(refused >= 10);
+    // run y's intact record moved under run x's id
+    rewrite(x.clone(), rec_y.bundle.clone()).await;
+    let (st, v) = decide(s.addr, &x, 0, true).await;
+    assert_eq!(st, StatusCode::INTERNAL_SERVER_ERROR, "{v}");
+    assert_eq!(target.hits("/a"), 0, "no refused run made a call");
+    // the untouched run still resumes
+    let (st, v) = decide(s.addr, &y, 0, true).await;
+    assert_eq!(st, StatusCode::ACCEPTED, "{v}");
+    assert_eq!(target.hits("/a"), 1);
+}
