@@ -20,7 +20,7 @@ use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::{Options, Policy, RunSettings};
+use crate::{GatedRunner, Options, Policy, RunSettings, VerifiedProgram};
 
 /// The first bytes of every bundle.
 pub const BUNDLE_MAGIC: [u8; 4] = *b"AJSB";
@@ -219,6 +219,24 @@ fn parse_policies(bytes: &[u8]) -> Result<Vec<(String, Policy)>, BundleError> {
 }
 
 impl Bundle {
+    /// The bundle of a run `runner` suspended: `program`'s artifact, the runner's policies (by
+    /// atom), its settings and the snapshot ([`crate::Suspended::snapshot`]).
+    pub fn of(runner: &GatedRunner, program: &VerifiedProgram, snapshot: Vec<u8>) -> Bundle {
+        let mut policies: Vec<(String, Policy)> = runner
+            .approvals
+            .policies
+            .iter()
+            .map(|(a, p)| (a.clone(), *p))
+            .collect();
+        policies.sort_by(|a, b| a.0.cmp(&b.0));
+        Bundle {
+            artifact: program.to_bytes(),
+            policies,
+            settings: BundleSettings::of(&runner.options, &runner.settings),
+            snapshot,
+        }
+    }
+
     /// The bundle's bytes, tagged with an HMAC-SHA256 under `key` or, without one, a SHA-256
     /// (which protects against accidents only: see the module's docs).
     ///

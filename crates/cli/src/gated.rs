@@ -314,19 +314,7 @@ fn report(
         }
         RunResult::Suspended(s) => {
             let path = c.snapshot_out.clone().unwrap_or_else(|| "run.snap".into());
-            let mut policies: Vec<(String, Policy)> = runner
-                .approvals
-                .policies
-                .iter()
-                .map(|(a, p)| (a.clone(), *p))
-                .collect();
-            policies.sort_by(|a, b| a.0.cmp(&b.0));
-            let bundle = Bundle {
-                artifact: program.to_bytes(),
-                policies,
-                settings: BundleSettings::of(&runner.options, &runner.settings),
-                snapshot: s.snapshot,
-            };
+            let bundle = Bundle::of(runner, program, s.snapshot);
             write(&path, &bundle.seal(c.key.as_ref()))?;
             let pending: Vec<Value> = s
                 .pending

@@ -347,6 +347,18 @@ async fn fleet_suite(store: &str, dir: &Path) {
     assert_eq!(v["outcome"]["result"], paused_result);
     assert_eq!((target.hits("/a"), target.hits("/b")), (1, 1));
 
+    // the store's latency and the suspended runs are in B's metrics
+    let (st, _, text) = http(b.addr, "GET", "/metrics", None, None).await;
+    assert_eq!(st, StatusCode::OK);
+    let text = String::from_utf8_lossy(&text);
+    for op in ["get", "claim", "complete"] {
+        assert!(
+            text.contains(&format!("ajs_store_seconds_count{{op=\"{op}\"}}")),
+            "{op}: {text}"
+        );
+    }
+    assert!(text.contains("ajs_runs_suspended "), "{text}");
+
     // the journal, fetched from B, replays offline to the same result
     let (st, _, journal) = http(
         b.addr,

@@ -584,3 +584,48 @@ fn an_unkeyed_bundle_protects_against_accidents_only() {
     assert!(out.contains("not keyed"), "{out}");
     assert_eq!(hits.load(Ordering::SeqCst), 2);
 }
+
+#[test]
+fn a_resumed_run_keeps_the_settings_it_was_saved_with() {
+    let (dir, _) = setup("settings");
+    let _cleanup = Cleanup(dir.clone());
+    let agent = std::fs::read_to_string(dir.join("agent.ajs")).unwrap();
+    let url = agent
+        .split('\'')
+        .find(|s| s.starts_with("http://"))
+        .unwrap();
+    std::fs::write(
+        dir.join("spin.ajs"),
+        format!("function main() {{\n  let a = httpFetch({{ url: '{url}' }})\n  let i = 0\n  while (true) {{ i++ }}\n}}\n"),
+    )
+    .unwrap();
+    let (code, out, err) = ajs(
+        &dir,
+        &[
+            "run",
+            "spin.ajs",
+            "--config",
+            "cfg.json",
+            "--policy",
+            "httpFetch=pause",
+            "--fuel",
+            "1e9",
+            "--timeout-ms",
+            "1000",
+            "--snapshot-out",
+            "t.snap",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json(&out)["status"], "suspended");
+    // the configuration's default timeout (4 minutes) does not replace the saved one
+    let t = std::time::Instant::now();
+    let (code, out, err) = ajs(
+        &dir,
+        &["resume", "t.snap", "--approve", "--config", "cfg.json"],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(json(&out)["error"]["kind"], "timeout", "{out}");
+    assert!(out.contains("1000ms"), "{out}");
+    assert!(t.elapsed() < std::time::Duration::from_secs(20));
+}

@@ -1,5 +1,7 @@
 //! `ajs serve` in-process: a run, the refusals (400, 404, 405, 413, 503), the agent-depth chain
-//! and graceful shutdown.
+//! and graceful shutdown; `hardening`: 415, origins, disconnects, metrics.
+
+mod hardening;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -55,14 +57,15 @@ async fn start(config: Value) -> Running {
     }
 }
 
-/// One request on a fresh connection: status and JSON body.
-async fn post(
+/// One request on a fresh connection, with exactly `headers` (and `host`): status, headers and
+/// body.
+async fn send(
     addr: std::net::SocketAddr,
     path: &str,
     method: &str,
     headers: &[(&str, &str)],
     body: Vec<u8>,
-) -> (StatusCode, Value) {
+) -> (StatusCode, hyper::HeaderMap, Bytes) {
     let stream = TcpStream::connect(addr).await.expect("connects");
     let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
@@ -71,8 +74,7 @@ async fn post(
     let mut req = Request::builder()
         .method(method)
         .uri(path)
-        .header("host", addr.to_string())
-        .header("content-type", "application/json");
+        .header("host", addr.to_string());
     for (k, v) in headers {
         req = req.header(*k, *v);
     }
@@ -81,7 +83,28 @@ async fn post(
         .await
         .expect("answer");
     let status = resp.status();
+    let headers = resp.headers().clone();
     let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    (status, headers, bytes)
+}
+
+/// One request on a fresh connection (declared JSON unless `headers` names a content type):
+/// status and JSON body.
+async fn post(
+    addr: std::net::SocketAddr,
+    path: &str,
+    method: &str,
+    headers: &[(&str, &str)],
+    body: Vec<u8>,
+) -> (StatusCode, Value) {
+    let mut all = headers.to_vec();
+    if !headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+    {
+        all.push(("content-type", "application/json"));
+    }
+    let (status, _, bytes) = send(addr, path, method, &all, body).await;
     let v = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
     (status, v)
 }

@@ -9,6 +9,8 @@ use std::time::Duration;
 use ajs::{Capabilities, FetchPolicy, LlmClient, LlmConfig, Options, Runner};
 use serde::Deserialize;
 
+pub use crate::server::cors::CorsConfig;
+
 /// `serve`'s run timeout when neither the request nor `limits.defaultTimeoutMs` names one.
 pub const SERVE_DEFAULT_TIMEOUT_MS: u64 = 30_000;
 
@@ -34,6 +36,9 @@ pub struct ServerConfig {
     pub limits: Limits,
     /// `text` (default: one `key=value` line per request) or `json` (one JSON object a line).
     pub log_format: LogFormat,
+    /// Web origins whose pages may call the server from a browser (default none: a request
+    /// carrying an `Origin` header is refused with 403).
+    pub cors: CorsConfig,
     /// Approvals over HTTP (`[approvals]`): gated atoms, the run store, the key and token.
     pub approvals: Option<crate::runs::ApprovalsConfig>,
 }
@@ -49,6 +54,7 @@ impl Default for ServerConfig {
             approval_required: Vec::new(),
             limits: Limits::default(),
             log_format: LogFormat::Text,
+            cors: CorsConfig::default(),
             approvals: None,
         }
     }
@@ -224,6 +230,7 @@ impl ServerConfig {
                     .into(),
             );
         }
+        self.cors.check()?;
         if let Err((field, message)) = self.fetch_policy().validate() {
             return Err(format!("fetch.{field}: {message}"));
         }

@@ -25,6 +25,7 @@ use sha2::{Digest, Sha256};
 
 use crate::config::ServerConfig;
 use crate::output::outcome_json;
+use crate::server::metrics::Metrics;
 
 /// How long a suspended run waits for a decision when `approvals.ttlSeconds` is not set.
 pub const DEFAULT_TTL_SECONDS: u64 = 24 * 60 * 60;
@@ -270,6 +271,7 @@ pub struct DecisionsIn {
 /// The approvals of one server: its store, key, token and policies.
 pub struct Runs {
     store: Arc<dyn RunStore>,
+    metrics: Arc<Metrics>,
     key: BundleKey,
     token_hash: [u8; 32],
     policies: Vec<(String, Policy)>,
@@ -291,7 +293,7 @@ impl Runs {
     ///
     /// # Errors
     /// A variable unset, a key under 32 bytes, a store that cannot be opened.
-    pub async fn open(cfg: &ApprovalsConfig) -> Result<Runs, String> {
+    pub async fn open(cfg: &ApprovalsConfig, metrics: Arc<Metrics>) -> Result<Runs, String> {
         cfg.check()?;
         let key = BundleKey::new(env_secret(&cfg.key_env, "keyEnv")?)
             .map_err(|e| format!("approvals.keyEnv {}: {e}", cfg.key_env))?;
@@ -302,12 +304,25 @@ impl Runs {
             .map_err(|e| format!("approvals.store: {e}"))?;
         Ok(Runs {
             store,
+            metrics,
             key,
             token_hash: Sha256::digest(&token).into(),
             policies: cfg.policies(),
             ttl_ms: i64::try_from(cfg.ttl_seconds.saturating_mul(1000)).unwrap_or(i64::MAX),
             grace_ms: i64::try_from(cfg.grace_seconds.saturating_mul(1000)).unwrap_or(i64::MAX),
         })
+    }
+
+    /// Awaits a store operation, recording its latency as `ajs_store_seconds{op}`.
+    async fn timed<T>(
+        &self,
+        op: &'static str,
+        f: impl std::future::Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        let t = std::time::Instant::now();
+        let r = f.await;
+        self.metrics.observe_store(op, t.elapsed());
+        r
     }
 
     /// The store's kind (`sqlite`, `postgres`).
@@ -388,7 +403,7 @@ impl Runs {
                     created_ms: now,
                     expires_ms: now.saturating_add(self.ttl_ms),
                 };
-                if let Err(e) = self.store.insert(run).await {
+                if let Err(e) = self.timed("insert", self.store.insert(run)).await {
                     return store_refusal(&e);
                 }
                 suspended(&id, pending, now.saturating_add(self.ttl_ms))
@@ -425,7 +440,7 @@ impl Runs {
 
     /// `GET /runs/{runId}`.
     pub async fn show(&self, id: &str) -> Answer {
-        let rec = match self.store.get(id, store::now_ms()).await {
+        let rec = match self.timed("get", self.store.get(id, store::now_ms())).await {
             Ok(Some(r)) => r,
             Ok(None) => return store_refusal(&StoreError::NotFound),
             Err(e) => return store_refusal(&e),
@@ -454,7 +469,10 @@ impl Runs {
 
     /// `GET /runs?status=…&limit=…`.
     pub async fn list(&self, status: RunStatus, limit: usize) -> Answer {
-        match self.store.list(status, store::now_ms(), limit).await {
+        match self
+            .timed("list", self.store.list(status, store::now_ms(), limit))
+            .await
+        {
             Ok(runs) => Answer::ok(
                 StatusCode::OK,
                 json!({ "runs": runs.iter().map(|r| json!({
@@ -468,7 +486,7 @@ impl Runs {
 
     /// `GET /runs/{runId}/journal`: the journal's bytes once the run is done.
     pub async fn journal(&self, id: &str) -> Result<Vec<u8>, Answer> {
-        let rec = match self.store.get(id, store::now_ms()).await {
+        let rec = match self.timed("get", self.store.get(id, store::now_ms())).await {
             Ok(Some(r)) => r,
             Ok(None) => return Err(store_refusal(&StoreError::NotFound)),
             Err(e) => return Err(store_refusal(&e)),
@@ -496,7 +514,7 @@ impl Runs {
     /// resumes it here and answers like `POST /run`.
     pub async fn decide(&self, config: &ServerConfig, id: &str, input: DecisionsIn) -> Answer {
         let now = store::now_ms();
-        let rec = match self.store.get(id, now).await {
+        let rec = match self.timed("get", self.store.get(id, now)).await {
             Ok(Some(r)) => r,
             Ok(None) => return store_refusal(&StoreError::NotFound),
             Err(e) => return store_refusal(&e),
@@ -570,7 +588,10 @@ impl Runs {
         let lease = now
             .saturating_add(i64::try_from(timeout_ms).unwrap_or(i64::MAX))
             .saturating_add(LEASE_MARGIN_MS);
-        let version = match self.store.claim(id, rec.version, now, lease).await {
+        let version = match self
+            .timed("claim", self.store.claim(id, rec.version, now, lease))
+            .await
+        {
             Ok(v) => v,
             Err(e) => return store_refusal(&e),
         };
@@ -606,7 +627,10 @@ impl Runs {
                 (end, answer)
             }
         };
-        if let Err(e) = self.store.complete(id, version, end).await {
+        if let Err(e) = self
+            .timed("complete", self.store.complete(id, version, end))
+            .await
+        {
             // the lease ran out (the run took longer than its timeout allows) or the store is
             // down: the answer stands, the record says what the sweep decided
             tracing::warn!(run_id = id, error = %e, "could not record the resumed run's end");
@@ -619,7 +643,18 @@ impl Runs {
         let runs = self.clone();
         tokio::spawn(async move {
             loop {
-                match runs.store.sweep(store::now_ms(), runs.grace_ms).await {
+                let now = store::now_ms();
+                match runs
+                    .timed("count", runs.store.count(RunStatus::Suspended, now))
+                    .await
+                {
+                    Ok(n) => runs.metrics.set_suspended(n),
+                    Err(e) => tracing::warn!(error = %e, "run store count failed"),
+                }
+                match runs
+                    .timed("sweep", runs.store.sweep(now, runs.grace_ms))
+                    .await
+                {
                     Ok(s) if s.abandoned + s.purged > 0 => {
                         tracing::info!(
                             abandoned = s.abandoned,

@@ -20,7 +20,8 @@ use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER, WWW_A
 use hyper::{Method, Request, Response, StatusCode};
 
 use crate::runs::{Answer, DecisionsIn, Runs, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT};
-use crate::server::{refuse, reply, Note, Reply, State};
+use crate::server::reply::{refuse, reply, Note, Reply};
+use crate::server::State;
 
 fn answer(a: Answer, note: &mut Note) -> Reply {
     note.error_kind = a.kind;
@@ -190,7 +191,7 @@ async fn decide(
     let st = state.clone();
     // detached: once claimed, the resumed run finishes and records its end even if this client
     // hangs up (it can read the outcome with GET /runs/{runId})
-    let task = state.pool.spawn_detached(async move {
+    let task = state.pool.spawn(async move {
         let _permit = permit;
         runs.decide(&st.config, &id, input).await
     });

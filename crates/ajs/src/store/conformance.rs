@@ -34,6 +34,11 @@ pub(crate) async fn exercise(store: Arc<dyn RunStore>) {
         r.pending.as_deref(),
         Some(r#"[{"id":0,"atom":"httpFetch"}]"#)
     );
+    assert_eq!(store.count(RunStatus::Suspended, now).await.unwrap(), 1);
+    assert_eq!(
+        store.count(RunStatus::Expired, now + 1000).await.unwrap(),
+        1
+    );
     let listed = store.list(RunStatus::Suspended, now, 10).await.unwrap();
     assert!(listed.iter().any(|s| s.id == a), "{listed:?}");
     assert!(store

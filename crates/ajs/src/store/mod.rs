@@ -220,6 +220,9 @@ pub trait RunStore: Send + Sync {
         limit: usize,
     ) -> StoreFuture<'_, Vec<RunSummary>>;
 
+    /// How many runs are in `status` as of `now_ms`.
+    fn count(&self, status: RunStatus, now_ms: i64) -> StoreFuture<'_, u64>;
+
     /// Claims a suspended run exactly once: `suspended` at `version` and not expired becomes
     /// `running` until `lease_until_ms`. Answers the claimed record's new version.
     ///
@@ -399,6 +402,15 @@ impl RunStore for MemoryRunStore {
         out.sort_by(|a, b| (a.created_ms, &a.id).cmp(&(b.created_ms, &b.id)));
         out.truncate(limit);
         ready(Ok(out))
+    }
+
+    fn count(&self, status: RunStatus, now_ms: i64) -> StoreFuture<'_, u64> {
+        let n = self
+            .lock()
+            .values()
+            .filter(|s| RunStatus::effective(s.status, s.expires_ms, now_ms) == status)
+            .count();
+        ready(Ok(n as u64))
     }
 
     fn claim<'a>(

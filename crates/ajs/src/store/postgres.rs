@@ -333,6 +333,18 @@ impl RunStore for PostgresRunStore {
         })
     }
 
+    fn count(&self, status: RunStatus, now_ms: i64) -> StoreFuture<'_, u64> {
+        Box::pin(async move {
+            let c = self.client().await?;
+            let sql = format!(
+                "SELECT COUNT(*)::BIGINT FROM ajs_runs WHERE {}",
+                status_filter(status)
+            );
+            let n: i64 = c.query_one(&sql, &[&now_ms]).await.map_err(backend)?.get(0);
+            Ok(u64::try_from(n).unwrap_or(0))
+        })
+    }
+
     fn claim<'a>(
         &'a self,
         id: &'a str,

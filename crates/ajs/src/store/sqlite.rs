@@ -224,6 +224,19 @@ impl RunStore for SqliteRunStore {
         })
     }
 
+    fn count(&self, status: RunStatus, now_ms: i64) -> StoreFuture<'_, u64> {
+        self.call(move |c| {
+            let sql = format!(
+                "SELECT COUNT(*) FROM ajs_runs WHERE {}",
+                status_filter(status)
+            );
+            let n: i64 = c
+                .query_row(&sql, params![now_ms], |r| r.get(0))
+                .map_err(backend)?;
+            Ok(u64::try_from(n).unwrap_or(0))
+        })
+    }
+
     fn claim<'a>(
         &'a self,
         id: &'a str,
