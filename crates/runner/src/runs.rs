@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use ajs::store::{self, Completion, NewRun, RunStatus, RunStore, StoreError};
 use ajs::{
-    Approvals, Bundle, BundleKey, BundleSettings, Decision, GatedRunner, Options, PendingCall,
-    Policy, RunResult, RunSettings, Suspended, VerifiedProgram,
+    Approvals, Bundle, BundleKey, Decision, GatedRunner, Options, PendingCall, Policy, RunResult,
+    RunSettings, Suspended, VerifiedProgram,
 };
 use hmac::{Hmac, Mac};
 use hyper::StatusCode;
@@ -419,21 +419,8 @@ impl Runs {
         s: Suspended,
         meta: Meta,
     ) -> (Vec<u8>, Value) {
-        let mut policies: Vec<(String, Policy)> = runner
-            .approvals
-            .policies
-            .iter()
-            .map(|(a, p)| (a.clone(), *p))
-            .collect();
-        policies.sort_by(|a, b| a.0.cmp(&b.0));
-        let bundle = Bundle {
-            artifact: program.to_bytes(),
-            policies,
-            settings: BundleSettings::of(&runner.options, &runner.settings),
-            snapshot: s.snapshot,
-        }
-        .seal(Some(&self.key));
         let pending = pending_json(&s.pending);
+        let bundle = Bundle::of(runner, program, s.snapshot).seal(Some(&self.key));
         let text = pending.to_string();
         (seal_envelope(&self.key, id, meta, &text, &bundle), pending)
     }
