@@ -119,6 +119,8 @@ fn no_crate_offers_a_feature_that_disables_a_limit() {
         ("ajs-runner", "default"),
         ("ajs-runner", "jemalloc"),
         ("ajs-runner", "source"),
+        ("ajs-runner", "store-sqlite"),
+        ("ajs-runner", "store-postgres"),
     ];
     const DENIED: &[&str] = &[
         "unmetered",

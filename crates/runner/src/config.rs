@@ -29,8 +29,8 @@ pub struct ServerConfig {
     pub model: Option<ModelConfig>,
     /// Most calls per atom per run, e.g. `{ "httpFetch": 5, "llmPredict": 2 }`.
     pub quotas: HashMap<String, u32>,
-    /// Atoms that will need a human's approval once approvals exist. Until then a program
-    /// calling one is refused before it runs.
+    /// Atoms refused outright: a program calling one is refused (400) before it runs. To have
+    /// such calls decided by a person instead, list them in `[approvals]`.
     pub approval_required: Vec<String>,
     /// Request and run limits.
     pub limits: Limits,
@@ -335,7 +335,7 @@ impl ServerConfig {
             .find(|a| self.approval_required.contains(a))
         {
             return Err(format!(
-                "This program calls the atom '{a}', which needs approval; approvals are not available on this server"
+                "This program calls the atom '{a}', which this server refuses (approvalRequired); to have its calls decided by a person, list it in [approvals] atoms"
             ));
         }
         Ok(())
