@@ -721,3 +721,87 @@ async fn a_stored_run_edited_in_the_database_is_refused() {
     assert_eq!(st, StatusCode::ACCEPTED, "{v}");
     assert_eq!(target.hits("/a"), 1);
 }
+
+/// Instances starting at once on a fresh database each apply the schema safely (versioned
+/// migrations under a lock), and a claim raced from several connections has one winner.
+async fn stores_start_together_and_claim_once(spec: &str) {
+    use ajs::store::{self, NewRun, StoreError};
+    let opened = futures_join_all((0..4).map(|_| store::open(spec)).collect::<Vec<_>>()).await;
+    let stores: Vec<_> = opened.into_iter().map(|s| s.expect("opens")).collect();
+    let now = store::now_ms();
+    for _ in 0..5 {
+        let id = store::new_run_id().unwrap();
+        stores[0]
+            .insert(NewRun {
+                id: id.clone(),
+                bundle: vec![0; 64],
+                pending: "[]".into(),
+                created_ms: now,
+                expires_ms: now + 60_000,
+            })
+            .await
+            .unwrap();
+        let claims = futures_join_all(
+            stores
+                .iter()
+                .map(|s| s.claim(&id, 1, now, now + 60_000))
+                .collect::<Vec<_>>(),
+        )
+        .await;
+        let won = claims.iter().filter(|c| c.is_ok()).count();
+        assert_eq!(won, 1, "{claims:?}");
+        assert!(claims
+            .iter()
+            .all(|c| c.is_ok() || *c == Err(StoreError::AlreadyDecided)));
+    }
+}
+
+/// Awaits every future (concurrently, on this task).
+async fn futures_join_all<F: std::future::Future>(fs: Vec<F>) -> Vec<F::Output> {
+    let mut fs: Vec<std::pin::Pin<Box<F>>> = fs.into_iter().map(Box::pin).collect();
+    let mut out: Vec<Option<F::Output>> = (0..fs.len()).map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (f, o) in fs.iter_mut().zip(out.iter_mut()) {
+            if o.is_none() {
+                match f.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => *o = Some(v),
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    out.into_iter().map(|o| o.expect("ready")).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_stores_start_together_and_claim_once() {
+    let Some(pg) = Postgres::start() else { return };
+    stores_start_together_and_claim_once(&pg.url()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_stores_start_together_and_claim_once() {
+    let dir = TempDir::new("sqlite-open");
+    let spec = format!("sqlite:{}", dir.0.join("runs.db").display());
+    stores_start_together_and_claim_once(&spec).await;
+}
+
+#[tokio::test]
+async fn postgres_urls_with_a_downgradable_sslmode_are_refused() {
+    for mode in ["prefer", "allow", "bogus"] {
+        let url = format!("postgres://ajs:secret@127.0.0.1:1/db?sslmode={mode}");
+        let Err(e) = ajs::store::open(&url).await else {
+            panic!("{mode} accepted")
+        };
+        let m = e.to_string();
+        assert!(m.contains("sslmode=require"), "{m}");
+        assert!(!m.contains("secret"), "the password is not echoed: {m}");
+    }
+}
