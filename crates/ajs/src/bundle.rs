@@ -107,7 +107,7 @@ impl BundleSettings {
 /// A suspended run: everything [`crate::GatedRunner::resume`] needs, in any process.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Bundle {
-    /// The program's artifact ([`crate::VerifiedProgram::to_bytes`]).
+    /// The program's artifact ([`crate::Program::to_bytes`]).
     pub artifact: Vec<u8>,
     /// The approval policies in force, by atom (they stay in force on resume).
     pub policies: Vec<(String, Policy)>,

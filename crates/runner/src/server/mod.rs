@@ -1,6 +1,6 @@
 //! The HTTP endpoint over hyper 1: `POST /run` (stateless between requests), `GET /healthz`,
-//! `GET /metrics`. Modules by concern: [`routes`] (the route table and the checks every request
-//! passes), [`run`] (`POST /run`), [`cors`] (`Origin` and `cors.origins`), [`metrics`], and
+//! `GET /metrics`. Modules by concern: `routes` (the route table and the checks every request
+//! passes), `run` (`POST /run`), [`cors`] (`Origin` and `cors.origins`), [`metrics`], and
 //! `reply` (the answer shapes).
 //!
 //! Request (JSON, sent with `Content-Type: application/json`): `{ "artifact": base64 |
@@ -26,7 +26,7 @@ pub mod cors;
 pub mod metrics;
 pub(crate) mod reply;
 mod routes;
-mod run;
+pub(crate) mod run;
 
 use std::convert::Infallible;
 use std::future::Future;

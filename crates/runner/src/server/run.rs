@@ -166,20 +166,21 @@ pub(crate) async fn run(state: Arc<State>, req: Request<Incoming>, note: &mut No
 
 /// Cancels a run when its request's future is dropped before the run answered (the client
 /// went away, or the server stopped waiting).
-struct CancelOnDrop {
-    token: CancellationToken,
+pub(crate) struct CancelOnDrop {
+    pub(crate) token: CancellationToken,
     armed: bool,
 }
 
 impl CancelOnDrop {
-    fn new() -> CancelOnDrop {
+    pub(crate) fn new() -> CancelOnDrop {
         CancelOnDrop {
             token: CancellationToken::new(),
             armed: true,
         }
     }
 
-    fn disarm(mut self) {
+    /// The run answered: dropping no longer cancels.
+    pub(crate) fn disarm(mut self) {
         self.armed = false;
     }
 }
