@@ -325,6 +325,7 @@ async fn fleet_suite(store: &str, dir: &Path) {
     let (st, v) = decide(a.addr, &id, 1, true).await;
     assert_eq!(st, StatusCode::OK, "{v}");
     let paused_result = v["result"].clone();
+    let paused_fuel = v["fuelUsed"].as_f64().unwrap();
     assert_eq!(
         paused_result,
         json!({ "a": "/a", "b": "/b", "seen": [1, 1] }),
@@ -413,6 +414,12 @@ async fn fleet_suite(store: &str, dir: &Path) {
         .unwrap();
     let unpaused: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(unpaused["result"], paused_result, "{unpaused}");
+    // the budget continued across both pauses: the fuel is the unpaused run's, not a restart's
+    assert_eq!(
+        unpaused["fuelUsed"].as_f64(),
+        Some(paused_fuel),
+        "{unpaused}"
+    );
 
     // the same decision raced on A and B: exactly one 200, one 409
     let id = pause(a.addr, &target).await;
