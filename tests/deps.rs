@@ -111,12 +111,16 @@ fn no_crate_offers_a_feature_that_disables_a_limit() {
         ("ajs", "default"),
         ("ajs", "compiler"),
         ("ajs", "http"),
+        ("ajs", "store-sqlite"),
+        ("ajs", "store-postgres"),
         ("ajs-compiler", "check-calls"),
         ("ajs-io", "default"),
         ("ajs-io", "client"),
         ("ajs-runner", "default"),
         ("ajs-runner", "jemalloc"),
         ("ajs-runner", "source"),
+        ("ajs-runner", "store-sqlite"),
+        ("ajs-runner", "store-postgres"),
     ];
     const DENIED: &[&str] = &[
         "unmetered",
@@ -153,6 +157,40 @@ fn no_crate_offers_a_feature_that_disables_a_limit() {
     }
 }
 
+/// Issue 32: the run stores are features; the facade's default build links no database driver.
+#[test]
+fn ajs_links_no_database_unless_a_store_feature_asks() {
+    let out = cargo(&["tree", "-p", "ajs", "-e", "normal", "--prefix", "none"]);
+    let tree = String::from_utf8_lossy(&out);
+    assert!(tree.lines().any(|l| l.starts_with("ajs-vm")), "{tree}");
+    for banned in [
+        "rusqlite",
+        "libsqlite3-sys",
+        "tokio-postgres",
+        "postgres-protocol",
+    ] {
+        assert!(
+            !tree.lines().any(|l| l.starts_with(banned)),
+            "ajs's default build depends on {banned}:\n{tree}"
+        );
+    }
+    let out = cargo(&[
+        "tree",
+        "-p",
+        "ajs",
+        "--features",
+        "store-sqlite,store-postgres",
+        "-e",
+        "normal",
+        "--prefix",
+        "none",
+    ]);
+    let tree = String::from_utf8_lossy(&out);
+    for needed in ["rusqlite", "tokio-postgres"] {
+        assert!(tree.lines().any(|l| l.starts_with(needed)), "{tree}");
+    }
+}
+
 /// Issue 31: a minimal embedder (`default-features = false, features = ["compiler"]`) links no
 /// HTTP stack, no TLS and no tokio network code: the built-in clients are the `http` feature.
 #[test]
@@ -171,7 +209,16 @@ fn ajs_without_the_http_feature_links_no_http_or_tls() {
     ]);
     let tree = String::from_utf8_lossy(&out);
     assert!(tree.lines().any(|l| l.starts_with("oxc_parser")), "{tree}");
-    for banned in ["hyper", "rustls", "ring ", "tokio-rustls", "webpki"] {
+    for banned in [
+        "hyper",
+        "rustls",
+        "ring ",
+        "tokio-rustls",
+        "webpki",
+        "rusqlite",
+        "libsqlite3-sys",
+        "tokio-postgres",
+    ] {
         assert!(
             !tree.lines().any(|l| l.starts_with(banned)),
             "ajs without `http` depends on {banned}:\n{tree}"

@@ -42,6 +42,7 @@ mod driver;
 mod error;
 mod host_fn;
 mod signature;
+pub mod store;
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -4,6 +4,7 @@
 
 mod cli;
 mod corpus;
+mod fleet;
 mod gated;
 mod memory_bounds;
 mod serve;

@@ -29,8 +29,8 @@ pub struct ServerConfig {
     pub model: Option<ModelConfig>,
     /// Most calls per atom per run, e.g. `{ "httpFetch": 5, "llmPredict": 2 }`.
     pub quotas: HashMap<String, u32>,
-    /// Atoms that will need a human's approval once approvals exist. Until then a program
-    /// calling one is refused before it runs.
+    /// Atoms refused outright: a program calling one is refused (400) before it runs. To have
+    /// such calls decided by a person instead, list them in `[approvals]`.
     pub approval_required: Vec<String>,
     /// Request and run limits.
     pub limits: Limits,
@@ -39,6 +39,8 @@ pub struct ServerConfig {
     /// Web origins whose pages may call the server from a browser (default none: a request
     /// carrying an `Origin` header is refused with 403).
     pub cors: CorsConfig,
+    /// Approvals over HTTP (`[approvals]`): gated atoms, the run store, the key and token.
+    pub approvals: Option<crate::runs::ApprovalsConfig>,
 }
 
 impl Default for ServerConfig {
@@ -53,6 +55,7 @@ impl Default for ServerConfig {
             limits: Limits::default(),
             log_format: LogFormat::Text,
             cors: CorsConfig::default(),
+            approvals: None,
         }
     }
 }
@@ -237,6 +240,9 @@ impl ServerConfig {
                 ajs::MIN_HEAP_BYTES
             ));
         }
+        if let Some(a) = &self.approvals {
+            a.check()?;
+        }
         if self.accept_source && !cfg!(feature = "source") {
             return Err(
                 "acceptSource is true but this build has no compiler (use `ajs serve`)".into(),
@@ -329,7 +335,7 @@ impl ServerConfig {
             .find(|a| self.approval_required.contains(a))
         {
             return Err(format!(
-                "This program calls the atom '{a}', which needs approval; approvals are not available on this server"
+                "This program calls the atom '{a}', which this server refuses (approvalRequired); to have its calls decided by a person, list it in [approvals] atoms"
             ));
         }
         Ok(())

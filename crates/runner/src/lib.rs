@@ -12,6 +12,8 @@ pub mod cli;
 pub mod config;
 pub mod exit;
 pub mod output;
+pub mod runs;
+mod runs_api;
 pub mod server;
 
 pub use config::{FetchConfig, Limits, LogFormat, ModelConfig, ServerConfig};

@@ -24,7 +24,7 @@
 
 pub mod cors;
 pub mod metrics;
-mod reply;
+pub(crate) mod reply;
 mod routes;
 pub(crate) mod run;
 
@@ -45,6 +45,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
 use crate::config::ServerConfig;
+use crate::runs::Runs;
 use metrics::Metrics;
 use reply::{Note, Reply};
 
@@ -65,7 +66,9 @@ pub(crate) struct State {
     /// The run slots (`limits.maxConcurrentRuns`).
     pub(crate) runs: Arc<Semaphore>,
     pub(crate) pool: RunPool,
-    pub(crate) metrics: Metrics,
+    pub(crate) metrics: Arc<Metrics>,
+    /// Approvals, when `[approvals]` is configured.
+    pub(crate) approvals: Option<Arc<Runs>>,
 }
 
 /// The runtime that runs guest code, apart from the one serving connections.
@@ -116,6 +119,11 @@ impl Server {
         let options = config.base_options();
         let runs = Arc::new(Semaphore::new(config.limits.max_concurrent_runs));
         let pool = RunPool::new(config.run_threads())?;
+        let metrics = Arc::new(Metrics::default());
+        let approvals = match &config.approvals {
+            Some(a) => Some(Arc::new(Runs::open(a, metrics.clone()).await?)),
+            None => None,
+        };
         Ok(Server {
             listener,
             state: Arc::new(State {
@@ -123,7 +131,8 @@ impl Server {
                 options,
                 runs,
                 pool,
-                metrics: Metrics::default(),
+                metrics,
+                approvals,
             }),
         })
     }
@@ -140,6 +149,7 @@ impl Server {
     /// lets in-flight requests finish within `limits.shutdownGraceMs` and returns.
     pub async fn run<F: Future<Output = ()>>(self, shutdown: F) {
         let graceful = GracefulShutdown::new();
+        let sweeper = self.state.approvals.as_ref().map(Runs::spawn_sweeper);
         let mut shutdown = std::pin::pin!(shutdown);
         loop {
             tokio::select! {
@@ -171,6 +181,9 @@ impl Server {
             }
         }
         drop(self.listener);
+        if let Some(s) = sweeper {
+            s.abort();
+        }
         let grace = Duration::from_millis(self.state.config.limits.shutdown_grace_ms);
         tracing::info!(
             grace_ms = grace.as_millis() as u64,

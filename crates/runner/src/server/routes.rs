@@ -43,6 +43,7 @@ async fn endpoint(state: Arc<State>, req: Request<Incoming>, note: &mut Note) ->
         (&Method::POST, ["run"]) => run::run(state, req, note).await,
         (&Method::GET, ["healthz"]) => reply(StatusCode::OK, &json!({ "ok": true })),
         (&Method::GET, ["metrics"]) => metrics(&state),
+        (_, ["runs", ..]) => crate::runs_api::route(state, req, note).await,
         (_, ["run"]) => refuse(
             StatusCode::METHOD_NOT_ALLOWED,
             "methodNotAllowed",

@@ -218,6 +218,27 @@ async fn execute(
         let r = refuse(StatusCode::BAD_REQUEST, "atomRefused", m, &mut note);
         return (r, None, note.error_kind);
     }
+    if let Some(runs) = state.approvals.as_ref().filter(|r| r.gates(&program)) {
+        let a = runs
+            .start(
+                &state.config,
+                &program,
+                &request.args,
+                options,
+                depth,
+                request.log,
+            )
+            .await;
+        let outcome = if a.status == StatusCode::ACCEPTED {
+            "suspended"
+        } else {
+            a.kind.unwrap_or("ok")
+        };
+        state
+            .metrics
+            .record_run(outcome, a.fuel.unwrap_or(0.0), started.elapsed());
+        return (reply(a.status, &a.body), a.fuel, a.kind);
+    }
     let out = state
         .config
         .runner(depth)
