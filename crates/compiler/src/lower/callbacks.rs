@@ -56,6 +56,11 @@ impl Lowerer<'_> {
         dst: Reg,
         span: Span,
     ) -> R<bool> {
+        if Self::is_replace_with_callback(m, args) {
+            return self
+                .replace_with_callback(obj, m, optional, args, dst, span)
+                .map(|_| true);
+        }
         if (m == "sort" || m == "toSorted") && !args.is_empty() {
             return self
                 .sort_with_comparator(obj, m, optional, args, dst, span)
@@ -381,7 +386,7 @@ impl Lowerer<'_> {
         self.emit(op, span);
     }
 
-    fn push(&mut self, arr: Reg, val: Reg, span: Span) {
+    pub(super) fn push(&mut self, arr: Reg, val: Reg, span: Span) {
         // `.push(arr, val)` needs the two in consecutive registers
         // (no register left: nothing is emitted)
         let _ = self.with_temps(|l| {
@@ -415,7 +420,7 @@ impl Lowerer<'_> {
     }
 
     /// Lowers the callback's body into `value`, with its parameters bound to `sources`.
-    fn callback_body(
+    pub(super) fn callback_body(
         &mut self,
         cb: &ArrowFunctionExpression,
         sources: &[Reg],

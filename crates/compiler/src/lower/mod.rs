@@ -40,6 +40,7 @@ mod names;
 mod operands;
 mod parallel;
 mod regs;
+mod replace;
 mod scope;
 mod spread;
 mod stmt;
