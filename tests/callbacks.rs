@@ -233,7 +233,11 @@ fn replace_callback_fuel_and_memory_are_bounded() {
         4 << 20,
     );
     let e = out.error.expect("the heap ceiling stops it");
-    assert!(e.message.starts_with("Heap limit exceeded"), "{}", e.message);
+    assert!(
+        e.message.starts_with("Heap limit exceeded"),
+        "{}",
+        e.message
+    );
     let out = crate::adversarial_common::eval_heap(
         "s.replace(/a/g, m => m.repeat(100)).length",
         json!({ "s": "a".repeat(20_000) }),
@@ -244,5 +248,9 @@ fn replace_callback_fuel_and_memory_are_bounded() {
         1 << 20,
     );
     let e = out.error.expect("the heap ceiling stops it");
-    assert!(e.message.starts_with("Heap limit exceeded"), "{}", e.message);
+    assert!(
+        e.message.starts_with("Heap limit exceeded"),
+        "{}",
+        e.message
+    );
 }
