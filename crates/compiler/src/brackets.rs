@@ -46,13 +46,28 @@ pub(crate) fn explain(src: &str, f: Fail) -> Fail {
         Unbalanced::Unclosed(at, _) | Unbalanced::Extra(at, _) => at,
     };
     let (err, here) = (idx.pos(f.offset), idx.pos(at as u32));
-    // (an unclosed bracket is named wherever the parser stopped after it; a closing bracket too
-    // many only when the parser stopped elsewhere: it found what follows the wrong close)
+    // (an unclosed bracket is named when the parser stopped on a later line, a closing bracket
+    // too many only when the parser stopped further away: it found what follows the wrong
+    // close; on the bracket's own line the parser's position stays, the bracket named in it)
     let keep = match u {
-        Unbalanced::Unclosed(..) => f.offset < at as u32,
+        Unbalanced::Unclosed(..) => f.offset < at as u32 || err.line == here.line,
         Unbalanced::Extra(..) => err.line.abs_diff(here.line) <= 1,
     };
     if syntax && keep {
+        if let (Unbalanced::Unclosed(_, k), true) = (u, err.line == here.line) {
+            let open = if k == b'$' {
+                "${".into()
+            } else {
+                (k as char).to_string()
+            };
+            return Fail::new(
+                f.offset,
+                format!(
+                    "{} (the `{open}` at {}:{} is never closed)",
+                    f.message, here.line, here.col
+                ),
+            );
+        }
         return f;
     }
     let found = format!(
@@ -219,9 +234,10 @@ fn unbalanced(b: &[u8]) -> Option<Unbalanced> {
         }
         i += 1;
     }
-    stack.first().map(|first| match suspect {
+    // (at the end, the innermost bracket left open is the one the parser wanted closed first)
+    stack.last().map(|last| match suspect {
         Some(s) => Unbalanced::Unclosed(s.at, s.kind),
-        None => Unbalanced::Unclosed(first.at, first.kind),
+        None => Unbalanced::Unclosed(last.at, last.kind),
     })
 }
 
@@ -379,13 +395,13 @@ mod tests {
     }
 
     #[test]
-    fn too_deep_and_unclosed_names_the_first_bracket() {
+    fn too_deep_and_unclosed_names_the_innermost_bracket() {
         let (msg, line, col) = error(&format!("1 + {}", "[".repeat(300)), Mode::Eval);
         assert!(
             msg.starts_with("SyntaxError: this `[` is never closed"),
             "{msg}"
         );
-        assert_eq!((line, col), (1, 4));
+        assert_eq!((line, col), (1, 303));
         // balanced but too deep, or deeper than the pass follows: the guard's refusal stands
         let (msg, ..) = error(
             &format!("{}1{}", "(".repeat(300), ")".repeat(300)),
@@ -394,6 +410,16 @@ mod tests {
         assert_eq!(msg, "nesting too deep");
         let (msg, ..) = error(&"(".repeat(100_000), Mode::Eval);
         assert_eq!(msg, "nesting too deep");
+        // on the bracket's own line the parser's position stays, the bracket named
+        let (msg, line, col) = error("[1, (2 + ", Mode::Eval);
+        assert_eq!(
+            (msg.as_str(), line, col),
+            (
+                "SyntaxError: Unexpected token (the `(` at 1:4 is never closed)",
+                1,
+                9
+            )
+        );
     }
 
     #[test]
