@@ -145,6 +145,10 @@ const REPLACE_DIFFERENTIAL: &[&str] = &[
     "'{a} and {b}'.replace(/\\{(\\w+)\\}/g, (m, k) => ({ a: 1, b: 'two' })[k])",
     "['a-b', 'c'].map(s => s.replace(/-/g, m => s.length))",
     "'abc'.replace(/(?<x>a)|(?<y>b)/g, (m, p1, p2, o, s, g) => (g.x ?? '') + '|' + (g.y ?? '') + o)",
+    "'aaa'.replace(/(?<x>a)|(?<y>b)/g, (...a) => a.length)",
+    "'a1b2'.replace(/([a-z])(\\d)/g, (m, ...r) => JSON.stringify(r))",
+    "'ab'.replace('b', (...args) => args.join('|'))",
+    "'ab'.replace(/(?<k>b)/, (m, ...rest) => typeof rest[rest.length - 1])",
 ];
 
 #[test]
@@ -166,8 +170,8 @@ fn replace_callback_errors() {
     );
     let e = common::err("'abc'.replace(/b/, m => ({ m }))", json!({}));
     assert!(e.contains("JSON.stringify"), "{e}");
-    let e = common::err("'abc'.replace(/b/, (...a) => a)", json!({}));
-    assert!(e.contains("name each parameter"), "{e}");
+    let e = common::err("'abc'.replace(/b/, (m, ...[a]) => a)", json!({}));
+    assert!(e.contains("name the rest parameter"), "{e}");
     let e = common::err(
         "let n = 0\nreturn 'abc'.replace(/./g, m => { n = n + 1; return m })",
         json!({}),

@@ -427,6 +427,18 @@ impl Lowerer<'_> {
         value: Reg,
         par: bool,
     ) -> R<()> {
+        self.callback_body_rest(cb, sources, None, value, par)
+    }
+
+    /// [`Self::callback_body`], with a rest parameter bound to `rest` when there is one.
+    pub(super) fn callback_body_rest(
+        &mut self,
+        cb: &ArrowFunctionExpression,
+        sources: &[Reg],
+        rest: Option<Reg>,
+        value: Reg,
+        par: bool,
+    ) -> R<()> {
         self.in_scope(|l| {
             let floor = l.bufs.nscopes - 1;
             for (k, p) in cb.params.items.iter().enumerate() {
@@ -471,6 +483,21 @@ impl Lowerer<'_> {
                         }
                     }
                 }
+            }
+            if let (Some(r), Some(src)) = (&cb.params.rest, rest) {
+                let BindingPattern::BindingIdentifier(b) = &r.rest.argument else {
+                    return fail(r.span, "name the rest parameter: (match, ...rest) => ...");
+                };
+                let probe = Probe::new(b.name.as_str());
+                let reg = l.declare(probe, b.span)?;
+                l.emit(
+                    Op::Move {
+                        dst: reg.dst(),
+                        src: src.src(),
+                    },
+                    b.span,
+                );
+                l.bind(probe, reg, false);
             }
             // `break`/`continue` inside the body cannot reach loops outside it
             let outer_loops = std::mem::take(&mut l.loops);

@@ -38,12 +38,6 @@ impl Lowerer<'_> {
                 "async callbacks are not supported: AJS atom calls are already synchronous",
             );
         }
-        if cb.params.rest.is_some() {
-            return fail(
-                cb.params.span,
-                "rest parameters (...args) are not supported in callbacks; name each parameter: (match, p1, p2, offset, input) => ...",
-            );
-        }
         self.with_temps(|l| {
             // [s, pattern, all] for %replaceMatches; s stays for %replaceJoin
             let base = l.alloc(span)?;
@@ -140,8 +134,43 @@ impl Lowerer<'_> {
                     span,
                 );
             }
+            // `...rest`: the rest of the list, a copy (the list itself stays the natives')
+            let rest = match (&cb.params.rest, native(".slice")) {
+                (None, _) => None,
+                (Some(_), Some(slice)) => {
+                    let r = l.alloc(span)?;
+                    let from = l.num_reg(nparams as f64, span)?;
+                    let args = l.alloc(span)?;
+                    l.alloc(span)?;
+                    l.emit(
+                        Op::Move {
+                            dst: args.dst(),
+                            src: rec.src(),
+                        },
+                        span,
+                    );
+                    l.emit(
+                        Op::Move {
+                            dst: args.plus(1).dst(),
+                            src: from.src(),
+                        },
+                        span,
+                    );
+                    l.emit(
+                        Op::CallNative {
+                            dst: r.dst(),
+                            native: Native(slice.to_u16()),
+                            base: args.base(),
+                            argc: Count(2),
+                        },
+                        span,
+                    );
+                    Some(r)
+                }
+                (Some(r), None) => return fail(r.span, "rest parameters need .slice"),
+            };
             let value = l.alloc(span)?;
-            l.callback_body(cb, &params, value, false)?;
+            l.callback_body_rest(cb, &params, rest, value, false)?;
             l.push(results, value, span);
             l.emit(
                 Op::Add {
