@@ -127,22 +127,15 @@ impl Vm {
         let len = self.units(sg).len();
         self.charge_work(len, factor::SEARCH)?;
         let n = pat.len();
-        let mut at = Vec::new();
-        let mut pos = find(self.units(sg), &pat, 0);
-        while let Some(p) = pos {
-            at.push(p);
-            if !all || p + n.max(1) > len {
-                break;
-            }
-            pos = find(self.units(sg), &pat, p + n.max(1));
-        }
-        if at.is_empty() {
+        // where each occurrence starts: counted first, listed once the lists are admitted
+        let mut k = 0usize;
+        occurrences(self.units(sg), &pat, all, |_| k += 1);
+        if k == 0 {
             self.reserve_arr(0, &[])?;
             return Ok(self.commit_arr(Vec::new()));
         }
         // one string for the match (every occurrence is the same text), an array per match
         // and the list, admitted together before any is made
-        let k = at.len();
         self.charge_units(n)?;
         self.charge_elems(k.saturating_mul(4))?;
         let bytes = str_bytes(n)
@@ -153,6 +146,8 @@ impl Vm {
             .saturating_add(memory::arr_real(k))
             .saturating_add(self.heap.cells_growth(k + 2));
         self.reserve_real(bytes, real, &[Value::Str(sg)])?;
+        let mut at = Vec::with_capacity(k);
+        occurrences(self.units(sg), &pat, all, |p| at.push(p));
         let whole = self.commit_str(pat);
         let out: Vec<Value> = at
             .into_iter()
@@ -235,5 +230,19 @@ impl Vm {
             _ => 0,
         };
         (start, start.saturating_add(mlen).min(len))
+    }
+}
+
+/// Calls `each` with where each occurrence of `pat` in `s` starts (the first only, unless
+/// `all`); an empty pattern occurs at every position, the end included.
+fn occurrences(s: &[u16], pat: &[u16], all: bool, mut each: impl FnMut(usize)) {
+    let (len, n) = (s.len(), pat.len());
+    let mut pos = find(s, pat, 0);
+    while let Some(p) = pos {
+        each(p);
+        if !all || p + n.max(1) > len {
+            break;
+        }
+        pos = find(s, pat, p + n.max(1));
     }
 }
