@@ -112,8 +112,13 @@ fn parameters_typed_by_example() {
     );
     assert!(error(src, json!({ "count": "3" }))
         .contains("Argument 'count' must be a number, got string"));
-    assert!(
-        error(src, json!({ "tags": [1] })).contains("Argument 'tags' must be an array of string")
+    assert_eq!(
+        error(src, json!({ "tags": [1] })),
+        "Argument 'tags': tags[0] must be a string, got number"
+    );
+    assert_eq!(
+        error(src, json!({ "tags": "a" })),
+        "Argument 'tags' must be an array of string, got string"
     );
     assert!(error(src, json!({ "nope": 1 })).contains("Unknown argument 'nope'"));
     let positional = "function f(a: 5, b = 'x') { return { a, b } }";
@@ -122,6 +127,54 @@ fn parameters_typed_by_example() {
         json!({ "a": 1, "b": "x" })
     );
     assert!(error(positional, json!({})).contains("Missing required argument 'a'"));
+}
+
+#[test]
+fn a_refused_argument_names_the_path_inside_it() {
+    let src = "function main({ orders: [{ id: 'a', total: 1, tags: ['t'], meta: { 'a b': true, 'x-y': { n: 1 } } }], flag = false }) {\n  return { n: orders.length }\n}";
+    let refused = [
+        (
+            json!([{ "total": "5" }]),
+            "orders[0].total must be a number, got string",
+        ),
+        (
+            json!([{ "total": 1 }, { "id": 7 }]),
+            "orders[1].id must be a string, got number",
+        ),
+        (
+            json!([{ "tags": ["a", null] }]),
+            "orders[0].tags[1] must be a string, got null",
+        ),
+        (
+            json!([{ "meta": { "a b": 1 } }]),
+            "orders[0].meta[\"a b\"] must be a boolean, got number",
+        ),
+        (
+            json!([{ "meta": { "x-y": { "n": [] } } }]),
+            "orders[0].meta[\"x-y\"].n must be a number, got array",
+        ),
+        (
+            json!([{ "meta": [] }]),
+            "orders[0].meta must be an object, got array",
+        ),
+        (json!(["x"]), "orders[0] must be an object, got string"),
+    ];
+    for (orders, want) in refused {
+        let e = error(src, json!({ "orders": orders }));
+        assert_eq!(e, format!("Argument 'orders': {want}"), "{orders}");
+    }
+    // keys the example does not name, and fields left out, are not checked
+    assert_eq!(
+        result(
+            src,
+            json!({ "orders": [{ "other": 1 }, { "id": "b", "meta": {} }] })
+        ),
+        json!({ "n": 2 })
+    );
+    assert_eq!(
+        error(src, json!({ "flag": "yes" })),
+        "Argument 'flag' must be a boolean, got string"
+    );
 }
 
 #[test]

@@ -177,3 +177,22 @@ fn errors_are_rust_errors_with_distinct_kinds() {
     }
     assert!(run().unwrap_err().to_string().contains("no"));
 }
+
+/// A catch binding's `e.message` is warned in an Eval outcome's `warnings` (decision 39), by
+/// `run` and `run_sync` alike; the run goes on.
+#[test]
+fn eval_outcomes_carry_the_catch_binding_warning() {
+    let code = "try { Error('x') } catch (e) {\n  return [e.message, e]\n}";
+    let want = vec![
+        "'e' is the caught error's message string, so e.message is undefined; write e instead of e.message at <source>:2:10".to_string(),
+    ];
+    let out = rt().block_on(Eval::new(code).run());
+    assert_eq!(out.warnings, want);
+    assert_eq!(out.result.to_json(), Some(json!([null, "x"])));
+    let out = Eval::new(code).run_sync();
+    assert_eq!(out.warnings, want);
+    // the message itself: nothing to say
+    let out = Eval::new("try { Error('x') } catch (e) { return e }").run_sync();
+    assert!(out.warnings.is_empty(), "{:?}", out.warnings);
+    assert_eq!(out.result.to_json(), Some(json!("x")));
+}

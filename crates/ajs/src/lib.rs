@@ -40,6 +40,8 @@ mod capabilities;
 mod compilers;
 mod driver;
 mod error;
+#[cfg(feature = "compiler")]
+mod eval_warnings;
 mod host_fn;
 mod signature;
 pub mod store;
@@ -1090,15 +1092,16 @@ impl Runner {
             code,
             context,
             options,
-            |program, found, vm_opts| {
-                driver::run_program(
+            |program, found, vm_opts, warnings| {
+                let run = driver::run_program(
                     program,
                     found_args(found),
                     vm_opts,
                     None,
                     options,
                     self.env(),
-                )
+                );
+                eval_warnings::add_to_run(run, warnings)
             },
             |o| driver::Run::Done(Some(o)),
         )
@@ -1117,8 +1120,11 @@ impl Runner {
             code,
             context,
             options,
-            |program, found, vm_opts| {
-                driver::run_program_sync(program, found_args(found), vm_opts, None, options)
+            |program, found, vm_opts, warnings| {
+                let mut o =
+                    driver::run_program_sync(program, found_args(found), vm_opts, None, options);
+                eval_warnings::add(&mut o, warnings);
+                o
             },
             |o| o,
         )
@@ -1134,7 +1140,7 @@ impl Runner {
         code: &str,
         context: &'c serde_json::Map<String, serde_json::Value>,
         options: &Options,
-        run: impl FnOnce(&VerifiedProgram, &Found<'c>, &VmOptions) -> R,
+        run: impl FnOnce(&VerifiedProgram, &Found<'c>, &VmOptions, Vec<String>) -> R,
         refused: impl FnOnce(Outcome) -> R,
     ) -> R {
         let fail = |m: String| Outcome::failed(m, ErrorKind::Input, None, 0.0);
@@ -1148,24 +1154,27 @@ impl Runner {
         let program = compilers::with(|kept| {
             let compilers::Kept { compiler, keys } = kept;
             with_context_keys(keys, context, |externals| {
-                let program = compiler
-                    .compile(
-                        code,
-                        &CompileOptions {
-                            mode: Mode::Eval,
-                            externals,
-                            atoms: &atoms,
-                            source_name: "<source>",
-                        },
-                    )
-                    .map_err(|e| Box::new(compile_error(e)))?;
+                let opts = CompileOptions {
+                    mode: Mode::Eval,
+                    externals,
+                    atoms: &atoms,
+                    source_name: "<source>",
+                };
+                // (atom inputs are checked at run time for Eval: no compile-time inputs here)
+                let compiled = if eval_warnings::may_warn(code) {
+                    compiler.compile_with_warnings(code, &opts, &AtomInputs::default())
+                } else {
+                    compiler.compile(code, &opts).map(|p| (p, Vec::new()))
+                };
+                let (program, warnings) = compiled.map_err(|e| Box::new(compile_error(e)))?;
                 // verified here, so that only the (small) verified program moves out
                 program
                     .verify()
+                    .map(|p| (p, warnings))
                     .map_err(|e| Box::new(fail(format!("internal compiler error: {e}"))))
             })
         });
-        let program = match program {
+        let (program, warnings) = match program {
             Ok(p) => p,
             Err(o) => return refused(*o),
         };
@@ -1196,7 +1205,7 @@ impl Runner {
             )));
         }
         let vm_opts = options.vm_options_for(&program.atoms, &self.quotas, self.max_heap_bytes);
-        run(&program, &found, &vm_opts)
+        run(&program, &found, &vm_opts, eval_warnings::lines(warnings))
     }
 
     /// Checks, before anything runs, that every atom the program calls (`Program::atoms`) is

@@ -5,19 +5,41 @@ use ajs_vm::JsValue;
 
 use crate::json_kind;
 
-fn matches(ty: &TypeSpec, v: &serde_json::Value) -> bool {
+/// Where `v` first fails `ty`: the path inside it (`""` for `v` itself, else `[0].total`,
+/// `["a b"]`), what the example asks for there, and the value found. `None` when it matches.
+fn mismatch<'v>(
+    ty: &TypeSpec,
+    v: &'v serde_json::Value,
+) -> Option<(String, &'v serde_json::Value, String)> {
     use serde_json::Value as J;
     match (ty, v) {
-        (TypeSpec::Any, _) => true,
-        (TypeSpec::String, J::String(_)) => true,
-        (TypeSpec::Number, J::Number(_)) => true,
-        (TypeSpec::Boolean, J::Bool(_)) => true,
-        (TypeSpec::Null, J::Null) => true,
-        (TypeSpec::Array(t), J::Array(items)) => items.iter().all(|i| matches(t, i)),
-        (TypeSpec::Object(props), J::Object(m)) => props
-            .iter()
-            .all(|(k, t)| m.get(k.as_str()).is_none_or(|x| matches(t, x))),
-        _ => false,
+        (TypeSpec::Any, _)
+        | (TypeSpec::String, J::String(_))
+        | (TypeSpec::Number, J::Number(_))
+        | (TypeSpec::Boolean, J::Bool(_))
+        | (TypeSpec::Null, J::Null) => None,
+        (TypeSpec::Array(t), J::Array(items)) => items.iter().enumerate().find_map(|(i, x)| {
+            mismatch(t, x).map(|(path, got, want)| (format!("[{i}]{path}"), got, want))
+        }),
+        (TypeSpec::Object(props), J::Object(m)) => props.iter().find_map(|(k, t)| {
+            let x = m.get(k.as_str())?;
+            mismatch(t, x).map(|(path, got, want)| (format!("{}{path}", key_path(k)), got, want))
+        }),
+        _ => Some((String::new(), v, ty.describe())),
+    }
+}
+
+/// `.key` for a key written as a JavaScript identifier, else `["key"]`.
+fn key_path(k: &str) -> String {
+    let mut chars = k.chars();
+    let ident = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
+    if ident {
+        format!(".{k}")
+    } else {
+        format!("[{}]", serde_json::Value::from(k))
     }
 }
 
@@ -71,13 +93,17 @@ pub(crate) fn check_args(
             // null leaves an optional parameter to its default
             Some(serde_json::Value::Null) if !p.required => out.push(JsValue::Null),
             Some(v) => {
-                if !matches(&p.ty, v) {
-                    return Err(format!(
-                        "Argument '{}' must be {}, got {}",
-                        p.name,
-                        p.ty.describe(),
-                        json_kind(v)
-                    ));
+                if let Some((path, got, want)) = mismatch(&p.ty, v) {
+                    let kind = json_kind(got);
+                    return Err(if path.is_empty() {
+                        format!("Argument '{}' must be {want}, got {kind}", p.name)
+                    } else {
+                        // the path inside the argument, as the program would write it
+                        format!(
+                            "Argument '{0}': {0}{path} must be {want}, got {kind}",
+                            p.name
+                        )
+                    });
                 }
                 out.push(JsValue::from_json(v));
             }

@@ -319,6 +319,13 @@ define_natives! {
     SchemaResponse = "Schema.response", 2..=2;
     /// `Schema.isValid(data, schemaOrExample)`: whether `filter` would accept `data`.
     SchemaIsValid = "Schema.isValid", 2..=2;
+    /// `s.replace(pattern, fn)` / `s.replaceAll(…)`, first half: (s, pattern, all) → one array
+    /// per match of the callback's arguments, `[match, ...captures, offset, input]` and the
+    /// named groups object last when the pattern names any. Not callable by name.
+    ReplaceMatches = "%replaceMatches", 3..=3;
+    /// Second half: (s, matches, results) → `s` with each match replaced by its callback's
+    /// result as a string. Not callable by name.
+    ReplaceJoin = "%replaceJoin", 3..=3;
 }
 
 impl NativeId {

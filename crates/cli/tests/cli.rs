@@ -660,3 +660,28 @@ fn eval_timeout_stops_a_long_regex_search() {
     assert!(out.contains("Execution timeout after 1000ms"), "{out}");
     assert!(took < std::time::Duration::from_secs(2), "{took:?}");
 }
+
+#[test]
+fn a_property_of_a_catch_binding_is_warned_at_compile_time() {
+    let dir = std::env::temp_dir().join(format!("ajs-catch-warn-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("catch.ajs");
+    std::fs::write(
+        &file,
+        "function main() {\n  try {\n    Error('boom')\n  } catch (e) {\n    return { msg: e.message, ok: e }\n  }\n}\n",
+    )
+    .unwrap();
+    let path = file.to_str().unwrap();
+    let want = format!(
+        "warning: 'e' is the caught error's message string, so e.message is undefined; write e instead of e.message at {path}:5:18"
+    );
+    let out = ajs(&["run", path]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains(&want), "{}", stderr(&out));
+    assert!(stdout(&out).contains(r#""ok":"boom""#), "{}", stdout(&out));
+    let artifact = dir.join("catch.ajsc");
+    let out = ajs(&["compile", path, "-o", artifact.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains(&want), "{}", stderr(&out));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -19,6 +19,7 @@ macro_rules! first_diag {
     };
 }
 
+mod brackets;
 mod lower;
 mod params;
 mod pos;
@@ -243,7 +244,7 @@ fn compile_checked(
         }))
         .unwrap_or_else(|_| Err(Fail::new(0, "internal compiler error")))
     };
-    stack::guarded(source, run).map_err(|f| to_error(source, name, f))
+    stack::guarded(source, run).map_err(|f| to_error(source, name, brackets::explain(source, f)))
 }
 
 fn to_error(source: &str, name: &str, f: Fail) -> CompileError {

@@ -170,6 +170,16 @@ pub(crate) fn atom_call(atom: &str, arg: Option<&Expression>) {
     });
 }
 
+/// Records a warning at source offset `at` (nothing when no sink is set up: the caller asked
+/// for no warnings).
+pub(crate) fn note(at: u32, message: impl FnOnce() -> String) {
+    SINK.with(|s| {
+        if let Some(sink) = s.borrow_mut().as_mut() {
+            sink.found.push((at, message()));
+        }
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

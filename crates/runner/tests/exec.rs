@@ -85,6 +85,36 @@ fn compile_here_run_there() {
 }
 
 #[test]
+fn an_artifact_refuses_a_nested_argument_by_its_path() {
+    let d = Dir::new("nested-args");
+    let src = "function main({ orders: [{ total: 1, lines: [{ 'unit price': 2 }] }] }) {\n  return { n: orders.length }\n}";
+    let p = Runner::compile_agent(src, &Options::default()).unwrap();
+    let (stripped, _) = p.to_stripped_bytes();
+    let bare = d.write("n.ajsb", &stripped);
+    for (args, want) in [
+        (
+            r#"{"orders": [{"total": "5"}]}"#,
+            "Argument 'orders': orders[0].total must be a number, got string",
+        ),
+        (
+            r#"{"orders": [{"total": 5}, {"lines": [{"unit price": "2"}]}]}"#,
+            r#"Argument 'orders': orders[1].lines[0]["unit price"] must be a number, got string"#,
+        ),
+        (
+            r#"{"orders": {"total": 5}}"#,
+            "Argument 'orders' must be an array of object, got object",
+        ),
+    ] {
+        let v = json_out(&ajs_run(&["exec", &bare, "--args", args]), 3);
+        assert_eq!(v["error"]["message"], want, "{v}");
+        assert_eq!(v["fuelUsed"], 0, "{v}");
+    }
+    let ok = r#"{"orders": [{"total": 5, "lines": [{"unit price": 2}]}]}"#;
+    let v = json_out(&ajs_run(&["exec", &bare, "--args", ok]), 0);
+    assert_eq!(v["result"], json!({ "n": 1 }));
+}
+
+#[test]
 fn tampered_or_foreign_artifacts_are_refused() {
     let d = Dir::new("tamper");
     let bytes = Runner::compile_agent(AGENT, &Options::default())

@@ -309,7 +309,7 @@ impl Vm {
         self.to_units(v, op)
     }
 
-    fn arr_items(&self, g: Gc) -> &[Value] {
+    pub(crate) fn arr_items(&self, g: Gc) -> &[Value] {
         match self.heap.get(g) {
             Cell::Arr(a) => a,
             _ => &[],

@@ -149,6 +149,8 @@ impl Vm {
                 }
             }
             RegexNew => self.regex_literal(arg(0), arg(1)),
+            ReplaceMatches => self.replace_matches(args),
+            ReplaceJoin => self.replace_join(args),
             AtomTemplate | AtomRegexMatch | AtomPick | AtomOmit | AtomMerge | AtomKeys
             | AtomSplit | AtomJoin | AtomLen | AtomJsonParse | AtomJsonStringify | AtomHash
             | AtomRandom | AtomUuid => self.pure_atom(id, arg(0)),

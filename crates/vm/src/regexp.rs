@@ -19,6 +19,8 @@ use crate::regex_engine::{
 use crate::value::Value;
 use std::mem::size_of;
 
+mod replace_fn;
+
 /// Micro-fuel per match found (the element it adds).
 const MICRO_PER_MATCH: u64 = MILLI_PER_ELEMENT * 1000;
 

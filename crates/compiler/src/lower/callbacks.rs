@@ -56,6 +56,11 @@ impl Lowerer<'_> {
         dst: Reg,
         span: Span,
     ) -> R<bool> {
+        if Self::is_replace_with_callback(m, args) {
+            return self
+                .replace_with_callback(obj, m, optional, args, dst, span)
+                .map(|_| true);
+        }
         if (m == "sort" || m == "toSorted") && !args.is_empty() {
             return self
                 .sort_with_comparator(obj, m, optional, args, dst, span)
@@ -381,7 +386,7 @@ impl Lowerer<'_> {
         self.emit(op, span);
     }
 
-    fn push(&mut self, arr: Reg, val: Reg, span: Span) {
+    pub(super) fn push(&mut self, arr: Reg, val: Reg, span: Span) {
         // `.push(arr, val)` needs the two in consecutive registers
         // (no register left: nothing is emitted)
         let _ = self.with_temps(|l| {
@@ -415,10 +420,22 @@ impl Lowerer<'_> {
     }
 
     /// Lowers the callback's body into `value`, with its parameters bound to `sources`.
-    fn callback_body(
+    pub(super) fn callback_body(
         &mut self,
         cb: &ArrowFunctionExpression,
         sources: &[Reg],
+        value: Reg,
+        par: bool,
+    ) -> R<()> {
+        self.callback_body_rest(cb, sources, None, value, par)
+    }
+
+    /// [`Self::callback_body`], with a rest parameter bound to `rest` when there is one.
+    pub(super) fn callback_body_rest(
+        &mut self,
+        cb: &ArrowFunctionExpression,
+        sources: &[Reg],
+        rest: Option<Reg>,
         value: Reg,
         par: bool,
     ) -> R<()> {
@@ -466,6 +483,21 @@ impl Lowerer<'_> {
                         }
                     }
                 }
+            }
+            if let (Some(r), Some(src)) = (&cb.params.rest, rest) {
+                let BindingPattern::BindingIdentifier(b) = &r.rest.argument else {
+                    return fail(r.span, "name the rest parameter: (match, ...rest) => ...");
+                };
+                let probe = Probe::new(b.name.as_str());
+                let reg = l.declare(probe, b.span)?;
+                l.emit(
+                    Op::Move {
+                        dst: reg.dst(),
+                        src: src.src(),
+                    },
+                    b.span,
+                );
+                l.bind(probe, reg, false);
             }
             // `break`/`continue` inside the body cannot reach loops outside it
             let outer_loops = std::mem::take(&mut l.loops);

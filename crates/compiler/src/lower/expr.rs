@@ -181,6 +181,7 @@ impl<'o> Lowerer<'o> {
                     self.emit(Op::LoadConst { dst: d, k: k.constant() }, span);
                     return Ok(());
                 }
+                self.catch_member(m);
                 self.with_temps(|l| {
                     let o = l.expr(&m.object)?;
                     if m.optional {

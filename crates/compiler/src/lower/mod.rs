@@ -30,6 +30,7 @@ mod agent;
 mod buffers;
 mod call;
 mod callbacks;
+mod catch_binding;
 mod constants;
 mod destructure;
 mod emit;
@@ -40,6 +41,7 @@ mod names;
 mod operands;
 mod parallel;
 mod regs;
+mod replace;
 mod scope;
 mod spread;
 mod stmt;
@@ -113,6 +115,8 @@ pub(crate) struct Lowerer<'o> {
     /// The parameter names of an agent's function being lowered: its externals, in place of
     /// `opts.externals` (empty then) when there are any (see [`Self::externals`]).
     ext_names: Vec<String>,
+    /// The registers of the catch bindings in scope (each the caught message string).
+    catch_regs: Vec<Reg>,
 }
 
 /// Compiles one expression (Eval expression mode).
@@ -214,6 +218,7 @@ impl<'o> Lowerer<'o> {
             callback_source: None,
             parallel_map: false,
             ext_names: Vec::new(),
+            catch_regs: Vec::new(),
         }
     }
 

@@ -276,13 +276,18 @@ impl<'o> Lowerer<'o> {
                     let reg = l.declare(probe, b.span)?;
                     l.emit(Op::Catch { dst: reg.dst() }, handler.span);
                     l.bind(probe, reg, false);
+                    l.catch_regs.push(reg);
                 }
                 None => {
                     let reg = l.alloc(handler.span)?;
                     l.emit(Op::Catch { dst: reg.dst() }, handler.span);
                 }
             }
-            handler.body.body.iter().try_for_each(|s| l.stmt(s))
+            let r = handler.body.body.iter().try_for_each(|s| l.stmt(s));
+            if handler.param.is_some() {
+                l.catch_regs.pop();
+            }
+            r
         })?;
         self.patch_here(jend);
         Ok(())
