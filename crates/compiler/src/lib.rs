@@ -265,7 +265,7 @@ fn compile_inner(
     bodies: &[stack::Body],
 ) -> Result<Program, Fail> {
     if source.len() > u32::MAX as usize / 2 {
-        return Err(Fail::new(0, "source is too large"));
+        return Err(Fail::new(0, "source is too large; pass long data in as an argument instead of writing it in the code"));
     }
     // (identifier hashes are for maps keyed by oxc's `Ident`: neither the parser nor the
     // lowering keys any map by one, names are compared as strings)
