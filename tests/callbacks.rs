@@ -46,7 +46,10 @@ fn callbacks_match_node() {
 #[test]
 fn callback_errors() {
     let e = common::err("n.map(x => x)", json!({ "n": 5 }));
-    assert!(e.starts_with("'map' is not a function on a number; "), "{e}");
+    assert!(
+        e.starts_with("'map' is not a function on a number; "),
+        "{e}"
+    );
     assert!(e.contains("Array.isArray(x)"), "{e}");
     let e = common::err("n.map(x => x)", json!({ "n": null }));
     assert!(e.starts_with("Cannot call method 'map' on null; "), "{e}");

@@ -267,10 +267,7 @@ fn refusals() {
         ("for (const x of a) {}\nreturn 1", "for...of"),
         ("switch (a) {}\nreturn 1", "switch"),
         ("do { } while (a)\nreturn 1", "do...while"),
-        (
-            "new Date()",
-            "write Date() (no 'new')",
-        ),
+        ("new Date()", "write Date() (no 'new')"),
         (
             "throw 1\nreturn 1",
             "'throw' is not supported in AJS: write Error(1)",

@@ -283,7 +283,7 @@ fn agent_program(
             }
         }
         let Some(fbody) = &f.body else {
-            return fail(f.span, "a function needs a body: function f(x) { … }");
+            return fail(f.span, "a function needs a body: write function f(x) { … }");
         };
         l.block(&fbody.statements, true, fbody.span)?;
         let end = Span::new(fbody.span.end.saturating_sub(1), fbody.span.end);

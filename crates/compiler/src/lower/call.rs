@@ -138,7 +138,7 @@ impl<'o> Lowerer<'o> {
             return fail(id.span, hints::builtin_call_msg(name, args));
         }
         if self.opts.mode == Mode::Eval && self.opts.externals.iter().any(|k| k == name) {
-            return fail(id.span, format!("'{name}' is a context value, not a function: AJS can only call atoms, builtins and methods; read it as a value: {name}"));
+            return fail(id.span, format!("'{name}' is a context value, not a function: AJS can only call atoms, builtins and methods; read it as a value instead, e.g. let v = {name}"));
         }
         fail(
             id.span,
@@ -274,26 +274,10 @@ impl<'o> Lowerer<'o> {
         let argc = args.len() + usize::from(recv.is_some());
         let (min, max) = native.arity();
         if argc > max as usize || argc > u8::MAX as usize {
-            return fail(
-                span,
-                format!(
-                    "too many arguments to {} (at most {}); pass at most {} and drop the rest",
-                    native.js_name(),
-                    max,
-                    max - u8::from(recv.is_some())
-                ),
-            );
+            return fail(span, hints::arity_msg(native, true));
         }
         if argc < min as usize {
-            return fail(
-                span,
-                format!(
-                    "{} needs at least {} argument(s); pass them, e.g. {}",
-                    native.js_name(),
-                    min - u8::from(recv.is_some()),
-                    hints::native_example(native)
-                ),
-            );
+            return fail(span, hints::arity_msg(native, false));
         }
         self.with_temps(|l| {
             let base = l.next_temp();

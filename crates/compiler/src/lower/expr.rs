@@ -264,24 +264,24 @@ impl<'o> Lowerer<'o> {
             }
             Expression::YieldExpression(_) => return fail(span, "generators (yield) are not supported in AJS; build the values in an array (out.push(v)) and return it"),
             Expression::SequenceExpression(_) => {
-                return fail(span, "the comma operator (sequence expression) is not supported in AJS; write separate statements")
+                return fail(span, "the comma operator (sequence expression) is not supported in AJS; write separate statements: a = 1 / b = 2 on their own lines")
             }
             Expression::TaggedTemplateExpression(_) => {
                 return fail(span, "tagged templates are not supported in AJS; use a plain template literal `...${x}...`")
             }
             Expression::RegExpLiteral(r) => self.regex_literal(r, dst)?,
-            Expression::BigIntLiteral(_) => return fail(span, "BigInt literals are not supported in AJS; use numbers"),
+            Expression::BigIntLiteral(_) => return fail(span, "BigInt literals are not supported in AJS; use numbers: 10 instead of 10n, Math.trunc(a / b) for integer division"),
             Expression::AssignmentExpression(_) => {
-                return fail(span, "assignment inside an expression is not supported in AJS; write the assignment as its own statement")
+                return fail(span, "assignment inside an expression is not supported in AJS; write the assignment as its own statement (x = v on its own line), then use x")
             }
             Expression::UpdateExpression(_) => {
                 return fail(span, "'++'/'--' are only allowed as statements in AJS (i++ on its own line); inside an expression write i + 1")
             }
-            Expression::Super(_) => return fail(span, "'super' is not supported in AJS (there are no classes); call a top-level helper function instead"),
+            Expression::Super(_) => return fail(span, "'super' is not supported in AJS (there are no classes); call a top-level helper function instead: helper(x)"),
             Expression::ImportExpression(_) | Expression::ImportMeta(_) => {
                 return fail(span, "import is not available: call the atoms (httpFetch, llmPredict, …) and builtins by name")
             }
-            _ => return fail(span, "unsupported expression; write plain JavaScript values, operators, calls and arrows passed to methods"),
+            _ => return fail(span, "unsupported expression; write plain JavaScript values, operators, calls (f(x)) and arrows passed to methods (xs.map(x => x))"),
         }
         Ok(())
     }
@@ -359,7 +359,7 @@ impl<'o> Lowerer<'o> {
             let Some(cooked) = &q.value.cooked else {
                 return fail(
                     q.span,
-                    "invalid escape sequence in template literal; write \\\\ for a backslash",
+                    "invalid escape sequence in template literal; write `\\\\` for a backslash",
                 );
             };
             if !cooked.as_str().is_empty() {

@@ -663,22 +663,40 @@ pub(super) fn undefined_msg(name: &str, function: bool) -> String {
     }
 }
 
-/// A call of `native` with example arguments, for a message.
-pub(super) fn native_example(native: NativeId) -> String {
+/// The refusal of a call of `native` with too many (`too_many`) or too few arguments, with a
+/// call of the right count.
+pub(super) fn arity_msg(native: NativeId, too_many: bool) -> String {
     let name = native.js_name();
-    let (min, _) = native.arity();
     let (recv, bare) = match name.strip_prefix('.') {
         Some(m) => ("x.", m),
         None => ("", name),
     };
-    let n = usize::from(min) - usize::from(native.is_method());
-    let args = ["a", "b", "c", "d"]
-        .iter()
-        .take(n)
-        .copied()
-        .collect::<Vec<_>>()
-        .join(", ");
-    format!("{recv}{bare}({args})")
+    let (min, max) = native.arity();
+    let skip = usize::from(native.is_method());
+    let example = |n: usize| {
+        let args = ["a", "b", "c", "d"]
+            .iter()
+            .take(n)
+            .copied()
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!("{recv}{bare}({args})")
+    };
+    if too_many {
+        let most = usize::from(max).saturating_sub(skip);
+        if most > 4 {
+            return format!("too many arguments to {recv}{bare} (at most {most}); for a longer list spread an array: {recv}{bare}(...xs)");
+        }
+        return format!(
+            "too many arguments to {recv}{bare} (at most {most}); drop the rest: {}",
+            example(most)
+        );
+    }
+    let least = usize::from(min).saturating_sub(skip);
+    format!(
+        "{recv}{bare} needs at least {least} argument(s); pass them: {}",
+        example(least)
+    )
 }
 
 /// The refusal of using the builtin `name` as a value (`xs.map(parseInt)`, `let m = Math`).

@@ -235,11 +235,11 @@ impl<'o> Lowerer<'o> {
         if nregs > u16::MAX as usize {
             return fail_at(
                 0,
-                "too many registers (more than 65535); split the code into helper functions",
+                "too many registers (more than 65535); split the code into helper functions: function part(x) { … }",
             );
         }
         if total > ajs_bytecode::program::MAX_CODE_LEN / 2 {
-            return fail_at(0, "program too long; split the code into helper functions, or pass long data in as an argument");
+            return fail_at(0, "program too long; split the code into helper functions (function part(x) { … }), or pass long data in as an argument");
         }
         let final_of: &[u16] = final_of;
         let map = |v: u16| -> u16 {

@@ -265,7 +265,7 @@ impl<'o> Lowerer<'o> {
         if self.depth > MAX_NESTING {
             return fail(
                 span,
-                format!("nesting too deep (more than {MAX_NESTING} levels); split the expression into statements with let, or into helper functions"),
+                format!("nesting too deep (more than {MAX_NESTING} levels); split the expression into statements (let inner = …) or into helper functions"),
             );
         }
         Ok(())

@@ -7,8 +7,13 @@ pub(super) fn forbidden(name: &str) -> bool {
     ajs_bytecode::FORBIDDEN_NAMES.contains(&name)
 }
 
+/// The compile-time refusal of a forbidden name: the run-time message, and another name to use.
 pub(super) fn forbidden_msg(name: &str) -> String {
-    ajs_bytecode::forbidden_message(name)
+    let base = name.trim_matches('_');
+    format!(
+        "{}; use another name, e.g. {base}Name",
+        ajs_bytecode::forbidden_message(name)
+    )
 }
 
 /// A name strict-mode JavaScript (which AJS follows) refuses as a binding: `eval`, `arguments`

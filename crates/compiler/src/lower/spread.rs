@@ -110,7 +110,7 @@ impl Lowerer<'_> {
                     _ => {
                         return fail(
                             span,
-                            format!("'{}' cannot be called with spread arguments; pass the values one by one", id.name),
+                            format!("'{}' cannot be called with spread arguments; pass the values one by one: {}(a, b)", id.name, id.name),
                         )
                     }
                 }

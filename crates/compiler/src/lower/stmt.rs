@@ -100,7 +100,7 @@ impl<'o> Lowerer<'o> {
             }
             Statement::BreakStatement(b) => {
                 if b.label.is_some() {
-                    return fail(span, "labels are not supported in AJS; use a flag variable with `break`");
+                    return fail(span, "labels are not supported in AJS; use a flag variable with `break`: let done = false / while (!done && …) { … done = true }");
                 }
                 let Some(depth) = self.loops.last().map(|l| l.try_depth) else {
                     return fail(span, "`break` outside a `while` loop; to stop early in a callback use find, some or every: items.some(x => x > 1)");
@@ -116,7 +116,7 @@ impl<'o> Lowerer<'o> {
             }
             Statement::ContinueStatement(c) => {
                 if c.label.is_some() {
-                    return fail(span, "labels are not supported in AJS; use a flag variable with `continue`");
+                    return fail(span, "labels are not supported in AJS; use a flag variable with `continue`: let skip = false / … if (skip) { continue }");
                 }
                 let Some(depth) = self.loops.last().map(|l| l.try_depth) else {
                     return fail(span, "`continue` outside a `while` loop; in a callback write `return` to skip to the next item");
@@ -154,7 +154,7 @@ impl<'o> Lowerer<'o> {
             ),
             Statement::ThrowStatement(t) => fail(span, hints::throw_msg(&t.argument)),
             Statement::LabeledStatement(_) => {
-                fail(span, "Unsupported statement type: LabeledStatement. AJS has no labels; use a flag variable with `break`")
+                fail(span, "Unsupported statement type: LabeledStatement. AJS has no labels; use a flag variable with `break`: let done = false / while (!done && …) { … done = true }")
             }
             Statement::DebuggerStatement(_) => fail(span, "Unsupported statement type: DebuggerStatement. Remove the `debugger` statement"),
             Statement::WithStatement(_) => fail(span, "Unsupported statement type: WithStatement. AJS has no `with`; write the object's name before each property: o.a, o.b"),
@@ -174,7 +174,7 @@ impl<'o> Lowerer<'o> {
             Statement::ExportAllDeclaration(_) | Statement::ExportDefaultDeclaration(_) | Statement::ExportNamedDeclaration(_) => {
                 fail(span, "Exports are not supported: remove `export` (the last top-level function is the entry)")
             }
-            _ => fail(span, "unsupported statement; write let/const, if, while, try/catch, return or an expression"),
+            _ => fail(span, "unsupported statement; write let/const, if, while, try/catch, return or an expression statement (x = f(y))"),
         }
     }
 
@@ -248,7 +248,7 @@ impl<'o> Lowerer<'o> {
         if let Some(f) = &t.finalizer {
             return fail(
                 f.span,
-                "`finally` is not supported in AJS; put the cleanup code after the try/catch",
+                "`finally` is not supported in AJS; put the cleanup code after the try/catch: try { … } catch (e) { … } then cleanup()",
             );
         }
         let Some(handler) = &t.handler else {
@@ -270,7 +270,7 @@ impl<'o> Lowerer<'o> {
             match &handler.param {
                 Some(p) => {
                     let BindingPattern::BindingIdentifier(b) = &p.pattern else {
-                        return fail(p.span, "destructuring a caught error is not supported; the error is its message string: catch (e) { ... }");
+                        return fail(p.span, "destructuring a caught error is not supported; the error is its message string: write catch (e) { … e … }");
                     };
                     let name = b.name.as_str();
                     let probe = Probe::new(name);
@@ -364,7 +364,7 @@ impl<'o> Lowerer<'o> {
         };
         let rhs = &a.right;
         if let Expression::AssignmentExpression(_) = rhs.without_parentheses() {
-            return fail(rhs.span(), "chained assignment (a = b = 1) is not supported in AJS; assign each variable in its own statement");
+            return fail(rhs.span(), "chained assignment (a = b = 1) is not supported in AJS; assign each variable in its own statement: a = 1 / b = 1");
         }
         let op = a.operator;
         let arith = |dst: Dst, a: Src, b: Src| -> Option<Op> {
