@@ -551,7 +551,7 @@ impl Lowerer<'_> {
         fail(
             span,
             format!(
-                "a callback cannot assign to '{name}', which is declared outside it (callbacks see outer variables read-only); compute the value with map/filter/reduce and assign the result outside, e.g. {name} = xs.reduce((acc, x) => acc + x, {name}), or collect with {name}List.push(x)"
+                "a callback cannot assign to '{name}', which is declared outside it (callbacks see outer variables read-only); compute the value with map/filter/reduce and assign the result outside, e.g. {name} = xs.reduce((acc, x) => acc + x, {name}), or walk the items with while, where assignments are allowed: let i = 0 / while (i < xs.length) {{ const x = xs[i]; …; i++ }}"
             ),
         )
     }

@@ -455,11 +455,13 @@ pub(super) fn new_msg(name: Option<&str>, args: &[&Expression]) -> String {
     format!("The 'new' keyword is not supported in AJS; {tail}")
 }
 
-/// The refusal of an assignment to the member `target` (`o.k`, `a[i]`) with `op` and `rhs`.
+/// The refusal of an assignment to the member `target` (`o.k`, `a[i]`) with `op` and `rhs`
+/// (`in_callback`: written inside a callback, where outer variables are read-only).
 pub(super) fn member_assign_msg(
     target: &MemberExpression,
     op: AssignmentOperator,
     rhs: &Expression,
+    in_callback: bool,
 ) -> String {
     let v = quote_or(rhs, "v");
     let (obj, key, computed) = match target {
@@ -504,6 +506,14 @@ pub(super) fn member_assign_msg(
     let whole = nested_update(obj, &format!("{{ ...{o}, {field} }}"), 0);
     if index_like {
         return format!("AJS has no member assignment (`o.k = v`, `a[i] = v`): write {o}.splice({key}, 1, {value}) for an array (or {o} = {o}.map((x, j) => j === {key} ? {value} : x))");
+    }
+    if in_callback {
+        let splice = if computed {
+            format!("for an array write {o}.splice({key}, 1, {value}) (a mutating method is allowed in a callback); ")
+        } else {
+            String::new()
+        };
+        return format!("AJS has no member assignment (`o.k = v`, `a[i] = v`), and a callback cannot reassign {o}: {splice}for an object build it with reduce, e.g. items.reduce((acc, x) => ({{ ...acc, {field} }}), {{}}), or walk the items with while, where {o} = {{ ...{o}, {field} }} is allowed: let i = 0 / while (i < items.length) {{ …; i++ }}");
     }
     let write = if computed {
         format!("write {whole} for an object, or {o}.splice({key}, 1, {value}) for an array")
@@ -725,6 +735,11 @@ pub(super) fn callback_msg(obj: &Expression, m: &str, arg: Option<&Expression>) 
         ("x", "x")
     };
     let body = match arg.map(|a| a.without_parentheses()) {
+        // (the conversion builtins are no functions in AJS: their operator forms)
+        Some(Expression::Identifier(id)) if id.name == "Boolean" => "!!x".to_string(),
+        Some(Expression::Identifier(id)) if id.name == "String" => "'' + x".to_string(),
+        Some(Expression::Identifier(id)) if id.name == "Number" => "+x".to_string(),
+        Some(Expression::Identifier(id)) if id.name == "parseInt" => "parseInt(x, 10)".to_string(),
         Some(Expression::Identifier(id)) => format!("{}({call})", id.name),
         Some(Expression::StaticMemberExpression(s)) => format!(
             "{}({call})",

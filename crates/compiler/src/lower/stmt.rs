@@ -339,9 +339,10 @@ impl<'o> Lowerer<'o> {
 
     pub(super) fn assign(&mut self, a: &AssignmentExpression) -> R<()> {
         if let Some(m) = a.left.as_member_expression() {
+            let in_callback = !self.callbacks.is_empty();
             return fail(
                 a.left.span(),
-                hints::member_assign_msg(m, a.operator, &a.right),
+                hints::member_assign_msg(m, a.operator, &a.right, in_callback),
             );
         }
         let reg = match &a.left {
