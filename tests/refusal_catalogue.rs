@@ -48,6 +48,11 @@ const CATALOGUE: &[(&str, How, Src)] = &[
         Text("export default function main() { return {} }"),
     ),
     (
+        "Exports are not supported: remove `export`",
+        A,
+        Text("export function main() { return {} }"),
+    ),
+    (
         "Classes are not supported. AJS has no classes: write a top-level helper",
         A,
         Text("class A {}\nfunction main() { return {} }"),
@@ -1111,6 +1116,11 @@ fn every_literal_refusal_names_a_replacement() {
 #[test]
 fn replacements_quote_the_users_code() {
     let cases: &[(How, &str, &str)] = &[
+        (
+            A,
+            "function main({ user: { name } }) { return {} }",
+            "write user: 'example' or user: { field: 'example' }",
+        ),
         (E, "'id' in o", "Object.hasOwn(o, 'id')"),
         (E, "String(x)", "'' + x"),
         (E, "Number(s)", "parseFloat(s)"),

@@ -135,6 +135,10 @@ fn agent_program(
             Statement::ClassDeclaration(_) => {
                 return fail(s.span(), "Classes are not supported. AJS has no classes: write a top-level helper that returns an object literal, e.g. function makeItem(name) { return { name } }")
             }
+            // (`export function f` in a script: named by its text)
+            _ if src.get(s.span().start as usize..).is_some_and(|t| t.starts_with("export")) => {
+                return fail(s.span(), "Exports are not supported: remove `export` (the last top-level function is the entry)")
+            }
             _ => {
                 return fail(
                     s.span(),
@@ -278,7 +282,15 @@ fn agent_program(
                     },
                     p.span,
                 );
-                l.expr_to(d, reg)?;
+                // (a pattern written as an example, `user: { name }`, fails here: say so)
+                l.expr_to(d, reg).map_err(|mut e| {
+                    e.message = format!(
+                        "{} (in a parameter list, `{n}: …` and `{n} = …` give an example value, not a pattern: write {n}: 'example' or {n}: {{ field: 'example' }} and read its fields in the body)",
+                        e.message,
+                        n = p.name
+                    );
+                    e
+                })?;
                 l.patch_here(skip);
             }
         }
