@@ -181,11 +181,11 @@ fn a_refused_argument_names_the_path_inside_it() {
 fn the_entry_returns_an_object_null_or_nothing() {
     assert_eq!(
         error("function f() { return 5 }", json!({})),
-        "Agent must return an object, got number"
+        "Agent must return an object, got number; wrap the value: return { result: value }"
     );
     assert_eq!(
         error("function f() { return [1] }", json!({})),
-        "Agent must return an object, got array"
+        "Agent must return an object, got array; wrap the value: return { result: value }"
     );
     assert_eq!(
         result("function f() { return null }", json!({})),

@@ -220,7 +220,7 @@ fn sets() {
     let o = "let o = {}\nlet s = Set([o, o, {}])\nreturn s.size";
     assert_eq!(ok(o, json!({})), Some(json!(2)));
     assert!(err("Set('abc')", json!({})).contains("needs an array"));
-    assert!(err("new Set([1])", json!({})).contains("Use Set([items]) instead"));
+    assert!(err("new Set([1])", json!({})).contains("write Set([1]) (no 'new')"));
 }
 
 #[test]
@@ -304,7 +304,7 @@ fn dates_are_utc() {
         err("Date('not a date')", json!({})),
         "Invalid date: not a date"
     );
-    assert!(err("new Date()", json!({})).contains("Use Date() or Date('2024-01-15') instead"));
+    assert!(err("new Date()", json!({})).contains("write Date() (no 'new')"));
 }
 
 #[test]

@@ -32,6 +32,7 @@ mod limits;
 mod mutation;
 mod object_props;
 mod parallel;
+mod refusal_catalogue;
 mod schema;
 mod security_boundary;
 mod security_claims;

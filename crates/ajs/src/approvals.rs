@@ -700,7 +700,7 @@ fn agent_contract(mut out: Outcome) -> Outcome {
             let log = std::mem::take(&mut out.log);
             let fuel = out.fuel_used;
             out = Outcome::failed(
-                format!("Agent must return an object, got {k}"),
+                format!("Agent must return an object, got {k}; wrap the value: return {{ result: value }}"),
                 ErrorKind::Guest,
                 None,
                 fuel,

@@ -1057,7 +1057,7 @@ impl Runner {
                 let fuel = out.fuel_used;
                 let log = std::mem::take(&mut out.log);
                 out = Outcome::failed(
-                    format!("Agent must return an object, got {k}"),
+                    format!("Agent must return an object, got {k}; wrap the value: return {{ result: value }}"),
                     ErrorKind::Guest,
                     None,
                     fuel,

@@ -267,7 +267,7 @@ fn compile_inner(
     bodies: &[stack::Body],
 ) -> Result<Program, Fail> {
     if source.len() > u32::MAX as usize / 2 {
-        return Err(Fail::new(0, "source is too large"));
+        return Err(Fail::new(0, "source is too large; pass long data in as an argument instead of writing it in the code: function main({ rows: [{ id: 1 }] })"));
     }
     // (identifier hashes are for maps keyed by oxc's `Ident`: neither the parser nor the
     // lowering keys any map by one, names are compared as strings)
@@ -333,7 +333,7 @@ fn compile_inner(
                 return Err(Fail::new(
                     expr_err.offset,
                     format!(
-                        "{} (code made of statements must `return` its result; without a `return`, Eval reads the code as one expression)",
+                        "{} (code made of statements must `return` its result; without a `return`, Eval reads the code as one expression: write return before the result, e.g. return total)",
                         expr_err.message
                     ),
                 ));

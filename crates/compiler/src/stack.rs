@@ -51,6 +51,9 @@ const SHORT_SOURCE: usize = INLINE_UNITS / BRACKET_UNITS;
 /// between them allowed).
 const MAX_OPERATOR_RUN: usize = 4 * MAX_BRACKET_DEPTH;
 
+/// The refusal of code nested deeper than the scan admits, with what to write instead.
+const NESTING_MSG: &str = "nesting too deep; split the expression into statements with let (or close a bracket left open)";
+
 /// Runs `compile` (the parse and lowering of `src`) on a stack big enough for it, or refuses
 /// `src` as nested too deeply.
 pub(crate) fn guarded<T: Send>(
@@ -81,7 +84,7 @@ pub(crate) fn guarded<T: Send>(
                 .unwrap_or_else(|_| Err(Fail::new(0, "internal compiler error"))),
             Err(_) => Err(Fail::new(
                 0,
-                "nesting too deep for the stack this system grants (nest less deeply)",
+                "nesting too deep for the stack this system grants (nest less deeply: split the expression into statements with let)",
             )),
         }
     })
@@ -370,7 +373,7 @@ fn scan(s: &mut Scan) -> Result<usize, Fail> {
 
 impl Scan<'_> {
     fn too_deep(at: usize) -> Fail {
-        Fail::new(at as u32, "nesting too deep")
+        Fail::new(at as u32, NESTING_MSG)
     }
 
     /// One unit for an expression-level token at `at` (its construct ends by the next `,` or
@@ -1125,7 +1128,7 @@ mod tests {
     fn too_deep_is_refused_where_it_gets_too_deep() {
         let src = format!("{}1{}", "(".repeat(300), ")".repeat(300));
         let e = units(&src, MAX_UNITS).unwrap_err();
-        assert_eq!((e.offset, e.message.as_str()), (256, "nesting too deep"));
+        assert_eq!((e.offset, e.message.as_str()), (256, NESTING_MSG));
         let src = format!("{}a", "!".repeat(2000));
         assert_eq!(units(&src, MAX_UNITS).unwrap_err().offset, 1024);
         let src = format!("{}a", "typeof ".repeat(100));

@@ -337,19 +337,13 @@ impl Vm {
     fn bad_receiver<T>(&self, id: NativeId, v: Value) -> OpResult<T> {
         let m = &id.js_name()[1..];
         match v {
-            Value::Null | Value::Undefined => guest(format!(
-                "Cannot call method '{m}' on {}",
-                self.type_of_null(v)
-            )),
-            other => {
-                let k = self.kind_name(other);
-                let a = if matches!(k.as_bytes()[0], b'a' | b'o' | b'u') {
-                    "an"
-                } else {
-                    "a"
-                };
-                guest(format!("'{m}' is not a function on {a} {k}"))
+            Value::Null | Value::Undefined => {
+                guest(crate::method_hints::on_nullish(m, self.type_of_null(v)))
             }
+            other => guest(crate::method_hints::not_a_function(
+                m,
+                self.kind_name(other),
+            )),
         }
     }
 

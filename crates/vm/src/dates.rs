@@ -308,7 +308,7 @@ impl Vm {
             }
             _ => {
                 let m = &id.js_name()[1..];
-                guest(format!("'{m}' is not a function on a Date"))
+                guest(crate::method_hints::not_a_function(m, "Date"))
             }
         }
     }

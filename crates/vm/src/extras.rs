@@ -73,7 +73,7 @@ impl Vm {
             Cell::Regex(_) => self.regex_method(id, g, args),
             _ => {
                 let m = &id.js_name()[1..];
-                guest(format!("'{m}' is not a function on an object"))
+                guest(crate::method_hints::not_a_function(m, "object"))
             }
         }
     }
@@ -541,7 +541,7 @@ impl Vm {
             ToString => guest("Cannot turn a Set into a string; use .toArray().join() first"),
             _ => {
                 let m = &id.js_name()[1..];
-                guest(format!("'{m}' is not a function on a Set"))
+                guest(crate::method_hints::not_a_function(m, "Set"))
             }
         }
     }

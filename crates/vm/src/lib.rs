@@ -33,6 +33,7 @@ pub mod interrupt;
 mod json;
 mod machine;
 mod memory;
+mod method_hints;
 mod natives;
 mod number;
 mod ops;

@@ -138,13 +138,13 @@ impl Vm {
                         let len = self.arr_extend(g, &args[1..], args)?;
                         Ok(Value::Num(len as f64))
                     }
-                    Value::Null | Value::Undefined => guest(format!(
-                        "Cannot call method 'push' on {}",
-                        self.type_of_null(recv)
+                    Value::Null | Value::Undefined => guest(crate::method_hints::on_nullish(
+                        "push",
+                        self.type_of_null(recv),
                     )),
-                    other => guest(format!(
-                        "'push' is not a function on a {}",
-                        self.kind_name(other)
+                    other => guest(crate::method_hints::not_a_function(
+                        "push",
+                        self.kind_name(other),
                     )),
                 }
             }

@@ -539,7 +539,7 @@ impl Vm {
             }
             _ => {
                 let m = &id.js_name()[1..];
-                guest(format!("'{m}' is not a function on a regular expression"))
+                guest(crate::method_hints::not_a_function(m, "regular expression"))
             }
         }
     }

@@ -18,8 +18,14 @@ impl Vm {
         match src {
             Value::Arr(g) => self.spread_array(arr, g),
             Value::Str(g) => self.spread_string(arr, g),
+            Value::Obj(g) if matches!(self.heap.get(g), Cell::Set(_)) => {
+                guest("Cannot spread a Set into an array; write s.toArray() (a new array of its items)")
+            }
+            Value::Obj(_) => guest(
+                "Cannot spread an object into an array; only arrays and strings can be spread with [...x]: write Object.values(o) for its values, Object.entries(o) for [key, value] pairs",
+            ),
             other => guest(format!(
-                "Cannot spread {} into an array; only arrays and strings can be spread with [...x]",
+                "Cannot spread {} into an array; only arrays and strings can be spread with [...x]: wrap one value in brackets, [x]",
                 self.describe(other)
             )),
         }

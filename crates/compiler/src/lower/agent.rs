@@ -127,13 +127,17 @@ fn agent_program(
             Statement::FunctionDeclaration(f) => fns.push(f),
             Statement::EmptyStatement(_) => {}
             Statement::ImportDeclaration(_) => {
-                return fail(s.span(), "Imports are not supported. All atoms must be registered with the VM.")
+                return fail(s.span(), "Imports are not supported: remove the import and call the atoms (httpFetch, llmPredict, …) and builtins by name")
             }
             Statement::ExportNamedDeclaration(_) | Statement::ExportDefaultDeclaration(_) | Statement::ExportAllDeclaration(_) => {
-                return fail(s.span(), "Exports are not supported. The function is automatically exported.")
+                return fail(s.span(), "Exports are not supported: remove `export` (the last top-level function is the entry)")
             }
             Statement::ClassDeclaration(_) => {
-                return fail(s.span(), "Classes are not supported. AJS uses functions: write helper functions instead.")
+                return fail(s.span(), "Classes are not supported. AJS has no classes: write a top-level helper that returns an object literal, e.g. function makeItem(name) { return { name } }")
+            }
+            // (`export function f` in a script: named by its text)
+            _ if src.get(s.span().start as usize..).is_some_and(|t| t.starts_with("export")) => {
+                return fail(s.span(), "Exports are not supported: remove `export` (the last top-level function is the entry)")
             }
             _ => {
                 return fail(
@@ -146,7 +150,7 @@ fn agent_program(
     let Some(entry) = fns.last() else {
         return fail(
             Span::new(0, 0),
-            "Source must contain a function declaration",
+            "Source must contain a function declaration: write function main({ input: 'example' }) { … return { … } }",
         );
     };
     let entry_name = entry.id.as_ref().map_or("", |i| i.name.as_str());
@@ -154,13 +158,16 @@ fn agent_program(
     let mut helpers = Helpers::with_capacity(fns.len() - 1);
     for (i, f) in fns.iter().enumerate().take(fns.len() - 1) {
         let Some(id) = &f.id else {
-            return fail(f.span, "Helper function must have a name");
+            return fail(
+                f.span,
+                "Helper function must have a name: write function name(a, b) { … }",
+            );
         };
         let name = id.name.as_str();
         if name == entry_name {
             return fail(
                 id.span,
-                format!("Helper function cannot share a name with the entry function: {name}"),
+                format!("Helper function cannot share a name with the entry function: {name}; rename the helper, e.g. {name}Helper"),
             );
         }
         // a parameter is optional when it has a default written with `=` (not an example
@@ -184,7 +191,10 @@ fn agent_program(
             required,
         };
         if !helpers.insert(name, sig) {
-            return fail(id.span, format!("Duplicate helper function name: {name}"));
+            return fail(
+                id.span,
+                format!("Duplicate helper function name: {name}; rename one of them, e.g. {name}2"),
+            );
         }
     }
     let helpers = (!helpers.is_empty()).then_some(&helpers);
@@ -226,7 +236,7 @@ fn agent_program(
         let is_entry = i == fns.len() - 1;
         let name = f.id.as_ref().map_or("", |i| i.name.as_str());
         if f.r#async || f.generator {
-            return fail(f.span, "async functions and generators are not supported: atom calls already look synchronous");
+            return fail(f.span, "async functions and generators are not supported: atom calls already look synchronous; write a plain function and call atoms directly: let r = httpFetch({ url })");
         }
         let raw_params = raw.get(i).map(|r| r.params.as_slice()).unwrap_or(&[]);
         params_of(f, raw_params, is_entry, name, &mut params)?;
@@ -272,12 +282,20 @@ fn agent_program(
                     },
                     p.span,
                 );
-                l.expr_to(d, reg)?;
+                // (a pattern written as an example, `user: { name }`, fails here: say so)
+                l.expr_to(d, reg).map_err(|mut e| {
+                    e.message = format!(
+                        "{} (in a parameter list, `{n}: …` and `{n} = …` give an example value, not a pattern: write {n}: 'example' or {n}: {{ field: 'example' }} and read its fields in the body)",
+                        e.message,
+                        n = p.name
+                    );
+                    e
+                })?;
                 l.patch_here(skip);
             }
         }
         let Some(fbody) = &f.body else {
-            return fail(f.span, "a function needs a body");
+            return fail(f.span, "a function needs a body: write function f(x) { … }");
         };
         l.block(&fbody.statements, true, fbody.span)?;
         let end = Span::new(fbody.span.end.saturating_sub(1), fbody.span.end);
@@ -314,7 +332,7 @@ fn params_of<'a, 'b>(
     if let Some(rest) = &fp.rest {
         return fail(
             rest.span,
-            "Unsupported parameter pattern: rest parameters (...args); name each parameter",
+            "Unsupported parameter pattern: rest parameters (...args); name each parameter, or take an array: function f(args) { … }",
         );
     }
     let required = |name: &str| {
@@ -332,7 +350,7 @@ fn params_of<'a, 'b>(
             }
             BindingPattern::ObjectPattern(o) if is_entry && fp.items.len() == 1 => {
                 if let Some(r) = &o.rest {
-                    return fail(r.span, "Unsupported parameter pattern: { ...rest }; list each property");
+                    return fail(r.span, "Unsupported parameter pattern: { ...rest }; list each property: { a, b = 1 }");
                 }
                 if p.initializer.is_some() {
                     // `{ a } = {}`: the whole object is optional; its properties decide
@@ -342,26 +360,26 @@ fn params_of<'a, 'b>(
                         BindingPattern::BindingIdentifier(b) => (b, None),
                         BindingPattern::AssignmentPattern(a) => match &a.left {
                             BindingPattern::BindingIdentifier(b) => (b, Some(&a.right)),
-                            _ => return fail(prop.span, "Only simple parameter names are supported"),
+                            _ => return fail(prop.span, "Only simple parameter names are supported; write { name } or { name: 'example' } or { name = 'default' }"),
                         },
-                        _ => return fail(prop.span, "Unsupported parameter pattern: nested destructuring; give the property an example value instead"),
+                        _ => return fail(prop.span, "Unsupported parameter pattern: nested destructuring; give the property an example value instead: { user: { name: 'x' } } declares user's type, and read user.name in the body"),
                     };
                     if prop.computed || prop.key.static_name().is_none_or(|k| k != id.name.as_str()) {
-                        return fail(prop.span, "Only simple parameter names are supported (rename inside the body instead)");
+                        return fail(prop.span, "Only simple parameter names are supported (rename inside the body instead: const other = name)");
                     }
                     out.push(Param { name: id.name.as_str(), span: id.span, default, required: default.is_none() });
                 }
             }
             BindingPattern::ObjectPattern(_) if is_entry => {
-                return fail(p.span, "an entry function takes one destructured object or plain parameters, not both")
+                return fail(p.span, "an entry function takes one destructured object or plain parameters, not both: write function main({ a, b: 1 }) or function main(a, b)")
             }
             BindingPattern::ObjectPattern(_) | BindingPattern::ArrayPattern(_) | BindingPattern::AssignmentPattern(_) if !is_entry => {
                 return fail(
                     p.span,
-                    format!("Helper '{fname}' parameters must be plain identifiers (optionally with an example value); destructuring is not supported"),
+                    format!("Helper '{fname}' parameters must be plain identifiers (optionally with an example value); destructuring is not supported: write function {fname}(item) {{ const {{ a, b }} = item … }}"),
                 )
             }
-            _ => return fail(p.span, "Unsupported parameter pattern: ArrayPattern; use plain names or one destructured object"),
+            _ => return fail(p.span, "Unsupported parameter pattern: ArrayPattern; use plain names or one destructured object: function main({ pair: [1, 2] }) then const [a, b] = pair"),
         }
     }
     // the first parameter whose name an earlier one has (a few are compared with each other,
@@ -376,10 +394,16 @@ fn params_of<'a, 'b>(
         out.iter().find(|p| !seen.insert(p.name))
     };
     if let Some(p) = duplicate {
-        return fail(p.span, format!("Duplicate parameter name: {}", p.name));
+        return fail(
+            p.span,
+            format!(
+                "Duplicate parameter name: {}; rename one of them, e.g. {}2",
+                p.name, p.name
+            ),
+        );
     }
     if out.len() > u8::MAX as usize {
-        return fail(f.params.span, "too many parameters (more than 255)");
+        return fail(f.params.span, "too many parameters (more than 255); pass one object instead: function f(options) { … options.a … }");
     }
     Ok(())
 }
@@ -455,7 +479,7 @@ impl Lowerer<'_> {
             return fail(
                 span,
                 format!(
-                    "Helper '{name}' expects {expects} argument(s), got {}",
+                    "Helper '{name}' expects {expects} argument(s), got {}; pass {expects}: {name}(…)",
                     args.len()
                 ),
             );

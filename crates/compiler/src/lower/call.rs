@@ -29,12 +29,12 @@ impl<'o> Lowerer<'o> {
             }
             Expression::ComputedMemberExpression(m) => match m.expression.without_parentheses() {
                 Expression::StringLiteral(s) => self.call_method(&m.object, s.value.as_str(), m.optional, &args, dst, span),
-                _ => fail(span, "computed method calls (o[k]()) are not supported in AJS; call the method by name"),
+                _ => fail(span, "computed method calls (o[k]()) are not supported in AJS; call the method by name, e.g. k === 'trim' ? s.trim() : s.toUpperCase()"),
             },
             Expression::ArrowFunctionExpression(_) | Expression::FunctionExpression(_) => {
                 fail(span, format!("calling a function expression is not supported in AJS; {ARROW_MSG}"))
             }
-            _ => fail(span, "only atoms, builtins (e.g. Math.max) and methods (e.g. items.push) can be called in AJS"),
+            _ => fail(span, "only atoms, builtins (e.g. Math.max) and methods (e.g. items.push) can be called in AJS: functions are not values; write a top-level helper function f(x) { … } and call it by name"),
         }
     }
 
@@ -44,7 +44,7 @@ impl<'o> Lowerer<'o> {
             return Ok(AtomIdx(i as u16));
         }
         if self.atoms.len() >= u16::MAX as usize {
-            return fail(span, "too many atoms");
+            return fail(span, "too many atoms; call fewer distinct atoms, e.g. one httpFetch({ url }) in a helper");
         }
         self.atoms.push(name.to_string());
         Ok(AtomIdx((self.atoms.len() - 1) as u16))
@@ -64,7 +64,7 @@ impl<'o> Lowerer<'o> {
         if !self.is_global(name) {
             return fail(
                 id.span,
-                format!("'{name}' is a variable, not a function: AJS can only call atoms, builtins (e.g. Math.max) and methods"),
+                format!("'{name}' is a variable, not a function: AJS can only call atoms, builtins (e.g. Math.max) and methods; functions are not values: write a top-level helper function {name}(…) {{ … }} and call it by name"),
             );
         }
         if self.call_helper(name, args, dst, span)? {
@@ -135,17 +135,14 @@ impl<'o> Lowerer<'o> {
             if let Some(native) = native(name) {
                 return self.call_native(native, None, args, dst, span);
             }
-            return fail(
-                id.span,
-                format!("'{name}(...)' is not supported in AJS yet"),
-            );
+            return fail(id.span, hints::builtin_call_msg(name, args));
         }
         if self.opts.mode == Mode::Eval && self.opts.externals.iter().any(|k| k == name) {
-            return fail(id.span, format!("'{name}' is a context value, not a function: AJS can only call atoms, builtins and methods"));
+            return fail(id.span, format!("'{name}' is a context value, not a function: AJS can only call atoms, builtins and methods; read it as a value instead, e.g. let v = {name}"));
         }
         fail(
             id.span,
-            format!("'{name}' is not defined: AJS can only call atoms (host operations registered with the VM), builtins (e.g. Math.max) and methods (e.g. items.push)"),
+            hints::undefined_call_msg(name, self.opts.mode != Mode::Eval),
         )
     }
 
@@ -174,16 +171,16 @@ impl<'o> Lowerer<'o> {
             let native = match ns {
                 "Math" => match native_member("Math", m) {
                     Some(n) => n,
-                    None => return fail(span, format!("Math.{m} is not supported in AJS. Check docs for available Math methods.")),
+                    None => return fail(span, namespace_member_msg("Math", m)),
                 },
                 "console" => match native_member("console", m) {
                     Some(n) => n,
                     None => {
                         let alt = match m {
-                            "table" => "console.table is not available. Use console.log with JSON.stringify for structured data.".to_string(),
-                            "dir" => "console.dir is not available. Use console.log instead.".into(),
-                            "trace" => "console.trace is not available. Stack traces are not available in AJS.".into(),
-                            _ => format!("console.{m} is not supported in AJS. Check docs for available console methods."),
+                            "table" => "console.table is not available. Write console.log(JSON.stringify(rows)) for structured data.".to_string(),
+                            "dir" => "console.dir is not available. Write console.log(x) instead.".into(),
+                            "trace" => "console.trace is not available (AJS has no stack traces). Write console.log('where: …') instead.".into(),
+                            _ => format!("console.{m} is not supported in AJS; write console.log(…), console.info, console.warn or console.error"),
                         };
                         return fail(span, alt);
                     }
@@ -194,7 +191,7 @@ impl<'o> Lowerer<'o> {
                         None => return fail(span, namespace_member_msg(ns, m)),
                     }
                 }
-                _ => return fail(span, format!("{ns}.{m} is not supported in AJS yet. Check docs for available {ns} methods.")),
+                _ => return fail(span, namespace_member_msg(ns, m)),
             };
             return self.call_native(native, None, args, dst, span);
         }
@@ -214,10 +211,7 @@ impl<'o> Lowerer<'o> {
             return Ok(());
         }
         let Some(native) = native_member("", m) else {
-            return fail(
-                span,
-                format!("Security Error: method '{m}' is not callable in AJS"),
-            );
+            return fail(span, hints::method_msg(obj, m, args));
         };
         self.with_temps(|l| {
             let recv = l.expr(obj)?;
@@ -280,20 +274,10 @@ impl<'o> Lowerer<'o> {
         let argc = args.len() + usize::from(recv.is_some());
         let (min, max) = native.arity();
         if argc > max as usize || argc > u8::MAX as usize {
-            return fail(
-                span,
-                format!(
-                    "too many arguments to {} (at most {})",
-                    native.js_name(),
-                    max
-                ),
-            );
+            return fail(span, hints::arity_msg(native, true));
         }
         if argc < min as usize {
-            return fail(
-                span,
-                format!("{} needs at least {} argument(s)", native.js_name(), min),
-            );
+            return fail(span, hints::arity_msg(native, false));
         }
         self.with_temps(|l| {
             let base = l.next_temp();

@@ -25,7 +25,7 @@ const CALLBACK_METHODS: &[(&str, bool)] = &[
 /// Methods that take a callback in JavaScript but not (yet) in AJS, with what to write instead.
 fn unsupported_callback_method(m: &str) -> Option<&'static str> {
     Some(match m {
-        "toSpliced" => "toSpliced does not take a callback",
+        "toSpliced" => "toSpliced does not take a callback; write xs.filter(x => …) to drop items",
         _ => return None,
     })
 }
@@ -82,9 +82,7 @@ impl Lowerer<'_> {
         else {
             return fail(
                 span,
-                format!(
-                    "'{m}' takes a callback written as an arrow function, e.g. items.{m}(x => ...)"
-                ),
+                super::hints::callback_msg(obj, m, args.first().copied()),
             );
         };
         let is_reduce = m == "reduce" || m == "reduceRight";
@@ -93,21 +91,26 @@ impl Lowerer<'_> {
             return fail(
                 span,
                 format!(
-                    "'{m}' takes {max_args} argument(s) in AJS, got {}",
-                    args.len()
+                    "'{m}' takes {max_args} argument(s) in AJS, got {}; pass {}",
+                    args.len(),
+                    if is_reduce {
+                        "the callback and an initial value: xs.reduce((acc, x) => acc + x, 0)"
+                    } else {
+                        "only the callback: xs.map(x => …) (AJS has no thisArg)"
+                    }
                 ),
             );
         }
         if cb.r#async {
             return fail(
                 cb.span,
-                "async callbacks are not supported: AJS atom calls are already synchronous",
+                "async callbacks are not supported: AJS atom calls are already synchronous; drop `async` and call the atom directly: xs.map(x => llmPredict({ prompt: x }))",
             );
         }
         if cb.params.rest.is_some() {
             return fail(
                 cb.params.span,
-                "rest parameters (...args) are not supported in callbacks; name each parameter",
+                "rest parameters (...args) are not supported in callbacks; name each parameter: (x, i) => …",
             );
         }
 
@@ -443,7 +446,7 @@ impl Lowerer<'_> {
             let floor = l.bufs.nscopes - 1;
             for (k, p) in cb.params.items.iter().enumerate() {
                 if p.initializer.is_some() {
-                    return fail(p.span, "default values for callback parameters are not supported; use ?? inside the body");
+                    return fail(p.span, "default values for callback parameters are not supported; use ?? inside the body: x => (x ?? 0) + 1");
                 }
                 let src = sources.get(k).copied();
                 match &p.pattern {
@@ -467,7 +470,7 @@ impl Lowerer<'_> {
                         let Some(s) = src else {
                             return fail(
                                 p.span,
-                                "this callback parameter receives nothing to destructure",
+                                "this callback parameter receives nothing to destructure; name it instead: (acc, x, i) => …",
                             );
                         };
                         let mut names = Vec::new();
@@ -580,7 +583,7 @@ impl Lowerer<'_> {
         fail(
             span,
             format!(
-                "a callback cannot assign to '{name}', which is declared outside it (callbacks see outer variables read-only); compute the value with map/filter/reduce and assign the result outside"
+                "a callback cannot assign to '{name}', which is declared outside it (callbacks see outer variables read-only); compute the value with map/filter/reduce and assign the result outside, e.g. {name} = xs.reduce((acc, x) => acc + x, {name}), or walk the items with while, where assignments are allowed: let i = 0 / while (i < xs.length) {{ const x = xs[i]; …; i++ }}"
             ),
         )
     }
@@ -604,20 +607,26 @@ impl Lowerer<'_> {
         else {
             return fail(
                 span,
-                format!("'{m}' takes a comparator written as an arrow function, e.g. items.{m}((a, b) => a - b)"),
+                format!("'{m}' takes a comparator written as an arrow function, e.g. {}.{m}((a, b) => a - b)", super::hints::quote_or(obj, "items")),
             );
         };
         if args.len() > 1 {
-            return fail(span, format!("'{m}' takes 1 argument, got {}", args.len()));
+            return fail(
+                span,
+                format!(
+                    "'{m}' takes 1 argument, got {}; pass only the comparator: (a, b) => a - b",
+                    args.len()
+                ),
+            );
         }
         if cb.r#async || cb.params.rest.is_some() {
             return fail(
                 cb.span,
-                "the comparator must be a plain arrow function (a, b) => …",
+                "the comparator must be a plain arrow function: write (a, b) => a - b",
             );
         }
         let Some(splice) = native(".splice") else {
-            return fail(span, "sorting with a comparator needs .splice");
+            return fail(span, "sorting with a comparator needs .splice (an internal refusal); write items.toSorted((a, b) => a - b)");
         };
         self.with_temps(|l| {
             let recv = l.alloc(span)?;

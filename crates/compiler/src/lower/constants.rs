@@ -302,7 +302,7 @@ impl<'o> Lowerer<'o> {
     #[inline(always)]
     pub(super) fn add_constant(&mut self, c: Constant, span: Span) -> R<ConstIdx> {
         if self.constants.len() >= MAX_CONSTANTS {
-            return fail(span, "too many constants (more than 65535)");
+            return fail(span, "too many constants (more than 65535); split the code into helper functions (function part(x) { … }), or pass long data in as an argument");
         }
         self.constants.push(c);
         Ok(ConstIdx((self.constants.len() - 1) as u16))
@@ -353,7 +353,7 @@ impl<'o> Lowerer<'o> {
             Entry::Occupied(e) => Ok(ConstIdx(*e.get())),
             Entry::Vacant(e) => {
                 if self.constants.len() >= MAX_CONSTANTS {
-                    return fail(span, "too many constants (more than 65535)");
+                    return fail(span, "too many constants (more than 65535); split the code into helper functions (function part(x) { … }), or pass long data in as an argument");
                 }
                 self.constants.push(Constant::Number(v));
                 let k = (self.constants.len() - 1) as u16;
@@ -462,7 +462,7 @@ impl<'o> Lowerer<'o> {
         match keyed.by_hash.entry(hash) {
             Entry::Vacant(e) => {
                 if self.constants.len() >= MAX_CONSTANTS {
-                    return fail(span, "too many constants (more than 65535)");
+                    return fail(span, "too many constants (more than 65535); split the code into helper functions (function part(x) { … }), or pass long data in as an argument");
                 }
                 self.constants.push(Constant::String(widen(bytes)));
                 let k = (self.constants.len() - 1) as u16;

@@ -45,7 +45,7 @@ impl Lowerer<'_> {
             if regs.iter().any(|(n, _)| n == name) {
                 return fail(
                     *span,
-                    format!("Identifier '{name}' has already been declared"),
+                    format!("Identifier '{name}' has already been declared; rename one of them, e.g. {{ {name}: {name}2 }}"),
                 );
             }
             let r = self.declare(Probe::new(name), *span)?;
@@ -135,7 +135,7 @@ impl Lowerer<'_> {
                         let t = l.alloc(prop.span)?;
                         if prop.computed {
                             let Some(ke) = prop.key.as_expression() else {
-                                return fail(prop.span, "unsupported computed key");
+                                return fail(prop.span, "unsupported computed key; write { [k]: value } with k an expression");
                             };
                             let k = l.alloc(prop.span)?;
                             l.expr_to(ke, k)?;
@@ -159,7 +159,7 @@ impl Lowerer<'_> {
                                 _ => {
                                     return fail(
                                         prop.key.span(),
-                                        "unsupported key in a destructuring pattern",
+                                        "unsupported key in a destructuring pattern; write a name or a string: const { a, 'b-c': bc } = o",
                                     )
                                 }
                             };
@@ -193,7 +193,7 @@ impl Lowerer<'_> {
                         if taken.len() > u8::MAX as usize {
                             return fail(
                                 rest.span,
-                                "too many properties before ...rest (at most 255)",
+                                "too many properties before ...rest (at most 255); destructure in two steps: const { a, ...rest } = o then const { b, ...rest2 } = rest",
                             );
                         }
                         // the excluded keys must sit in consecutive registers
@@ -254,7 +254,7 @@ impl Lowerer<'_> {
                     }
                     if let Some(rest) = &a.rest {
                         let Some(slice) = native(".slice") else {
-                            return fail(rest.span, "...rest in array patterns needs .slice");
+                            return fail(rest.span, "...rest in array patterns needs .slice (an internal refusal); write xs.slice(n)");
                         };
                         let base = l.alloc(rest.span)?;
                         let from = l.alloc(rest.span)?;

@@ -120,6 +120,9 @@ impl<'o> Lowerer<'o> {
             }
             Expression::ParenthesizedExpression(p) => self.expr_to(&p.expression, dst)?,
             Expression::BinaryExpression(b) => {
+                if b.operator.is_relational() || b.operator.is_bitwise() {
+                    return fail(span, hints::binary_op_msg(b.operator.as_str(), Some(&b.left), Some(&b.right)));
+                }
                 if let Some(spine) = long_left_spine(b) {
                     return self.binary_chain(&spine, dst);
                 }
@@ -131,7 +134,7 @@ impl<'o> Lowerer<'o> {
                     Ok(())
                 })?;
             }
-            Expression::PrivateInExpression(_) => return fail(span, "the 'in' operator is not supported in AJS"),
+            Expression::PrivateInExpression(_) => return fail(span, hints::binary_op_msg("in", None, None)),
             Expression::LogicalExpression(l) => {
                 self.expr_to(&l.left, dst)?;
                 let j = match l.operator {
@@ -166,7 +169,7 @@ impl<'o> Lowerer<'o> {
                         UnaryOperator::UnaryPlus => Op::Pos { dst: d, src: l.expr(&u.argument)?.src() },
                         UnaryOperator::LogicalNot => Op::Not { dst: d, src: l.expr(&u.argument)?.src() },
                         UnaryOperator::Typeof => Op::TypeOf { dst: d, src: l.expr(&u.argument)?.src() },
-                        other => return fail(span, format!("the '{}' operator is not supported in AJS", other.as_str())),
+                        other => return fail(span, hints::unary_op_msg(other.as_str(), &u.argument)),
                     };
                     l.emit(op, span);
                     Ok(())
@@ -218,16 +221,16 @@ impl<'o> Lowerer<'o> {
                     Ok(())
                 })?;
             }
-            Expression::PrivateFieldExpression(_) => return fail(span, "private fields are not supported in AJS"),
+            Expression::PrivateFieldExpression(_) => return fail(span, "private fields are not supported in AJS; use a plain property: o.name"),
             Expression::CallExpression(c) => self.call(c, dst)?,
             Expression::ChainExpression(c) => {
                 let saved = self.chain.replace(Vec::new());
                 let r = match &c.expression {
                     ChainElement::CallExpression(call) => self.call(call, dst),
-                    ChainElement::TSNonNullExpression(_) => fail(span, "TypeScript syntax is not supported"),
+                    ChainElement::TSNonNullExpression(_) => fail(span, "TypeScript syntax is not supported; remove the `!` and write plain JavaScript (x?.y for a value that may be missing)"),
                     other => match other.as_member_expression() {
                         Some(m) => self.expr_to(m.as_expression(), dst),
-                        None => fail(span, "unsupported optional chain"),
+                        None => fail(span, "unsupported optional chain; write o?.k, o?.[k] or o.m?.()"),
                     },
                 };
                 let jumps = std::mem::replace(&mut self.chain, saved).unwrap_or_default();
@@ -244,44 +247,49 @@ impl<'o> Lowerer<'o> {
             Expression::NewExpression(n) => {
                 let name = match n.callee.without_parentheses() {
                     Expression::Identifier(id) => Some(id.name.as_str()),
+                    Expression::StaticMemberExpression(m) => match m.object.without_parentheses() {
+                        Expression::Identifier(id) => Some(id.name.as_str()),
+                        _ => None,
+                    },
                     _ => None,
                 };
-                return fail(span, new_suggestion(name));
+                let args: Vec<&Expression> = n.arguments.iter().filter_map(|a| a.as_expression()).collect();
+                return fail(span, hints::new_msg(name, &args));
             }
             Expression::ThisExpression(_) => {
-                return fail(span, "'this' is not supported in AJS; use the variables and context values directly")
+                return fail(span, "'this' is not supported in AJS; use the variables and context values directly, or pass the object to a helper as a parameter: function area(shape) { return shape.w * shape.h }")
             }
             Expression::ArrowFunctionExpression(_) => return fail(span, ARROW_MSG),
             Expression::FunctionExpression(f) => {
                 if f.generator {
-                    return fail(span, "generators are not supported in AJS");
+                    return fail(span, "generators are not supported in AJS; build the values in an array (out.push(v)) and return it");
                 }
                 return fail(span, format!("function expressions are not supported in AJS; {ARROW_MSG}"));
             }
-            Expression::ClassExpression(_) => return fail(span, "Classes are not supported. AJS uses plain objects"),
+            Expression::ClassExpression(_) => return fail(span, "Classes are not supported. AJS has no classes: write a top-level helper that returns an object literal, e.g. function makeItem(name) { return { name } }"),
             Expression::AwaitExpression(_) => {
                 return fail(span, "AJS has no await: atom calls look synchronous, write `let r = httpFetch({...})`")
             }
-            Expression::YieldExpression(_) => return fail(span, "generators (yield) are not supported in AJS"),
+            Expression::YieldExpression(_) => return fail(span, "generators (yield) are not supported in AJS; build the values in an array (out.push(v)) and return it"),
             Expression::SequenceExpression(_) => {
-                return fail(span, "the comma operator (sequence expression) is not supported in AJS; write separate statements")
+                return fail(span, "the comma operator (sequence expression) is not supported in AJS; write separate statements: a = 1 / b = 2 on their own lines")
             }
             Expression::TaggedTemplateExpression(_) => {
                 return fail(span, "tagged templates are not supported in AJS; use a plain template literal `...${x}...`")
             }
             Expression::RegExpLiteral(r) => self.regex_literal(r, dst)?,
-            Expression::BigIntLiteral(_) => return fail(span, "BigInt literals are not supported in AJS; use numbers"),
+            Expression::BigIntLiteral(_) => return fail(span, "BigInt literals are not supported in AJS; use numbers: 10 instead of 10n, Math.trunc(a / b) for integer division"),
             Expression::AssignmentExpression(_) => {
-                return fail(span, "assignment inside an expression is not supported in AJS; write the assignment as its own statement")
+                return fail(span, "assignment inside an expression is not supported in AJS; write the assignment as its own statement (x = v on its own line), then use x")
             }
             Expression::UpdateExpression(_) => {
                 return fail(span, "'++'/'--' are only allowed as statements in AJS (i++ on its own line); inside an expression write i + 1")
             }
-            Expression::Super(_) => return fail(span, "'super' is not supported in AJS"),
+            Expression::Super(_) => return fail(span, "'super' is not supported in AJS (there are no classes); call a top-level helper function instead: helper(x)"),
             Expression::ImportExpression(_) | Expression::ImportMeta(_) => {
-                return fail(span, "import is not available. Atoms must be registered with the VM.")
+                return fail(span, "import is not available: call the atoms (httpFetch, llmPredict, …) and builtins by name")
             }
-            _ => return fail(span, "unsupported expression"),
+            _ => return fail(span, "unsupported expression; write plain JavaScript values, operators, calls (f(x)) and arrows passed to methods (xs.map(x => x))"),
         }
         Ok(())
     }
@@ -337,10 +345,11 @@ impl<'o> Lowerer<'o> {
             None => Ok(None),
             Some("Math") => match MATH_CONSTANTS.iter().find(|(n, _)| *n == name) {
                 Some((_, v)) => Ok(Some(*v)),
-                None if native_member("Math", name).is_some() => {
-                    fail(span, format!("Math.{name} is a function: call it, e.g. Math.{name}(x)"))
-                }
-                None => fail(span, format!("Math.{name} is not supported in AJS. Check docs for available Math methods.")),
+                None if native_member("Math", name).is_some() => fail(
+                    span,
+                    format!("Math.{name} is a function: call it, e.g. Math.{name}(x)"),
+                ),
+                None => fail(span, namespace_member_msg("Math", name)),
             },
             Some("Number") => match NUMBER_CONSTANTS.iter().find(|(n, _)| *n == name) {
                 Some((_, v)) => Ok(Some(*v)),
@@ -356,7 +365,10 @@ impl<'o> Lowerer<'o> {
         let mut parts: SmallVec<[Result<&Expression, (&str, Span)>; 8]> = SmallVec::new();
         for (i, q) in t.quasis.iter().enumerate() {
             let Some(cooked) = &q.value.cooked else {
-                return fail(q.span, "invalid escape sequence in template literal");
+                return fail(
+                    q.span,
+                    "invalid escape sequence in template literal; write `\\\\` for a backslash",
+                );
             };
             if !cooked.as_str().is_empty() {
                 parts.push(Err((cooked.as_str(), q.span)));
@@ -366,7 +378,7 @@ impl<'o> Lowerer<'o> {
             }
         }
         if parts.len() > u8::MAX as usize {
-            return fail(span, "template literal has too many parts (at most 255)");
+            return fail(span, "template literal has too many parts (at most 255); join the parts with + or build them with an array's join('')");
         }
         if parts.is_empty() {
             let k = self.str_const("", span)?;
@@ -448,11 +460,11 @@ impl<'o> Lowerer<'o> {
                     }
                     ArrayExpressionElement::SpreadElement(s) => return fail(
                         s.span,
-                        "spread (...) in array literals is not supported yet; use concat or push",
+                        "spread (...) in array literals is not supported here; write a.concat(b) or a.push(...b)",
                     ),
                     el => match el.as_expression() {
                         Some(e) => l.expr_to(e, r)?,
-                        None => return fail(span, "unsupported array element"),
+                        None => return fail(span, "unsupported array element; write values, ...spread or holes: [a, ...b, , c]"),
                     },
                 }
                 }
@@ -504,17 +516,17 @@ impl<'o> Lowerer<'o> {
                 }
             };
             if p.kind != PropertyKind::Init {
-                return fail(p.span, "getters and setters are not supported in AJS object literals; use plain values");
+                return fail(p.span, "getters and setters are not supported in AJS object literals; compute the value when you build the object, e.g. { total: a + b }");
             }
             if p.method {
                 return fail(
                     p.span,
-                    "methods in object literals are not supported in AJS; use plain values",
+                    "methods in object literals are not supported in AJS; use plain values, and write the function as a top-level helper that takes the object: function describe(o) { … }",
                 );
             }
             if p.computed {
                 let Some(ke) = p.key.as_expression() else {
-                    return fail(p.key.span(), "unsupported computed key");
+                    return fail(p.key.span(), "unsupported computed key; write [k]: v with k an expression, e.g. { [name]: 1 }");
                 };
                 self.with_temps(|l| {
                     let k = l.expr(ke)?;
@@ -552,7 +564,7 @@ impl<'o> Lowerer<'o> {
                     _ => {
                         return fail(
                             p.key.span(),
-                            "unsupported object key; use an identifier, string or number",
+                            "unsupported object key; write an identifier, a string or a number: { a: 1, 'b-c': 2, [k]: 3 }",
                         )
                     }
                 };
@@ -624,10 +636,7 @@ fn binary_op(op: BinaryOperator, d: Dst, a: Src, b: Src, span: Span) -> R<Op> {
         BinaryOperator::GreaterThan => Op::Gt { dst: d, a, b },
         BinaryOperator::GreaterEqualThan => Op::Ge { dst: d, a, b },
         other => {
-            return fail(
-                span,
-                format!("the '{}' operator is not supported in AJS", other.as_str()),
-            );
+            return fail(span, hints::binary_op_msg(other.as_str(), None, None));
         }
     })
 }

@@ -189,7 +189,7 @@ impl<'o> Lowerer<'o> {
         if params.len() > u8::MAX as usize {
             return fail_at(
                 0,
-                "too many parameters or context keys used (more than 255)",
+                "too many parameters or context keys used (more than 255); pass one object instead and read its fields: data.a, data.b",
             );
         }
         // the prologue loads every used special that is not a parameter, in order (and the
@@ -233,10 +233,13 @@ impl<'o> Lowerer<'o> {
             });
         let nregs = nspecial + self.max_top as usize;
         if nregs > u16::MAX as usize {
-            return fail_at(0, "too many registers (more than 65535)");
+            return fail_at(
+                0,
+                "too many registers (more than 65535); split the code into helper functions: function part(x) { … }",
+            );
         }
         if total > ajs_bytecode::program::MAX_CODE_LEN / 2 {
-            return fail_at(0, "program too long");
+            return fail_at(0, "program too long; split the code into helper functions (function part(x) { … }), or pass long data in as an argument");
         }
         let final_of: &[u16] = final_of;
         let map = |v: u16| -> u16 {

@@ -35,6 +35,7 @@ mod constants;
 mod destructure;
 mod emit;
 mod expr;
+mod hints;
 mod index;
 mod layout;
 mod names;
@@ -78,9 +79,8 @@ fn fail_at<T>(offset: u32, msg: impl Into<String>) -> R<T> {
     Err(Box::new(Fail::new(offset, msg)))
 }
 
-const FOR_MSG: &str = "AJS has no `for` loops. Use `while` with a counter: let i = 0 / while (i < items.length) { ... i = i + 1 }";
 const ARROW_MSG: &str =
-    "arrow functions are only allowed as callback arguments, e.g. items.filter(x => x > 1)";
+    "arrow functions are only allowed as callback arguments, e.g. items.filter(x => x > 1); for a function you call by name, write a top-level helper function f(x) { … }";
 
 pub(crate) struct Lowerer<'o> {
     opts: &'o CompileOptions<'o>,
@@ -270,7 +270,7 @@ impl<'o> Lowerer<'o> {
         if self.depth > MAX_NESTING {
             return fail(
                 span,
-                format!("nesting too deep (more than {MAX_NESTING} levels)"),
+                format!("nesting too deep (more than {MAX_NESTING} levels); split the expression into statements (let inner = …) or into helper functions"),
             );
         }
         Ok(())
@@ -301,7 +301,7 @@ mod tests {
                         l.alloc(at)?;
                         assert_eq!(state(l), (kept.plus(3), 1, 1));
                         if fails {
-                            return fail(at, "half-way");
+                            return fail(at, "half-way (an internal test refusal; never shown)");
                         }
                         l.alloc(at)?;
                         Ok(())

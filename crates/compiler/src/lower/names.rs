@@ -7,8 +7,13 @@ pub(super) fn forbidden(name: &str) -> bool {
     ajs_bytecode::FORBIDDEN_NAMES.contains(&name)
 }
 
+/// The compile-time refusal of a forbidden name: the run-time message, and another name to use.
 pub(super) fn forbidden_msg(name: &str) -> String {
-    ajs_bytecode::forbidden_message(name)
+    let base = name.trim_matches('_');
+    format!(
+        "{}; use another name, e.g. {base}Name",
+        ajs_bytecode::forbidden_message(name)
+    )
 }
 
 /// A name strict-mode JavaScript (which AJS follows) refuses as a binding: `eval`, `arguments`
@@ -95,24 +100,27 @@ pub(super) fn unsupported_builtin(name: &str) -> Option<String> {
         return None;
     }
     Some(match name {
-        "RegExp" => "RegExp is not available. Use string methods or the regexMatch atom.".into(),
+        "RegExp" => "RegExp is not available. Write a regex literal such as /\\d+/g (patterns cannot be built at run time), or use string methods (includes, split) or the regexMatch atom.".into(),
         "Promise" => "Promise is not needed. All operations are implicitly async. To make several atom calls at once, use parallel([...]).".into(),
-        "Map" => "Map is not available. Use plain objects instead.".into(),
-        "WeakSet" | "WeakMap" | "Symbol" | "Proxy" | "Reflect" => {
-            format!("{name} is not available.")
-        }
-        "Function" => "Function constructor is not available. Define functions normally.".into(),
-        "eval" => "eval is not available. Code is compiled, not evaluated.".into(),
-        "setTimeout" => "setTimeout is not available. Use the delay atom.".into(),
-        "setInterval" => "setInterval is not available. Use while loops with delay.".into(),
-        "fetch" => "fetch is not available. Use the httpFetch atom.".into(),
+        "Map" => "Map is not available. Use plain objects instead: o = { ...o, [key]: value }, o[key], Object.keys(o).".into(),
+        "WeakMap" => "WeakMap is not available. Use a plain object: o = { ...o, [key]: value }.".into(),
+        "WeakSet" => "WeakSet is not available. Use Set([…]) with add/has.".into(),
+        "Symbol" => "Symbol is not available. Use a string key: o['my-key'].".into(),
+        "Proxy" | "Reflect" => format!(
+            "{name} is not available. Read and build objects directly: o[k], {{ ...o, [k]: v }}, Object.keys(o)."
+        ),
+        "Function" => "Function constructor is not available. Write a top-level helper function f(x) { … }.".into(),
+        "eval" => "eval is not available. Code is compiled, not evaluated: write the code directly.".into(),
+        "setTimeout" => "setTimeout is not available (AJS has no timers). Do the work directly; to retry, loop with while and try/catch.".into(),
+        "setInterval" => "setInterval is not available (AJS has no timers). Repeat the work with a while loop.".into(),
+        "fetch" => "fetch is not available. Use the httpFetch atom: let body = httpFetch({ url }) (the body, parsed when JSON; responseType: 'full' for { ok, status, headers, body }).".into(),
         "require" | "import" => {
-            format!("{name} is not available. Atoms must be registered with the VM.")
+            format!("{name} is not available. Remove it and call the atoms (httpFetch, llmPredict, …) and builtins by name.")
         }
         "process" | "window" | "document" | "global" => {
-            format!("{name} is not available. AJS runs in a sandboxed environment.")
+            format!("{name} is not available. AJS runs in a sandboxed environment: take what you need as a parameter of the entry function.")
         }
-        "globalThis" => "globalThis is not available. Use builtins directly.".into(),
+        "globalThis" => "globalThis is not available. Use builtins directly: Math.max(a, b), JSON.stringify(x).".into(),
         _ => return None,
     })
 }
@@ -121,12 +129,16 @@ pub(super) fn unsupported_builtin(name: &str) -> Option<String> {
 /// alternative when there is one, the function hint when it is a function read as a value.
 pub(super) fn namespace_member_msg(ns: &str, m: &str) -> String {
     let alt = match (ns, m) {
-        (_, "prototype") | ("Object", "getPrototypeOf") => Some("Prototype access is not allowed."),
-        ("Object", "create") => Some("Use object literals instead."),
-        ("Object", "defineProperty" | "defineProperties") => {
-            Some("Property descriptors are not supported.")
+        (_, "prototype") | ("Object", "getPrototypeOf") => {
+            Some("Prototype access is not allowed. Read own properties: Object.keys(o), o.k.")
         }
-        ("Object", "setPrototypeOf") => Some("Prototype modification is not allowed."),
+        ("Object", "create") => Some("Use object literals instead: { key: value }."),
+        ("Object", "defineProperty" | "defineProperties") => {
+            Some("Property descriptors are not supported. Write o = { ...o, key: value }.")
+        }
+        ("Object", "setPrototypeOf") => {
+            Some("Prototype modification is not allowed. Copy the fields: { ...base, ...extra }.")
+        }
         _ => None,
     };
     if let Some(alt) = alt {
@@ -135,7 +147,14 @@ pub(super) fn namespace_member_msg(ns: &str, m: &str) -> String {
     if native_member(ns, m).is_some() {
         return format!("{ns}.{m} is a function: call it, e.g. {ns}.{m}(x)");
     }
-    format!("{ns}.{m} is not supported in AJS. Check docs for available {ns} methods.")
+    if let Some(alt) = super::hints::namespace_alternative(ns, m) {
+        return format!("{ns}.{m} is not supported in AJS; {alt}");
+    }
+    let have = super::hints::namespace_members(ns);
+    if have.is_empty() {
+        return format!("{ns}.{m} is not supported in AJS; use the builtins docs/ajs-for-models.md lists, e.g. Math.max(a, b), Object.keys(o)");
+    }
+    format!("{ns}.{m} is not supported in AJS; use one of {have}")
 }
 
 /// The native `ns.m` (`ns` a namespace such as `Math`, or empty for a method: `.push`).
@@ -253,22 +272,6 @@ impl std::fmt::Display for NativeKey<'_> {
             None => f.write_str(self.m),
         }
     }
-}
-
-pub(super) fn new_suggestion(name: Option<&str>) -> String {
-    let tail = match name {
-        Some("Date") => " Use Date() or Date('2024-01-15') instead - no 'new' needed.".to_string(),
-        Some("Set") => " Use Set([items]) instead - no 'new' needed.".into(),
-        Some("Map") => " Use plain objects instead of Map.".into(),
-        Some("Array") => " Use array literals like [1, 2, 3] instead.".into(),
-        Some("Object") => " Use object literals like { key: value } instead.".into(),
-        Some("Error") => " Use Error('message') (no 'new') to raise an error.".into(),
-        Some("RegExp") => " Use string methods or the regexMatch atom.".into(),
-        Some("Promise") => " Not needed - all operations are implicitly async.".into(),
-        Some(n @ ("WeakSet" | "WeakMap")) => format!(" {n} is not available."),
-        _ => " Use factory functions or object literals instead.".into(),
-    };
-    format!("The 'new' keyword is not supported in AJS.{tail}")
 }
 
 /// `a == b` for two slices of one length, a short one (most names) compared by two overlapping

@@ -74,7 +74,7 @@ impl Lowerer<'_> {
 
     /// `{ settled: true }` (or `false`), known when compiling.
     fn parallel_options(&mut self, o: &Expression) -> R<bool> {
-        const MSG: &str = "parallel()'s options are an object literal: { settled: true } makes each item { ok, value } or { ok, error } instead of failing on the first error";
+        const MSG: &str = "parallel()'s options are an object literal: write parallel(calls, { settled: true }) to make each item { ok, value } or { ok, error } instead of failing on the first error";
         let Expression::ObjectExpression(obj) = o.without_parentheses() else {
             return fail(o.span(), MSG);
         };

@@ -96,7 +96,7 @@ impl<'o> Lowerer<'o> {
         if self.max_top as usize + self.bufs.specials.len() + 1 > u16::MAX as usize {
             return fail_at(
                 offset,
-                "too many registers (more than 65535 constants and values)",
+                "too many registers (more than 65535 constants and values); split the code into helper functions: function part(x) { … }",
             );
         }
         let k = self.bufs.specials.len();
@@ -162,6 +162,6 @@ impl<'o> Lowerer<'o> {
 pub(super) fn too_many_registers(span: Span) -> R<Reg> {
     fail(
         span,
-        "too many registers (more than 65535 values live at once)",
+        "too many registers (more than 65535 values live at once); split the expression into statements (let t = …) or helper functions",
     )
 }

@@ -123,7 +123,7 @@ impl<'o> Lowerer<'o> {
                 return Ok(Some((v.reg, v.is_const)));
             }
             if sc.pending.iter().any(|&p| names.is(p, probe)) {
-                return fail(span, format!("Cannot access '{name}' before initialization (it is declared later in this block)"));
+                return fail(span, format!("Cannot access '{name}' before initialization (it is declared later in this block); move let {name} = … above its first use"));
             }
         }
         Ok(None)
@@ -162,10 +162,7 @@ impl<'o> Lowerer<'o> {
             }
         }
         if is_builtin_name(name) {
-            return fail(
-                span,
-                format!("'{name}' is a builtin and cannot be used as a value here"),
-            );
+            return fail(span, super::hints::builtin_value_msg(name));
         }
         if let Some(m) = unsupported_builtin(name) {
             return fail(span, m);
@@ -186,7 +183,10 @@ impl<'o> Lowerer<'o> {
                 format!("'{name}' is an atom: call it, e.g. {name}({{ ... }})"),
             );
         }
-        fail(span, format!("'{name}' is not defined"))
+        fail(
+            span,
+            super::hints::undefined_msg(name, self.opts.mode != Mode::Eval),
+        )
     }
 
     /// The register holding identifier `id`'s value. (Always inlined into its two callers: it
@@ -227,7 +227,7 @@ impl<'o> Lowerer<'o> {
         if dup {
             return fail(
                 span,
-                format!("Identifier '{name}' has already been declared"),
+                format!("Identifier '{name}' has already been declared; assign it without let ({name} = …) or use another name"),
             );
         }
         let reg = self.alloc(span)?;

@@ -58,7 +58,7 @@ impl Lowerer<'_> {
                         }
                         el => {
                             let Some(e) = el.as_expression() else {
-                                return fail(a.span, "unsupported array element");
+                                return fail(a.span, "unsupported array element; write values, ...spread or holes: [a, ...b, , c]");
                             };
                             l.append_value(arr, e)?;
                         }
@@ -87,7 +87,7 @@ impl Lowerer<'_> {
                 if let Some(ns) = self.namespace(&m.object) {
                     match native_member(ns, name) {
                         Some(n) => (n, None),
-                        None => return fail(span, format!("{ns}.{name} cannot be called with spread arguments")),
+                        None => return fail(span, format!("{ns}.{name} cannot be called with spread arguments; pass the values one by one: {ns}.{name}(a, b)")),
                     }
                 } else {
                     if forbidden(name) {
@@ -110,12 +110,12 @@ impl Lowerer<'_> {
                     _ => {
                         return fail(
                             span,
-                            format!("'{}' cannot be called with spread arguments; pass the values one by one", id.name),
+                            format!("'{}' cannot be called with spread arguments; pass the values one by one: {}(a, b)", id.name, id.name),
                         )
                     }
                 }
             }
-            _ => return fail(span, "spread arguments are only supported for builtins and methods, e.g. Math.max(...xs)"),
+            _ => return fail(span, "spread arguments are only supported for builtins and methods, e.g. Math.max(...xs); pass the values one by one: f(a, b)"),
         };
         self.with_temps(|l| {
             let arr = l.alloc(span)?;
@@ -156,7 +156,7 @@ impl Lowerer<'_> {
                         }
                         a => {
                             let Some(e) = a.as_expression() else {
-                                return fail(span, "unsupported argument");
+                                return fail(span, "unsupported argument; write values or ...spread: f(a, ...rest)");
                             };
                             l.append_value(arr, e)?;
                         }

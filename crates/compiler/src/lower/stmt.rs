@@ -100,10 +100,10 @@ impl<'o> Lowerer<'o> {
             }
             Statement::BreakStatement(b) => {
                 if b.label.is_some() {
-                    return fail(span, "labels are not supported in AJS; use a flag variable with `break`");
+                    return fail(span, "labels are not supported in AJS; use a flag variable with `break`: let done = false / while (!done && …) { … done = true }");
                 }
                 let Some(depth) = self.loops.last().map(|l| l.try_depth) else {
-                    return fail(span, "`break` outside a `while` loop");
+                    return fail(span, "`break` outside a `while` loop; to stop early in a callback use find, some or every: items.some(x => x > 1)");
                 };
                 for _ in depth..self.try_depth {
                     self.emit(Op::TryExit {}, span);
@@ -116,10 +116,10 @@ impl<'o> Lowerer<'o> {
             }
             Statement::ContinueStatement(c) => {
                 if c.label.is_some() {
-                    return fail(span, "labels are not supported in AJS; use a flag variable with `continue`");
+                    return fail(span, "labels are not supported in AJS; use a flag variable with `continue`: let skip = false / … if (skip) { continue }");
                 }
                 let Some(depth) = self.loops.last().map(|l| l.try_depth) else {
-                    return fail(span, "`continue` outside a `while` loop");
+                    return fail(span, "`continue` outside a `while` loop; in a callback write `return` to skip to the next item");
                 };
                 for _ in depth..self.try_depth {
                     self.emit(Op::TryExit {}, span);
@@ -144,48 +144,37 @@ impl<'o> Lowerer<'o> {
                 })
             }
             Statement::TryStatement(t) => self.try_stmt(t),
-            Statement::ForStatement(_) => fail(span, format!("Unsupported statement type: ForStatement. {FOR_MSG}")),
-            Statement::ForInStatement(_) => fail(
-                span,
-                "Unsupported statement type: ForInStatement. AJS has no `for...in`. Get the keys and walk them with `while`: let ks = keys({ obj: data }) / let i = 0 / while (i < ks.length) { ... i = i + 1 }",
-            ),
-            Statement::ForOfStatement(_) => fail(
-                span,
-                "Unsupported statement type: ForOfStatement. AJS has no `for...of`. Use `while` with a counter: let i = 0 / while (i < items.length) { const x = items[i] ... i = i + 1 }",
-            ),
-            Statement::SwitchStatement(_) => fail(
-                span,
-                "Unsupported statement type: SwitchStatement. AJS has no `switch`. Use `if`/`else if`: if (x == 'a') { ... } else if (x == 'b') { ... } else { ... }",
-            ),
+            Statement::ForStatement(f) => fail(span, hints::for_msg(f)),
+            Statement::ForInStatement(f) => fail(span, hints::for_in_msg(f)),
+            Statement::ForOfStatement(f) => fail(span, hints::for_of_msg(f)),
+            Statement::SwitchStatement(s) => fail(span, hints::switch_msg(s)),
             Statement::DoWhileStatement(_) => fail(
                 span,
                 "Unsupported statement type: DoWhileStatement. AJS has no `do...while`. Use `while`, running the body check first: let go = true / while (go) { ... go = condition }",
             ),
-            Statement::ThrowStatement(_) => {
-                fail(span, "'throw' is not supported in AJS. Use Error('message') to trigger error flow")
-            }
+            Statement::ThrowStatement(t) => fail(span, hints::throw_msg(&t.argument)),
             Statement::LabeledStatement(_) => {
-                fail(span, "Unsupported statement type: LabeledStatement. AJS has no labels; use a flag variable with `break`")
+                fail(span, "Unsupported statement type: LabeledStatement. AJS has no labels; use a flag variable with `break`: let done = false / while (!done && …) { … done = true }")
             }
             Statement::DebuggerStatement(_) => fail(span, "Unsupported statement type: DebuggerStatement. Remove the `debugger` statement"),
-            Statement::WithStatement(_) => fail(span, "Unsupported statement type: WithStatement. AJS has no `with`; name the object explicitly"),
+            Statement::WithStatement(_) => fail(span, "Unsupported statement type: WithStatement. AJS has no `with`; write the object's name before each property: o.a, o.b"),
             Statement::FunctionDeclaration(f) => {
                 if f.generator {
-                    return fail(span, "generators are not supported in AJS");
+                    return fail(span, "generators are not supported in AJS; build the values in an array (out.push(v)) and return it");
                 }
                 if f.r#async {
                     return fail(span, "async functions are not supported in AJS: atom calls look synchronous, write `let r = httpFetch({...})`");
                 }
-                fail(span, "Unsupported statement type: FunctionDeclaration. AJS has no nested functions; write the code inline (arrow functions are only allowed as callback arguments, e.g. items.map(x => x * 2))")
+                fail(span, hints::nested_function_msg(f.id.as_ref().map_or("helper", |id| id.name.as_str())))
             }
             Statement::ClassDeclaration(_) => {
-                fail(span, "Unsupported statement type: ClassDeclaration. Classes are not supported. AJS uses plain objects and functions")
+                fail(span, "Unsupported statement type: ClassDeclaration. AJS has no classes: write a top-level helper that returns an object literal, e.g. function makeItem(name) { return { name } }")
             }
-            Statement::ImportDeclaration(_) => fail(span, "Imports are not supported. All atoms must be registered with the VM."),
+            Statement::ImportDeclaration(_) => fail(span, "Imports are not supported: remove the import and call the atoms (httpFetch, llmPredict, …) and builtins by name"),
             Statement::ExportAllDeclaration(_) | Statement::ExportDefaultDeclaration(_) | Statement::ExportNamedDeclaration(_) => {
-                fail(span, "Exports are not supported.")
+                fail(span, "Exports are not supported: remove `export` (the last top-level function is the entry)")
             }
-            _ => fail(span, "unsupported statement"),
+            _ => fail(span, "unsupported statement; write let/const, if, while, try/catch, return or an expression statement (x = f(y))"),
         }
     }
 
@@ -218,7 +207,7 @@ impl<'o> Lowerer<'o> {
                     let Some(init) = &decl.init else {
                         return fail(
                             decl.span,
-                            "a destructuring declaration needs a value: let { a } = obj",
+                            "a destructuring declaration needs a value: write let { a } = obj",
                         );
                     };
                     self.destructuring_decl(pattern, init, is_const)?;
@@ -226,6 +215,15 @@ impl<'o> Lowerer<'o> {
                 }
             };
             let name = b.name.as_str();
+            match decl.init.as_ref().map(|e| e.without_parentheses()) {
+                Some(Expression::ArrowFunctionExpression(f)) => {
+                    return fail(f.span, hints::function_value_msg(name, &f.params))
+                }
+                Some(Expression::FunctionExpression(f)) if !f.generator => {
+                    return fail(f.span, hints::function_value_msg(name, &f.params))
+                }
+                _ => {}
+            }
             let probe = Probe::new(name);
             let reg = self.declare(probe, b.span)?;
             self.with_temps(|l| {
@@ -234,7 +232,7 @@ impl<'o> Lowerer<'o> {
                     None if is_const => {
                         return fail(
                             decl.span,
-                            format!("Missing initializer in const declaration '{name}'"),
+                            format!("Missing initializer in const declaration '{name}'; write const {name} = value, or let {name}"),
                         )
                     }
                     None => l.emit(Op::LoadUndef { dst: reg.dst() }, decl.span),
@@ -250,11 +248,14 @@ impl<'o> Lowerer<'o> {
         if let Some(f) = &t.finalizer {
             return fail(
                 f.span,
-                "`finally` is not supported in AJS; put the cleanup code after the try/catch",
+                "`finally` is not supported in AJS; put the cleanup code after the try/catch: try { … } catch (e) { … } then cleanup()",
             );
         }
         let Some(handler) = &t.handler else {
-            return fail(t.span, "`try` needs a `catch` block in AJS");
+            return fail(
+                t.span,
+                "`try` needs a `catch` block in AJS: add catch (e) { … } (e is the message string)",
+            );
         };
         let enter = self.emit_jump(Op::TryEnter { handler: Target(0) }, t.span);
         self.try_depth += 1;
@@ -269,7 +270,7 @@ impl<'o> Lowerer<'o> {
             match &handler.param {
                 Some(p) => {
                     let BindingPattern::BindingIdentifier(b) = &p.pattern else {
-                        return fail(p.span, "destructuring a caught error is not supported; the error is its message string: catch (e) { ... }");
+                        return fail(p.span, "destructuring a caught error is not supported; the error is its message string: write catch (e) { … e … }");
                     };
                     let name = b.name.as_str();
                     let probe = Probe::new(name);
@@ -312,16 +313,21 @@ impl<'o> Lowerer<'o> {
         if !matches!(name, "undefined" | "NaN" | "Infinity") || !self.is_global(name) {
             match self.resolve(name, id.span) {
                 Ok(Resolved::Local { is_const: true, .. }) => {
-                    fail(id.span, format!("Assignment to constant variable '{name}'"))
+                    fail(id.span, format!("Assignment to constant variable '{name}'; declare it with let {name} = … to change it"))
                 }
                 Ok(Resolved::Local { reg, .. } | Resolved::Ext(reg)) => Ok(reg),
                 Err(e) if is_builtin_name(name) => {
-                    fail_at(e.offset, format!("Cannot assign to builtin '{name}'"))
+                    fail_at(e.offset, format!("Cannot assign to builtin '{name}'; use another name, e.g. let my{name} = …"))
                 }
                 Err(e) => Err(e),
             }
         } else {
-            fail(id.span, format!("Cannot assign to builtin '{name}'"))
+            fail(
+                id.span,
+                format!(
+                    "Cannot assign to builtin '{name}'; use another name, e.g. let my{name} = …"
+                ),
+            )
         }
     }
 
@@ -330,29 +336,41 @@ impl<'o> Lowerer<'o> {
             SimpleAssignmentTarget::AssignmentTargetIdentifier(id) => self.assign_target(id),
             t if t.as_member_expression().is_some() => fail(
                 span,
-                "AJS has no member assignment (`o.k = v`, `a[i] = v`). Build a new object or array instead, e.g. o = { ...o, k: v }, or use arr.push(v)",
+                "AJS has no member assignment (`o.k = v`, `a[i] = v`). Build a new object or array instead: write o = { ...o, k: v }, or use arr.push(v)",
             ),
-            _ => fail(span, "unsupported assignment target"),
+            _ => fail(span, "unsupported assignment target; assign to a variable: x = …"),
         }
     }
 
     pub(super) fn assign(&mut self, a: &AssignmentExpression) -> R<()> {
+        if let Some(m) = a.left.as_member_expression() {
+            let in_callback = !self.callbacks.is_empty();
+            return fail(
+                a.left.span(),
+                hints::member_assign_msg(m, a.operator, &a.right, in_callback),
+            );
+        }
         let reg = match &a.left {
             AssignmentTarget::ArrayAssignmentTarget(_)
             | AssignmentTarget::ObjectAssignmentTarget(_) => {
                 return fail(
                     a.span,
-                    "destructuring assignment is not supported; assign each variable on its own",
+                    "destructuring assignment is not supported; assign each variable on its own (to swap: const t = a / a = b / b = t), or declare new names: const [x, y] = …",
                 );
             }
             t => match t.as_simple_assignment_target() {
                 Some(st) => self.simple_target(st, a.left.span())?,
-                None => return fail(a.span, "unsupported assignment target"),
+                None => {
+                    return fail(
+                        a.span,
+                        "unsupported assignment target; assign to a variable: x = …",
+                    )
+                }
             },
         };
         let rhs = &a.right;
         if let Expression::AssignmentExpression(_) = rhs.without_parentheses() {
-            return fail(rhs.span(), "chained assignment (a = b = 1) is not supported in AJS; assign each variable in its own statement");
+            return fail(rhs.span(), "chained assignment (a = b = 1) is not supported in AJS; assign each variable in its own statement: a = 1 / b = 1");
         }
         let op = a.operator;
         let arith = |dst: Dst, a: Src, b: Src| -> Option<Op> {
@@ -392,10 +410,11 @@ impl<'o> Lowerer<'o> {
             }
             _ => {
                 let Some(_) = arith(Dst(0), Src(0), Src(0)) else {
-                    return fail(
-                        a.span,
-                        format!("the '{}' operator is not supported in AJS", op.as_str()),
-                    );
+                    let target = match &a.left {
+                        AssignmentTarget::AssignmentTargetIdentifier(id) => id.name.as_str(),
+                        _ => "x",
+                    };
+                    return fail(a.span, hints::compound_op_msg(op.as_str(), target, rhs));
                 };
                 self.with_temps(|l| {
                     let r = l.expr(rhs)?;

@@ -221,11 +221,11 @@ impl Vm {
                     _ => String::new(),
                 };
                 return match a {
-                    Value::Null => guest(format!("Cannot call method '{m}' on null")),
-                    Value::Undefined => guest(format!("Cannot call method '{m}' on undefined")),
-                    other => guest(format!(
-                        "'{m}' is not a function on a {}",
-                        self.kind_name(other)
+                    Value::Null => guest(crate::method_hints::on_nullish(&m, "null")),
+                    Value::Undefined => guest(crate::method_hints::on_nullish(&m, "undefined")),
+                    other => guest(crate::method_hints::not_a_function(
+                        &m,
+                        self.kind_name(other),
                     )),
                 };
             }
