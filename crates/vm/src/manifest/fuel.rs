@@ -18,7 +18,7 @@ use ajs_bytecode::{Constant, NativeId, Program, TypeSpec};
 
 use super::cfg::Graph;
 use super::{FuelBound, Place};
-use crate::machine::DEFAULT_MAX_HEAP_BYTES;
+use crate::machine::{DEFAULT_MAX_HEAP_BYTES, MAX_MESSAGE_BYTES};
 use crate::price::MILLI_PER_UNIT;
 use crate::setup::{frame_units, start_units_of};
 
@@ -32,6 +32,12 @@ pub struct Caps {
     pub atom_milli: BTreeMap<String, u64>,
     /// Milli-fuel per call of an atom [`Caps::atom_milli`] does not name.
     pub host_atom_milli: u64,
+    /// The largest weight of one argument, when the host caps it (a server's request size:
+    /// a JSON text of n bytes holds no value heavier than n); `None`: the heap limit.
+    pub max_arg_weight: Option<u64>,
+    /// The largest weight of one atom's answer, when the host caps it (a fetch's body limit
+    /// and a model's answer limit); `None`: the heap limit.
+    pub max_answer_weight: Option<u64>,
 }
 
 /// The default price of `httpFetch`, in milli-fuel (as the facade's `HTTP_FETCH_FUEL`).
@@ -52,6 +58,8 @@ impl Default for Caps {
             .into_iter()
             .collect(),
             host_atom_milli: HOST_ATOM_MILLI,
+            max_arg_weight: None,
+            max_answer_weight: None,
         }
     }
 }
@@ -60,6 +68,14 @@ impl Caps {
     /// The largest weight any one value can have: every unit and value takes a heap byte.
     pub fn max_value_weight(&self) -> u64 {
         self.max_heap_bytes.max(1)
+    }
+    fn arg_weight(&self) -> u64 {
+        self.max_arg_weight
+            .map_or(self.max_value_weight(), |w| w.min(self.max_value_weight()))
+    }
+    fn answer_weight(&self) -> u64 {
+        self.max_answer_weight
+            .map_or(self.max_value_weight(), |w| w.min(self.max_value_weight()))
     }
     fn atom_price(&self, name: &str) -> u64 {
         self.atom_milli
@@ -522,14 +538,23 @@ impl Walk<'_> {
                     return (0, 0);
                 };
                 let pattern = reads.get(1).map_or(Kind::Any, |s| s.kind);
-                let rule = rule(id, pattern);
+                let mut rule = rule(id, pattern);
+                if id == NativeId::JsonStringify && reads.len() <= 2 {
+                    // without indentation: a unit escaped as `\\uXXXX`, a number as its
+                    // digits, a key quoted with its colon and comma
+                    rule.out = Out::Scale(32);
+                }
                 let recv = reads.first().copied().unwrap_or(Sz::UNDEF);
                 let n = reads.get(1).and_then(|s| s.num);
                 let bounded_n = n.filter(|x| x.is_finite() && *x >= 0.0).map(|x| x as u64);
                 let out_w = match rule.out {
                     Out::Scalar => 1,
                     Out::Bounded(b) => b,
-                    Out::Scale(m) => sum_in.saturating_mul(m).saturating_add(64),
+                    // (a native's new values fit the heap; what it refers to is its inputs)
+                    Out::Scale(m) => sum_in
+                        .saturating_mul(m)
+                        .saturating_add(64)
+                        .min(top.saturating_add(sum_in)),
                     Out::Top => top.saturating_add(sum_in),
                     Out::Repeat => match bounded_n {
                         Some(n) => recv.w.saturating_mul(n).saturating_add(1),
@@ -623,7 +648,11 @@ impl Walk<'_> {
                     .cloned()
                     .unwrap_or_default();
                 let a = get(st, arg.0);
-                set(st, dst.0, self.any());
+                let answer = Sz {
+                    w: self.caps.answer_weight(),
+                    ..self.any()
+                };
+                set(st, dst.0, answer);
                 (per(BOUNDARY_PER_WEIGHT, a.w), self.caps.atom_price(&name))
             }
             Op::ParCall { atom, arg } => {
@@ -657,7 +686,7 @@ impl Walk<'_> {
                 (out, 0)
             }
             Op::Catch { dst } => {
-                set(st, dst.0, Sz::string(top));
+                set(st, dst.0, Sz::string(top.min(MAX_MESSAGE_BYTES as u64)));
                 (0, 0)
             }
             Op::ArrayLen { dst, .. } | Op::TypeOf { dst, .. } | Op::Not { dst, .. } => {
@@ -704,6 +733,11 @@ fn function_bound(
         return None;
     }
     let top = caps.max_value_weight();
+    let arg = if fi == program.entry as usize {
+        caps.arg_weight()
+    } else {
+        top
+    };
     let mut walk = Walk {
         program,
         caps,
@@ -727,16 +761,19 @@ fn function_bound(
                 num: None,
             },
             Some(TypeSpec::String) => Sz {
-                w: top,
+                w: arg,
                 kind: Kind::Str,
                 num: None,
             },
             Some(TypeSpec::Array(_)) => Sz {
-                w: top,
+                w: arg,
                 kind: Kind::Arr,
                 num: None,
             },
-            _ => walk.any(),
+            _ => Sz {
+                w: arg,
+                ..walk.any()
+            },
         };
     }
     let nb = g.blocks.len();

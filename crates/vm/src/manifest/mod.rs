@@ -173,7 +173,7 @@ impl Manifest {
         let values = urls::Values::of(program, &graph);
         let atoms = atoms::uses(program, &graph, &values);
         let fuel = fuel::bound(program, &graph, caps);
-        let output = taint::output(program);
+        let output = taint::output(program, &graph);
         Manifest {
             version: MANIFEST_VERSION,
             params: params(program),

@@ -1,9 +1,10 @@
-//! Where atoms' data can go: a flow-insensitive dataflow over registers (a register's taint is
-//! every atom whose data any of its values may hold), across calls, object literals and
-//! natives. A value read out of a container also carries whatever a native may have stored in
-//! any container; an object literal's properties go into the literal's own register (the
-//! compiler builds a literal only in a fresh object, aliased only by moves, which the
-//! dataflow follows). Only data, not control: a branch on fetched text is not a flow.
+//! Where atoms' data can go: a forward dataflow over each function's registers (a register's
+//! taint is every atom whose data its value may hold), with summaries across calls (what
+//! callers pass, what callees return). An object literal's properties go into the literal's
+//! own register (the compiler fills a literal before anything else refers to it); what a
+//! mutating native stores (`push`, `Object.assign`, `Set.add`) goes into a program-wide heap
+//! taint that every read out of a container, every return and every atom input carries. Only
+//! data, not control: a branch on fetched text is not a flow.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -11,6 +12,7 @@ use ajs_bytecode::isa::{Op, Operand};
 use ajs_bytecode::Program;
 
 use super::atoms::called;
+use super::cfg::Graph;
 use super::{Flow, Output};
 
 /// A set of atoms (by index in the program's atom table).
@@ -46,25 +48,31 @@ impl Bits {
     }
 }
 
-/// The taint of every register of every function, to a fixed point.
-struct State {
-    regs: Vec<Vec<Bits>>,
+/// What flows between functions and through the heap, to a fixed point.
+struct Summaries {
+    /// Per function, per parameter register: what its callers pass.
+    params: Vec<Vec<Bits>>,
+    /// Per function: what it returns.
     ret: Vec<Bits>,
+    /// Per function, per register: anything it ever holds (a call overwrites the caller's
+    /// registers from its base up with the callee's).
+    any: Vec<Vec<Bits>>,
+    /// What mutating natives stored into containers (`push`, `Object.assign`, `Set.add`).
     heap: Bits,
+    /// What `throw` raised.
     thrown: Bits,
+    /// Per function: what its `parallel` batches hold.
     batch: Vec<Bits>,
+    /// Every atom the program calls (an atom's error message can carry its data).
     all: Bits,
+    /// Per atom call (function, pc): its input's taint.
+    inputs: BTreeMap<(usize, usize), Bits>,
     changed: bool,
 }
 
-impl State {
-    fn reg(&self, f: usize, r: u16) -> Bits {
-        self.regs[f].get(r as usize).cloned().unwrap_or_default()
-    }
-    fn add(&mut self, f: usize, r: u16, t: &Bits) {
-        if let Some(slot) = self.regs[f].get_mut(r as usize) {
-            self.changed |= slot.union(t);
-        }
+impl Summaries {
+    fn grow(slot: &mut Bits, t: &Bits, changed: &mut bool) {
+        *changed |= slot.union(t);
     }
 }
 
@@ -113,29 +121,61 @@ fn reads_heap(op: &Op) -> bool {
     )
 }
 
-fn step(program: &Program, s: &mut State, f: usize, op: &Op) {
+/// Whether a native can store its arguments into its receiver.
+fn mutates(op: &Op) -> bool {
+    use ajs_bytecode::NativeId::*;
+    let native = match *op {
+        Op::CallNative { native, .. } | Op::CallNativeArray { native, .. } => native.0,
+        _ => return false,
+    };
+    match ajs_bytecode::NativeId::from_u16(native) {
+        Some(Push | Unshift | Splice | Fill | Add | ObjectAssign) => true,
+        Some(_) => false,
+        None => true,
+    }
+}
+
+fn get(regs: &[Bits], r: u16) -> Bits {
+    regs.get(r as usize).cloned().unwrap_or_default()
+}
+
+fn put(regs: &mut [Bits], r: u16, t: Bits) {
+    if let Some(slot) = regs.get_mut(r as usize) {
+        *slot = t;
+    }
+}
+
+fn add(regs: &mut [Bits], r: u16, t: &Bits) {
+    if let Some(slot) = regs.get_mut(r as usize) {
+        slot.union(t);
+    }
+}
+
+/// One instruction of function `f` at `pc` over its registers `regs`.
+fn step(s: &mut Summaries, f: usize, pc: usize, op: &Op, regs: &mut [Bits]) {
     let mut input = Bits::default();
     for r in reads(op) {
-        input.union(&s.reg(f, r));
+        input.union(&get(regs, r));
     }
     if reads_heap(op) {
-        let h = s.heap.clone();
-        input.union(&h);
+        input.union(&s.heap);
     }
+    let mut changed = false;
     match *op {
         // literals: the container's own register holds its contents
         Op::InitProp { obj, .. } | Op::InitIndex { obj, .. } | Op::ObjectAssign { obj, .. } => {
-            s.add(f, obj.0, &input)
+            add(regs, obj.0, &input)
         }
-        Op::ArrayAppend { arr, .. } | Op::ArrayExtend { arr, .. } => s.add(f, arr.0, &input),
+        Op::ArrayAppend { arr, .. } | Op::ArrayExtend { arr, .. } => add(regs, arr.0, &input),
         Op::CallNative { .. } | Op::CallNativeArray { .. } => {
-            // a native may store any argument into any other (`xs.push(x)`)
-            s.changed |= s.heap.union(&input);
-            for r in reads(op) {
-                s.add(f, r, &input);
+            if mutates(op) {
+                Summaries::grow(&mut s.heap, &input, &mut changed);
+                for r in reads(op) {
+                    add(regs, r, &input);
+                }
             }
             for w in writes(op) {
-                s.add(f, w, &input);
+                put(regs, w, input.clone());
             }
         }
         Op::Call {
@@ -145,60 +185,128 @@ fn step(program: &Program, s: &mut State, f: usize, op: &Op) {
             argc,
         } => {
             let g = func.0 as usize;
-            if g >= s.regs.len() {
+            if g >= s.params.len() {
                 return;
             }
             for i in 0..argc.0 as u16 {
-                let t = s.reg(f, base.0.saturating_add(i));
-                s.add(g, i, &t);
+                let t = get(regs, base.0.saturating_add(i));
+                if let Some(slot) = s.params[g].get_mut(i as usize) {
+                    Summaries::grow(slot, &t, &mut changed);
+                }
             }
             // the callee's registers overwrite the caller's from `base` up
-            for i in 0..s.regs[g].len() as u16 {
-                let t = s.reg(g, i);
-                s.add(f, base.0.saturating_add(i), &t);
+            for i in 0..s.any[g].len() as u16 {
+                let t = s.any[g][i as usize].clone();
+                put(regs, base.0.saturating_add(i), t);
             }
-            let r = s.ret[g].clone();
-            s.add(f, dst.0, &r);
+            let mut r = s.ret[g].clone();
+            r.union(&s.heap);
+            put(regs, dst.0, r);
         }
         Op::Return { src } => {
-            let t = s.reg(f, src.0);
-            s.changed |= s.ret[f].union(&t);
+            // a container returned may hold what a native stored into an alias of it
+            let mut t = get(regs, src.0);
+            t.union(&s.heap);
+            Summaries::grow(&mut s.ret[f], &t, &mut changed);
         }
-        Op::CallAtom { dst, atom, .. } => {
-            input.insert(atom.0);
-            s.add(f, dst.0, &input);
+        Op::CallAtom { dst, atom, arg } => {
+            let mut t = get(regs, arg.0);
+            t.union(&s.heap);
+            let slot = s.inputs.entry((f, pc)).or_default();
+            Summaries::grow(slot, &t, &mut changed);
+            t.insert(atom.0);
+            put(regs, dst.0, t);
         }
-        Op::ParCall { atom, .. } => {
-            input.insert(atom.0);
-            s.changed |= s.batch[f].union(&input);
+        Op::ParCall { atom, arg } => {
+            let mut t = get(regs, arg.0);
+            t.union(&s.heap);
+            let slot = s.inputs.entry((f, pc)).or_default();
+            Summaries::grow(slot, &t, &mut changed);
+            t.insert(atom.0);
+            Summaries::grow(&mut s.batch[f], &t, &mut changed);
         }
-        Op::ParValue { .. } => {
-            s.changed |= s.batch[f].union(&input);
-        }
-        Op::ParEnd { dst, .. } => {
-            let t = s.batch[f].clone();
-            s.add(f, dst.0, &t);
-        }
-        Op::Throw { .. } => {
-            s.changed |= s.thrown.union(&input);
-        }
+        Op::ParValue { .. } => Summaries::grow(&mut s.batch[f], &input, &mut changed),
+        Op::ParEnd { dst, .. } => put(regs, dst.0, s.batch[f].clone()),
+        Op::Throw { .. } => Summaries::grow(&mut s.thrown, &input, &mut changed),
         Op::Catch { dst } => {
-            // an atom's error can carry its data
             let mut t = s.thrown.clone();
-            t.union(&s.all.clone());
-            s.add(f, dst.0, &t);
+            t.union(&s.all);
+            put(regs, dst.0, t);
         }
         _ => {
             for w in writes(op) {
-                s.add(f, w, &input);
+                put(regs, w, input.clone());
             }
         }
     }
-    let _ = program;
+    s.changed |= changed;
+}
+
+/// One pass of function `f` to its own fixed point, from its parameters' summary.
+fn function(program: &Program, graph: &Graph, s: &mut Summaries, f: usize) {
+    let func = &program.functions[f];
+    let g = &graph.funcs[f];
+    if g.blocks.is_empty() {
+        return;
+    }
+    let handlers: BTreeSet<usize> = func
+        .code
+        .iter()
+        .filter_map(|op| match op {
+            Op::TryEnter { handler } => g.block_of.get(handler.0 as usize).copied(),
+            _ => None,
+        })
+        .collect();
+    let nregs = func.nregs as usize;
+    let mut start = vec![Bits::default(); nregs];
+    for (slot, t) in start.iter_mut().zip(&s.params[f]) {
+        *slot = t.clone();
+    }
+    let mut entry: Vec<Option<Vec<Bits>>> = vec![None; g.blocks.len()];
+    entry[0] = Some(start);
+    let mut dirty = true;
+    while dirty {
+        dirty = false;
+        for b in 0..g.blocks.len() {
+            let Some(mut regs) = entry[b].clone() else {
+                continue;
+            };
+            // (a handler may be entered from the middle of a block: every state it passed)
+            let mut seen = regs.clone();
+            let block = &g.blocks[b];
+            for pc in block.start..block.end {
+                step(s, f, pc, &func.code[pc], &mut regs);
+                for (a, r) in seen.iter_mut().zip(&regs) {
+                    a.union(r);
+                }
+            }
+            for (slot, r) in s.any[f].iter_mut().zip(&seen) {
+                s.changed |= slot.union(r);
+            }
+            for &succ in &block.succ {
+                let out = if handlers.contains(&succ) {
+                    &seen
+                } else {
+                    &regs
+                };
+                match &mut entry[succ] {
+                    None => {
+                        entry[succ] = Some(out.clone());
+                        dirty = true;
+                    }
+                    Some(old) => {
+                        for (a, r) in old.iter_mut().zip(out) {
+                            dirty |= a.union(r);
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Which atoms' data can reach the result, and which atoms' inputs.
-pub fn output(program: &Program) -> Output {
+pub fn output(program: &Program, graph: &Graph) -> Output {
     let mut all = Bits::default();
     for f in &program.functions {
         for op in &f.code {
@@ -208,25 +316,29 @@ pub fn output(program: &Program) -> Output {
         }
     }
     let n = program.functions.len();
-    let mut s = State {
-        regs: program
+    let mut s = Summaries {
+        params: program
+            .functions
+            .iter()
+            .map(|f| vec![Bits::default(); f.params.len().min(f.nregs as usize)])
+            .collect(),
+        ret: vec![Bits::default(); n],
+        any: program
             .functions
             .iter()
             .map(|f| vec![Bits::default(); f.nregs as usize])
             .collect(),
-        ret: vec![Bits::default(); n],
         heap: Bits::default(),
         thrown: Bits::default(),
         batch: vec![Bits::default(); n],
         all: all.clone(),
+        inputs: BTreeMap::new(),
         changed: true,
     };
     while s.changed {
         s.changed = false;
-        for (fi, f) in program.functions.iter().enumerate() {
-            for op in &f.code {
-                step(program, &mut s, fi, op);
-            }
+        for f in 0..n {
+            function(program, graph, &mut s, f);
         }
     }
     let name = |a: u16| program.atoms.get(a as usize).cloned().unwrap_or_default();
@@ -242,20 +354,16 @@ pub fn output(program: &Program) -> Output {
             result.insert(name(a), ret.contains(a));
         }
     }
-    for (fi, f) in program.functions.iter().enumerate() {
-        for op in &f.code {
-            let (to, arg) = match *op {
-                Op::CallAtom { atom, arg, .. } | Op::ParCall { atom, arg } => (atom.0, arg.0),
-                _ => continue,
-            };
-            let t = s.reg(fi, arg);
-            for from in 0..program.atoms.len() as u16 {
-                if t.contains(from) {
-                    flows.insert(Flow {
-                        from: name(from),
-                        to: name(to),
-                    });
-                }
+    for (&(fi, pc), t) in &s.inputs {
+        let Some(to) = called(&program.functions[fi].code[pc]) else {
+            continue;
+        };
+        for from in 0..program.atoms.len() as u16 {
+            if t.contains(from) {
+                flows.insert(Flow {
+                    from: name(from),
+                    to: name(to),
+                });
             }
         }
     }
