@@ -322,3 +322,85 @@ fn the_fuel_bound_holds_for_random_inputs() {
         );
     }
 }
+
+// ---- embedded in the artifact, recomputed at load ----
+
+const FETCHER: &str = "function main({ p: 1 }) { return httpFetch({ url: 'https://api.example.com/items?page=' + p }).status }";
+
+fn replace_once(bytes: &[u8], from: &str, to: &str) -> Vec<u8> {
+    assert_eq!(from.len(), to.len());
+    let at = bytes
+        .windows(from.len())
+        .position(|w| w == from.as_bytes())
+        .unwrap_or_else(|| panic!("{from} not in the artifact"));
+    let mut out = bytes.to_vec();
+    out[at..at + from.len()].copy_from_slice(to.as_bytes());
+    out
+}
+
+#[test]
+fn compiled_artifacts_carry_their_manifest_and_an_edited_one_is_refused() {
+    use ajs::ProgramManifest;
+    let program = common::agent_program(FETCHER, &["httpFetch"]);
+    let bytes = ajs::manifest::artifact_bytes(&program);
+    let loaded = ajs::load_artifact(&bytes, None).unwrap();
+    assert_eq!(loaded.manifest(), program.manifest());
+    let (_, embedded) = ajs::Program::from_bytes_and_manifest(&bytes).unwrap();
+    assert_eq!(embedded, Some(program.manifest().to_bytes()));
+    // the call count, the URL, the fuel bound: each edit is refused, naming the field
+    for (from, to, field) in [
+        ("\"maxCalls\":1", "\"maxCalls\":0", "atoms"),
+        ("items?page=", "itemz?page=", "atoms"),
+        ("\"recursion\":[]", "\"recursion\":{}", "recursion"),
+    ] {
+        let edited = replace_once(&bytes, from, to);
+        match ajs::load_artifact(&edited, None) {
+            Err(ajs::LoadError::Manifest(m)) => assert!(m.contains(field), "{m}"),
+            other => panic!("{from}: {other:?}"),
+        }
+    }
+    let max = program.manifest().fuel.max.unwrap().to_string();
+    let smaller = format!("{}{}", "1", "0".repeat(max.len() - 1));
+    let edited = replace_once(
+        &bytes,
+        &format!("\"max\":{max}"),
+        &format!("\"max\":{smaller}"),
+    );
+    let e = ajs::load_artifact(&edited, None).unwrap_err();
+    assert!(e.to_string().contains("'fuel' differs"), "{e}");
+    assert!(e.to_string().contains("recompile"), "{e}");
+}
+
+#[test]
+fn stripped_artifacts_and_older_layouts_still_load() {
+    use ajs::ProgramManifest;
+    let program = common::agent_program(FETCHER, &["httpFetch"]);
+    // stripped: the manifest of the program without spans, the sidecar taken back
+    let (artifact, sidecar) = ajs::manifest::stripped_artifact_bytes(&program);
+    let bare = ajs::load_artifact(&artifact, None).unwrap();
+    assert_eq!(bare.manifest().atoms["httpFetch"].sites[0].line, None);
+    let with = ajs::load_artifact(&artifact, sidecar.as_deref()).unwrap();
+    assert_eq!(with.manifest(), program.manifest());
+    // no manifest section (a library's `to_bytes`): the manifest is computed when asked
+    let plain = program.to_bytes();
+    assert_eq!(
+        ajs::load_artifact(&plain, None).unwrap().manifest(),
+        program.manifest()
+    );
+    // format version 1: no manifest section at all
+    let mut v1 = plain.clone();
+    assert_eq!(v1.pop(), Some(0));
+    v1[4..6].copy_from_slice(&1u16.to_le_bytes());
+    assert_eq!(
+        ajs::load_artifact(&v1, None).unwrap().manifest(),
+        program.manifest()
+    );
+    // a version this build does not read is refused naming both
+    let mut v9 = plain;
+    v9[4..6].copy_from_slice(&9u16.to_le_bytes());
+    let e = ajs::load_artifact(&v9, None).unwrap_err();
+    assert!(
+        matches!(e, ajs::LoadError::FormatVersion { found: 9, .. }),
+        "{e}"
+    );
+}

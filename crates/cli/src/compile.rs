@@ -148,13 +148,13 @@ pub fn cmd_compile(a: &CompileArgs) -> Result<ExitCode, Usage> {
         })
     };
     let written = if a.strip {
-        let (artifact, sidecar) = program.to_stripped_bytes();
+        let (artifact, sidecar) = ajs::manifest::stripped_artifact_bytes(&program);
         write(&out, &artifact).and_then(|()| match sidecar {
             Some(s) => write(&spans, &s),
             None => Ok(()),
         })
     } else {
-        write(&out, &program.to_bytes())
+        write(&out, &ajs::manifest::artifact_bytes(&program))
     };
     Ok(written.map_or_else(|code| code, |()| ExitCode::SUCCESS))
 }
@@ -199,7 +199,7 @@ pub fn cmd_disasm(a: &DisasmArgs) -> Result<ExitCode, Usage> {
         }
     };
     if bytes.starts_with(&ajs_bytecode::program::MAGIC) {
-        return Ok(match ajs_bytecode::Program::from_bytes(&bytes) {
+        return Ok(match ajs::load_artifact(&bytes, None) {
             Ok(program) => print_listing(&program.disassemble(), ExitCode::SUCCESS),
             Err(e) => refused("disasm", format!("{file}: {e}")),
         });

@@ -381,7 +381,7 @@ pub fn cmd_resume(a: &ResumeArgs) -> Result<ExitCode, Usage> {
     let Ok(pol) = policies(policy_text) else {
         return refused("bad policy text");
     };
-    let program = match ajs::Program::from_bytes(artifact) {
+    let program = match ajs::load_artifact(artifact, None) {
         Ok(p) => p,
         Err(e) => return refused(&format!("artifact refused: {e}")),
     };
