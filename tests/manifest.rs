@@ -404,3 +404,39 @@ fn stripped_artifacts_and_older_layouts_still_load() {
         "{e}"
     );
 }
+
+/// A literal URL, or a literal start that names a whole host, is judged against the allowlist as
+/// every URL it can become would be; a start ending inside the host is not decidable.
+#[test]
+fn known_urls_are_judged_against_the_allowlist() {
+    let policy = ajs::FetchPolicy {
+        domains: Some(vec!["api.example.com".into(), "a.example.org:8443".into()]),
+        ..ajs::FetchPolicy::default()
+    };
+    let judge = |u: &str, exact: bool| policy.judge_known_url(u, exact).map(|r| r.is_ok());
+    assert_eq!(
+        judge("https://api.example.com/items?page=", false),
+        Some(true)
+    );
+    assert_eq!(judge("https://api.example.com?q=", false), Some(true));
+    assert_eq!(judge("https://evil.example.org/x", true), Some(false));
+    assert_eq!(judge("https://evil.example.org/", false), Some(false));
+    // the port is known once the authority is whole
+    assert_eq!(judge("https://api.example.com:8443/", false), Some(false));
+    assert_eq!(judge("https://a.example.org:8443/v1/", false), Some(true));
+    // a backslash ends an http authority as a slash does
+    assert_eq!(
+        judge("https://evil.example.org\\@api.example.com/", false),
+        Some(false)
+    );
+    // not decidable: the host (or its port) may go on
+    assert_eq!(judge("https://api.", false), None);
+    assert_eq!(judge("https://api.example.com", false), None);
+    assert_eq!(judge("https://api.example.com:", false), None);
+    assert_eq!(judge("api.example.com/x", false), None);
+    // no allowlist: nothing to judge by
+    assert_eq!(
+        ajs::FetchPolicy::default().judge_known_url("https://x.org/", true),
+        None
+    );
+}

@@ -251,6 +251,11 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Reply {
 async fn route(state: Arc<State>, req: Request<Incoming>, note: &mut Note) -> Reply {
     match (req.method(), req.uri().path()) {
         (&Method::POST, "/run") => run(state, req, note).await,
+        (&Method::POST, "/inspect") => {
+            let (status, body) =
+                crate::manifest_routes::inspect(&state.config, &state.options, req).await;
+            reply(status, &body)
+        }
         (&Method::GET, "/healthz") => reply(StatusCode::OK, &json!({ "ok": true })),
         (_, "/run") => refuse(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -409,6 +414,10 @@ async fn execute(
     };
     if let Err(m) = state.config.admit_program(&program, &options) {
         let r = refuse(StatusCode::BAD_REQUEST, "atomRefused", m, &mut note);
+        return (r, None, note.error_kind);
+    }
+    if let Some(m) = crate::manifest_routes::refusal(&state.config, &program) {
+        let r = refuse(StatusCode::BAD_REQUEST, "manifestRefused", m, &mut note);
         return (r, None, note.error_kind);
     }
     let out = state
