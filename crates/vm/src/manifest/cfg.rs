@@ -4,6 +4,15 @@
 use ajs_bytecode::isa::{leaders, Flow, Op};
 use ajs_bytecode::Program;
 
+/// The most register-block cells (each function's blocks times its registers, summed) the
+/// dataflows walk: a larger program gets the manifest's conservative answers (no bound, no
+/// literal URLs, every atom's data everywhere), so a manifest costs little to compute at every
+/// load whatever an artifact holds.
+pub const MAX_ANALYSIS_CELLS: u64 = 1 << 20;
+
+/// Rounds of a fixed-point iteration before the dataflows give up and answer conservatively.
+pub const MAX_ROUNDS: usize = 64;
+
 /// One basic block: instructions `start..end`.
 #[derive(Clone, Debug)]
 pub struct Block {
@@ -50,6 +59,9 @@ pub struct Graph {
     pub called_in_loop: Vec<bool>,
     /// Per function: whether some call to it runs inside a callback over a collection.
     pub called_in_callback: Vec<bool>,
+    /// The program's register-block cells, when within [`MAX_ANALYSIS_CELLS`] (`None`: too
+    /// large for the dataflows).
+    pub cells: Option<u64>,
 }
 
 impl Graph {
@@ -112,7 +124,14 @@ impl Graph {
                 }
             }
         }
+        let cells = funcs
+            .iter()
+            .zip(&program.functions)
+            .fold(0u64, |n, (g, f)| {
+                n.saturating_add((g.blocks.len() as u64).saturating_mul(u64::from(f.nregs)))
+            });
         Graph {
+            cells: (cells <= MAX_ANALYSIS_CELLS).then_some(cells),
             funcs,
             calls,
             recursive,

@@ -822,6 +822,12 @@ pub fn bound(program: &Program, graph: &Graph, caps: &Caps) -> FuelBound {
         }
     }
     let mut unbounded = Vec::new();
+    if graph.cells.is_none() {
+        unbounded.push(format!(
+            "a program too large to analyze (more than {} register-block cells, MAX_ANALYSIS_CELLS)",
+            super::cfg::MAX_ANALYSIS_CELLS
+        ));
+    }
     for (fi, r) in graph.recursive.iter().enumerate() {
         if *r {
             unbounded.push(format!(
@@ -832,7 +838,7 @@ pub fn bound(program: &Program, graph: &Graph, caps: &Caps) -> FuelBound {
     }
     let mut per_func: Vec<Option<(u64, u64)>> = vec![None; program.functions.len()];
     for fi in graph.callees_first() {
-        if graph.recursive[fi] {
+        if graph.recursive[fi] || graph.cells.is_none() {
             continue;
         }
         per_func[fi] = function_bound(program, graph, caps, &per_func, fi, &mut unbounded);

@@ -10,14 +10,15 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use ajs_bytecode::isa::{Op, Operand};
 use ajs_bytecode::Program;
+use smallvec::SmallVec;
 
 use super::atoms::called;
-use super::cfg::Graph;
+use super::cfg::{Graph, MAX_ROUNDS};
 use super::{Flow, Output};
 
 /// A set of atoms (by index in the program's atom table).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-struct Bits(Vec<u64>);
+struct Bits(SmallVec<[u64; 2]>);
 
 impl Bits {
     fn insert(&mut self, a: u16) {
@@ -54,8 +55,8 @@ struct Summaries {
     params: Vec<Vec<Bits>>,
     /// Per function: what it returns.
     ret: Vec<Bits>,
-    /// Per function, per register: anything it ever holds (a call overwrites the caller's
-    /// registers from its base up with the callee's).
+    /// Per function, per register: what it holds when the function returns or throws (a call
+    /// overwrites the caller's registers from its base up with the callee's).
     any: Vec<Vec<Bits>>,
     /// What mutating natives stored into containers (`push`, `Object.assign`, `Set.add`).
     heap: Bits,
@@ -242,12 +243,13 @@ fn step(s: &mut Summaries, f: usize, pc: usize, op: &Op, regs: &mut [Bits]) {
     s.changed |= changed;
 }
 
-/// One pass of function `f` to its own fixed point, from its parameters' summary.
-fn function(program: &Program, graph: &Graph, s: &mut Summaries, f: usize) {
+/// One pass of function `f` to its own fixed point, from its parameters' summary; `false` when
+/// it did not settle within [`MAX_ROUNDS`].
+fn function(program: &Program, graph: &Graph, s: &mut Summaries, f: usize) -> bool {
     let func = &program.functions[f];
     let g = &graph.funcs[f];
     if g.blocks.is_empty() {
-        return;
+        return true;
     }
     let handlers: BTreeSet<usize> = func
         .code
@@ -265,23 +267,33 @@ fn function(program: &Program, graph: &Graph, s: &mut Summaries, f: usize) {
     let mut entry: Vec<Option<Vec<Bits>>> = vec![None; g.blocks.len()];
     entry[0] = Some(start);
     let mut dirty = true;
+    let mut rounds = 0;
     while dirty {
+        if rounds == MAX_ROUNDS {
+            return false;
+        }
+        rounds += 1;
         dirty = false;
         for b in 0..g.blocks.len() {
             let Some(mut regs) = entry[b].clone() else {
                 continue;
             };
-            // (a handler may be entered from the middle of a block: every state it passed)
-            let mut seen = regs.clone();
             let block = &g.blocks[b];
+            // (a handler may be entered from the middle of a block: every state it passed)
+            let to_handler = block.succ.iter().any(|b| handlers.contains(b));
+            let mut seen = if to_handler { regs.clone() } else { Vec::new() };
             for pc in block.start..block.end {
-                step(s, f, pc, &func.code[pc], &mut regs);
+                let op = &func.code[pc];
+                if matches!(op, Op::Return { .. } | Op::Throw { .. }) {
+                    // what a caller's registers from the call's base up become
+                    for (slot, r) in s.any[f].iter_mut().zip(&regs) {
+                        s.changed |= slot.union(r);
+                    }
+                }
+                step(s, f, pc, op, &mut regs);
                 for (a, r) in seen.iter_mut().zip(&regs) {
                     a.union(r);
                 }
-            }
-            for (slot, r) in s.any[f].iter_mut().zip(&seen) {
-                s.changed |= slot.union(r);
             }
             for &succ in &block.succ {
                 let out = if handlers.contains(&succ) {
@@ -303,6 +315,7 @@ fn function(program: &Program, graph: &Graph, s: &mut Summaries, f: usize) {
             }
         }
     }
+    true
 }
 
 /// Which atoms' data can reach the result, and which atoms' inputs.
@@ -335,11 +348,34 @@ pub fn output(program: &Program, graph: &Graph) -> Output {
         inputs: BTreeMap::new(),
         changed: true,
     };
-    while s.changed {
+    let mut settled = graph.cells.is_some();
+    let mut rounds = 0;
+    while settled && s.changed {
         s.changed = false;
+        rounds += 1;
         for f in 0..n {
-            function(program, graph, &mut s, f);
+            settled &= function(program, graph, &mut s, f);
         }
+        settled &= rounds < MAX_ROUNDS || !s.changed;
+    }
+    if !settled {
+        // too large or too deep to follow: every atom's data may go everywhere
+        let names: Vec<String> = (0..program.atoms.len() as u16)
+            .filter(|&a| all.contains(a))
+            .filter_map(|a| program.atoms.get(a as usize).cloned())
+            .collect();
+        return Output {
+            result: names.iter().map(|a| (a.clone(), true)).collect(),
+            flows: names
+                .iter()
+                .flat_map(|f| {
+                    names.iter().map(move |t| Flow {
+                        from: f.clone(),
+                        to: t.clone(),
+                    })
+                })
+                .collect(),
+        };
     }
     let name = |a: u16| program.atoms.get(a as usize).cloned().unwrap_or_default();
     let ret = s

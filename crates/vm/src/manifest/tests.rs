@@ -324,3 +324,35 @@ fn the_same_program_gives_the_same_bytes() {
     let back: Manifest = serde_json::from_slice(&Manifest::of(&p).to_bytes()).unwrap();
     assert_eq!(back, Manifest::of(&p));
 }
+
+/// A program past `MAX_ANALYSIS_CELLS` gets the conservative answers (no bound, every atom's
+/// data everywhere) rather than a long analysis at every load.
+#[test]
+fn a_program_too_large_to_analyze_is_answered_conservatively() {
+    let mut code = vec![Op::LoadNull { dst: Dst(59_999) }];
+    for _ in 0..100 {
+        let next = code.len() as u32 + 2;
+        code.push(Op::JumpIfFalse {
+            cond: Src(0),
+            target: Target(next),
+        });
+        code.push(Op::CallAtom {
+            dst: Dst(1),
+            atom: Atom(0),
+            arg: Src(0),
+        });
+    }
+    code.push(Op::Return { src: Src(0) });
+    let p = program(&code, vec![], &["a"], 60_000).verify().unwrap();
+    let start = std::time::Instant::now();
+    let m = Manifest::of(&p);
+    assert!(start.elapsed() < std::time::Duration::from_secs(2));
+    assert_eq!(m.fuel.max, None);
+    assert!(
+        m.fuel.unbounded[0].contains("MAX_ANALYSIS_CELLS"),
+        "{:?}",
+        m.fuel
+    );
+    assert!(m.output.result["a"]);
+    assert_eq!(m.atoms["a"].max_calls, Some(100));
+}

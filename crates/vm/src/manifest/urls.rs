@@ -7,13 +7,9 @@ use std::collections::HashMap;
 use ajs_bytecode::isa::{Op, Operand};
 use ajs_bytecode::{Constant, Program};
 
-use super::cfg::Graph;
+use super::cfg::{Graph, MAX_ROUNDS};
 use super::UrlInfo;
 use crate::number::number_to_string;
-
-/// Iterations over a function's blocks before the dataflow gives up on knowing anything (a
-/// join only ever forgets, so this is reached only by very long chains of loops).
-const MAX_ROUNDS: usize = 64;
 
 /// What is known of a register's value.
 #[derive(Clone, Debug, PartialEq)]
@@ -188,6 +184,9 @@ impl Values {
     /// Runs the dataflow over every function of `program`.
     pub fn of(program: &Program, graph: &Graph) -> Values {
         let mut inputs = HashMap::new();
+        if graph.cells.is_none() {
+            return Values { inputs };
+        }
         for (fi, (f, g)) in program.functions.iter().zip(&graph.funcs).enumerate() {
             let sites: Vec<usize> = f
                 .code
