@@ -530,13 +530,16 @@ fn a_deep_or_long_signature_is_refused() {
     let mut p = compile(CALLS);
     p.signature = None;
     let mut bytes = p.to_bytes();
-    assert_eq!(bytes.pop(), Some(0), "the signature is encoded last");
+    assert_eq!(bytes.pop(), Some(0), "the manifest section is encoded last");
+    assert_eq!(bytes.pop(), Some(0), "the signature ends the program");
     let with_type = |depth: usize| {
         // `Some(Signature { name: "m", params: [ParamSpec { name: "n", required: false,
         // ty: Array(Array(…(Any))) }] })`
         let mut b = bytes.clone();
         b.extend_from_slice(&[1, 1, b'm', 1, 1, b'n', 0]);
         b.extend(std::iter::repeat_n(5u8, depth));
+        b.push(0);
+        // no manifest section
         b.push(0);
         load_artifact(&b, None)
     };

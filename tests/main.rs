@@ -29,6 +29,7 @@ mod docs_examples;
 mod fuel_golden;
 mod golden_bytecode;
 mod limits;
+mod manifest;
 mod mutation;
 mod object_props;
 mod parallel;

@@ -43,6 +43,7 @@ mod error;
 #[cfg(feature = "compiler")]
 mod eval_warnings;
 mod host_fn;
+pub mod manifest;
 mod signature;
 pub mod store;
 
@@ -74,6 +75,7 @@ pub use capabilities::{
 pub use driver::CANCELLED_MESSAGE;
 pub use error::{Error, ErrorInfo, ErrorKind};
 pub use host_fn::{from_value, to_value, HostContext, HostError, ValueError};
+pub use manifest::{Manifest, ProgramManifest};
 pub use tokio_util::sync::CancellationToken;
 
 #[cfg(feature = "compiler")]
@@ -287,15 +289,19 @@ impl Options {
 
 /// Loads a compiled artifact (`ajs compile`'s output) through the verifier, with its span sidecar
 /// when given. Refuses another format or cost-table version (naming both), another instruction
-/// set, and anything that does not verify (fuel charges are recomputed, never trusted); nothing
-/// from a refused artifact runs.
+/// set, and anything that does not verify (fuel charges are recomputed, never trusted), and an
+/// embedded manifest that is not the program's (recomputed, never trusted); nothing from a
+/// refused artifact runs.
 ///
 /// # Errors
 /// [`LoadError`] saying what is wrong and where.
 pub fn load_artifact(bytes: &[u8], spans: Option<&[u8]>) -> Result<VerifiedProgram, LoadError> {
+    // the manifest is the artifact's own program's (without the sidecar's spans)
+    let (program, embedded) = Program::from_bytes_and_manifest(bytes)?;
+    manifest::check(&program, embedded.as_deref())?;
     match spans {
         Some(s) => Program::from_bytes_with_spans(bytes, s),
-        None => Program::from_bytes(bytes),
+        None => Ok(program),
     }
 }
 

@@ -14,7 +14,7 @@ use clap::Args;
 use crate::parse_context;
 
 /// Largest agent source `ajs compile` reads unless `--max-source-bytes` says otherwise.
-const DEFAULT_COMPILE_SOURCE_BYTES: usize = 1024 * 1024;
+pub(crate) const DEFAULT_COMPILE_SOURCE_BYTES: usize = 1024 * 1024;
 
 /// `compile`'s arguments.
 #[derive(Args)]
@@ -68,7 +68,7 @@ pub struct DisasmArgs {
     params: Option<String>,
 }
 
-fn names(v: &str) -> Vec<String> {
+pub(crate) fn names(v: &str) -> Vec<String> {
     v.split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
@@ -77,13 +77,16 @@ fn names(v: &str) -> Vec<String> {
 }
 
 /// A refusal of `prog`'s input, on stderr.
-fn refused(prog: &str, message: impl std::fmt::Display) -> ExitCode {
+pub(crate) fn refused(prog: &str, message: impl std::fmt::Display) -> ExitCode {
     eprintln!("ajs {prog}: {message}");
     ExitCode::from(REFUSED)
 }
 
 /// A file read: bytes, bad usage (unreadable) or a refusal (over its cap).
-fn read(prog: &str, r: Result<Vec<u8>, ReadError>) -> Result<Result<Vec<u8>, ExitCode>, Usage> {
+pub(crate) fn read(
+    prog: &str,
+    r: Result<Vec<u8>, ReadError>,
+) -> Result<Result<Vec<u8>, ExitCode>, Usage> {
     match r {
         Ok(b) => Ok(Ok(b)),
         Err(ReadError::Unreadable(m)) => Err(Usage(m)),
@@ -148,13 +151,13 @@ pub fn cmd_compile(a: &CompileArgs) -> Result<ExitCode, Usage> {
         })
     };
     let written = if a.strip {
-        let (artifact, sidecar) = program.to_stripped_bytes();
+        let (artifact, sidecar) = ajs::manifest::stripped_artifact_bytes(&program);
         write(&out, &artifact).and_then(|()| match sidecar {
             Some(s) => write(&spans, &s),
             None => Ok(()),
         })
     } else {
-        write(&out, &program.to_bytes())
+        write(&out, &ajs::manifest::artifact_bytes(&program))
     };
     Ok(written.map_or_else(|code| code, |()| ExitCode::SUCCESS))
 }
@@ -199,7 +202,7 @@ pub fn cmd_disasm(a: &DisasmArgs) -> Result<ExitCode, Usage> {
         }
     };
     if bytes.starts_with(&ajs_bytecode::program::MAGIC) {
-        return Ok(match ajs_bytecode::Program::from_bytes(&bytes) {
+        return Ok(match ajs::load_artifact(&bytes, None) {
             Ok(program) => print_listing(&program.disassemble(), ExitCode::SUCCESS),
             Err(e) => refused("disasm", format!("{file}: {e}")),
         });

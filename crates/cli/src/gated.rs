@@ -381,7 +381,7 @@ pub fn cmd_resume(a: &ResumeArgs) -> Result<ExitCode, Usage> {
         Err(e) => return refused(&bundle_refusal(&e)),
     };
     let snapshot = &saved.snapshot[..];
-    let program = match ajs::Program::from_bytes(&saved.artifact) {
+    let program = match ajs::load_artifact(&saved.artifact, None) {
         Ok(p) => p,
         Err(e) => return refused(&format!("artifact refused: {e}")),
     };

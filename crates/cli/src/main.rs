@@ -7,6 +7,7 @@ mod cases_parallel;
 mod compile;
 mod eval;
 mod gated;
+mod inspect;
 mod matchers;
 mod scripted;
 
@@ -45,6 +46,7 @@ enum Command {
     Cases(cases_parallel::CasesArgs),
     Disasm(compile::DisasmArgs),
     Compile(compile::CompileArgs),
+    Inspect(inspect::InspectArgs),
     Exec(ExecArgs),
     Serve(ServeArgs),
     Run(gated::RunArgs),
@@ -69,6 +71,7 @@ fn main() -> ExitCode {
         Some(Command::Cases(a)) => cases_parallel::cmd_cases(a),
         Some(Command::Disasm(a)) => compile::cmd_disasm(a),
         Some(Command::Compile(a)) => compile::cmd_compile(a),
+        Some(Command::Inspect(a)) => inspect::cmd_inspect(a),
         Some(Command::Exec(a)) => ajs_runner::cli::exec(a),
         Some(Command::Serve(a)) => ajs_runner::cli::serve("ajs", a),
         Some(Command::Run(a)) => gated::cmd_run(a),
@@ -118,6 +121,7 @@ impl Command {
             Command::Cases(_) => "cases",
             Command::Disasm(_) => "disasm",
             Command::Compile(_) => "compile",
+            Command::Inspect(_) => "inspect",
             Command::Exec(_) => "exec",
             Command::Serve(_) => "serve",
             Command::Run(_) => "run",

@@ -70,7 +70,8 @@ fn usage_lists_the_subcommands() {
         assert!(o.status.success(), "{args:?}");
         let text = stdout(&o);
         for sub in [
-            "eval", "cases", "disasm", "compile", "exec", "serve", "run", "resume", "replay",
+            "eval", "cases", "disasm", "compile", "inspect", "exec", "serve", "run", "resume",
+            "replay",
         ] {
             assert!(
                 text.contains(&format!("\n  {sub} ")),
@@ -550,7 +551,7 @@ fn compile_then_exec_with_and_without_spans() {
         v["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("artifact format version 9 is not supported (this build reads version 1)"),
+            .contains("artifact format version 9 is not supported (this build reads version 2)"),
         "{v}"
     );
     assert_eq!(v.as_object().unwrap().len(), 1, "nothing ran: {v}");
@@ -684,4 +685,54 @@ fn a_property_of_a_catch_binding_is_warned_at_compile_time() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stderr(&out).contains(&want), "{}", stderr(&out));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `ajs inspect` prints the same manifest for a source and its artifact, and refuses an
+/// artifact whose embedded manifest was edited (exit 3) and bad source (exit 3).
+#[test]
+fn inspect_source_and_artifact() {
+    let src = TempFile::new(
+        "ajs",
+        b"function main({ p: 1 }) {\n  let r = httpFetch({ url: 'https://api.example.com/items?page=' + p })\n  return r.status\n}\n",
+    );
+    let o = ajs(&["inspect", src.path()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let m: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let site = &m["atoms"]["httpFetch"]["sites"][0];
+    assert_eq!(
+        site["url"],
+        json!({ "url": "https://api.example.com/items?page=", "exact": false })
+    );
+    assert_eq!(site["line"], json!(2));
+    assert_eq!(m["atoms"]["httpFetch"]["maxCalls"], json!(1));
+    assert!(m["fuel"]["max"].is_u64(), "{m}");
+    let out = format!("{}.ajsb", src.path());
+    assert!(ajs(&["compile", src.path(), "-o", &out]).status.success());
+    let o = ajs(&["inspect", &out]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(serde_json::from_str::<Value>(&stdout(&o)).unwrap(), m);
+    let o = ajs_stdin(&["inspect", "-"], std::fs::read(&out).unwrap());
+    assert_eq!(serde_json::from_str::<Value>(&stdout(&o)).unwrap(), m);
+    // an edited manifest: the call count lowered
+    let bytes = std::fs::read(&out).unwrap();
+    let at = bytes
+        .windows(12)
+        .position(|w| w == b"\"maxCalls\":1")
+        .unwrap();
+    let mut edited = bytes.clone();
+    edited[at + 11] = b'0';
+    std::fs::write(&out, &edited).unwrap();
+    let o = ajs(&["inspect", &out]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(
+        stderr(&o).contains("manifest does not match"),
+        "{}",
+        stderr(&o)
+    );
+    let o = ajs(&["exec", &out]);
+    assert_eq!(o.status.code(), Some(3), "{}", stdout(&o));
+    let _ = std::fs::remove_file(&out);
+    let bad = TempFile::new("ajs", b"function main( {");
+    assert_eq!(ajs(&["inspect", bad.path()]).status.code(), Some(3));
+    assert_eq!(ajs(&["inspect", "/no/such/file"]).status.code(), Some(2));
 }

@@ -593,3 +593,139 @@ async fn a_burst_of_hostile_runs_leaves_healthz_fast_and_memory_returned() {
     let (st, _) = post(s.addr, "/healthz", "GET", &[], vec![]).await;
     assert_eq!(st, StatusCode::OK);
 }
+
+/// A local HTTP server that answers `ok` and counts the requests it gets.
+async fn counting_server() -> (std::net::SocketAddr, Arc<std::sync::atomic::AtomicUsize>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let hits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = hits.clone();
+    tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 4096];
+                let mut got = Vec::new();
+                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match conn.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => got.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let _ = conn
+                    .write_all(
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+                    )
+                    .await;
+            });
+        }
+    });
+    (addr, hits)
+}
+
+/// The manifest is checked before anything runs: a literal fetch URL (or a literal URL start
+/// whose host is known) outside `fetch.domains` is refused with 400 `manifestRefused` naming
+/// the site and the URL, and the host it names gets no request; a start that ends inside the
+/// host is not decidable and runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_literal_fetch_outside_the_allowlist_is_refused_before_any_call() {
+    let (target, hits) = counting_server().await;
+    let fetcher = format!(
+        "function main({{ p: 1 }}) {{\n  let r = httpFetch({{ url: 'http://{target}/items?page=' + p }})\n  return {{ r }}\n}}"
+    );
+    let s = start(json!({ "fetch": { "domains": ["api.example.com"] } })).await;
+    let (st, v) = run(
+        s.addr,
+        json!({ "artifact": artifact(&fetcher), "args": { "p": 2 } }),
+    )
+    .await;
+    assert_eq!(st, StatusCode::BAD_REQUEST, "{v}");
+    assert_eq!(v["error"]["kind"], "manifestRefused", "{v}");
+    let m = v["error"]["message"].as_str().unwrap();
+    assert!(m.contains("line 2, column"), "{m}");
+    assert!(m.contains(&format!("http://{target}/items?page=")), "{m}");
+    assert!(m.contains("fetch.domains"), "{m}");
+    // an exact URL too, and from source where source is accepted
+    let exact =
+        "function main() { return { s: httpFetch({ url: 'https://evil.example.org/x' }).status } }";
+    let (st, v) = run(s.addr, json!({ "artifact": artifact(exact) })).await;
+    assert_eq!(
+        (st, v["error"]["kind"].clone()),
+        (StatusCode::BAD_REQUEST, json!("manifestRefused")),
+        "{v}"
+    );
+    // a start that ends inside the host is not decidable: it runs (and the fetch is refused then)
+    let open = "function main({ h: 'x' }) { try { return { s: httpFetch({ url: 'https://api.' + h }).status } } catch (e) { return { s: 'refused' } } }";
+    let (st, v) = run(
+        s.addr,
+        json!({ "artifact": artifact(open), "args": { "h": "evil.org/" } }),
+    )
+    .await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    assert_eq!(v["result"]["s"], "refused", "{v}");
+    s.shutdown().await;
+    assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 0);
+    // the same program where the host is allowed runs and reaches it (the counter counts)
+    let s = start(
+        json!({ "fetch": { "domains": [target.to_string()], "allowAddresses": ["127.0.0.1"] } }),
+    )
+    .await;
+    let (st, v) = run(
+        s.addr,
+        json!({ "artifact": artifact(&fetcher), "args": { "p": 2 } }),
+    )
+    .await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    assert_eq!(v["result"]["r"], "ok", "{v}");
+    assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 1);
+    s.shutdown().await;
+}
+
+/// A program whose fixed fuel on one path (here one `llmPredict`, 100 fuel) is over
+/// `limits.maxFuel` is refused before it runs; `POST /inspect` answers a posted artifact's
+/// manifest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fixed_fuel_over_max_fuel_is_refused_and_inspect_answers_the_manifest() {
+    let s = start(json!({ "limits": { "maxFuel": 50, "defaultFuel": 10 } })).await;
+    let asks = "function main({ q: 'x' }) { if (q === 'skip') { return {} } return { a: llmPredict({ prompt: q }) } }";
+    let (st, v) = run(s.addr, json!({ "artifact": artifact(asks) })).await;
+    assert_eq!(st, StatusCode::BAD_REQUEST, "{v}");
+    assert_eq!(v["error"]["kind"], "manifestRefused", "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("limits.maxFuel"),
+        "{v}"
+    );
+    let body = json!({ "artifact": artifact("function main({ p: 1 }) { return { s: httpFetch({ url: 'https://api.example.com/items?page=' + p }).status } }") });
+    let (st, m) = post(
+        s.addr,
+        "/inspect",
+        "POST",
+        &[],
+        body.to_string().into_bytes(),
+    )
+    .await;
+    assert_eq!(st, StatusCode::OK, "{m}");
+    assert_eq!(
+        m["atoms"]["httpFetch"]["sites"][0]["url"],
+        json!({ "url": "https://api.example.com/items?page=", "exact": false })
+    );
+    assert_eq!(m["atoms"]["httpFetch"]["maxCalls"], 1);
+    let (st, v) = post(
+        s.addr,
+        "/inspect",
+        "POST",
+        &[],
+        b"{\"artifact\": \"QUJD\"}".to_vec(),
+    )
+    .await;
+    assert_eq!(
+        (st, v["error"]["kind"].clone()),
+        (StatusCode::BAD_REQUEST, json!("artifactRefused")),
+        "{v}"
+    );
+    s.shutdown().await;
+}

@@ -96,6 +96,31 @@ impl FetchPolicy {
             .map_err(|e| ("allowAddresses", e))
     }
 
+    /// Judges a URL known before the run (a manifest's literal URL, or its literal start when
+    /// `exact` is false) against [`FetchPolicy::domains`], as [`admit`] would judge every URL
+    /// it can become. `None` when that is not decidable: no allowlist, a start that ends inside
+    /// the authority (`https://api.`: the host is not known yet), not an http(s) URL.
+    ///
+    /// # Errors
+    /// The refusal [`admit`] would give every URL of this site.
+    pub fn judge_known_url(&self, url: &str, exact: bool) -> Option<Result<(), String>> {
+        let domains = self.domains.as_ref()?;
+        let known = if exact {
+            url
+        } else {
+            // the authority is whole once a '/', '?', '#' (or '\\', a '/' in http URLs)
+            // follows it
+            let (scheme, rest) = url.split_once("://")?;
+            let end = rest.find(['/', '?', '#', '\\'])?;
+            &url[..scheme.len() + 3 + end + 1]
+        };
+        let parsed = url::Url::parse(known).ok()?;
+        if parsed.scheme() != "http" && parsed.scheme() != "https" {
+            return None;
+        }
+        Some(check_domains(&parsed, domains))
+    }
+
     /// The screen for the addresses the built-in client resolves.
     ///
     /// # Errors

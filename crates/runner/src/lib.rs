@@ -11,6 +11,7 @@
 pub mod cli;
 pub mod config;
 pub mod exit;
+mod manifest_routes;
 pub mod output;
 pub mod runs;
 mod runs_api;

@@ -521,7 +521,7 @@ impl Runs {
             Ok(b) => b,
             Err(e) => return altered(&e.to_string()),
         };
-        let program = match ajs::Program::from_bytes(&bundle.artifact) {
+        let program = match ajs::load_artifact(&bundle.artifact, None) {
             Ok(p) => p,
             Err(e) => return altered(&format!("artifact refused: {e}")),
         };

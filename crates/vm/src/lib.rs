@@ -32,6 +32,7 @@ mod heap;
 pub mod interrupt;
 mod json;
 mod machine;
+pub mod manifest;
 mod memory;
 mod method_hints;
 mod natives;

@@ -39,6 +39,12 @@ pub(crate) fn frame_units(nregs: usize) -> usize {
 #[inline(always)]
 fn start_units(program: &VerifiedProgram, nregs: usize) -> usize {
     let (strings, units) = program.string_constants();
+    start_units_of(strings, units, nregs)
+}
+
+/// [`start_units`] of a program with `strings` string constants of `units` code units in all.
+#[inline(always)]
+pub(crate) fn start_units_of(strings: usize, units: usize, nregs: usize) -> usize {
     let text = units + strings * UNITS_PER_CONSTANT;
     text.saturating_sub(FREE_START_UNITS) + frame_units(nregs)
 }

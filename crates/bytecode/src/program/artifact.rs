@@ -24,10 +24,21 @@ struct WireProgram {
     signature: Option<Signature>,
 }
 
+/// Most bytes of an artifact's manifest section (a manifest lists each atom call site once: far
+/// less than the code it describes).
+pub const MAX_MANIFEST_BYTES: usize = 16 * 1024 * 1024;
+
 impl Program {
     /// Serializes the program: header (magic, format version, cost version, instruction-set
-    /// fingerprint), then the body.
+    /// fingerprint), then the body, then an empty manifest section.
     pub fn to_bytes(&self) -> Vec<u8> {
+        self.to_bytes_with_manifest(None)
+    }
+
+    /// [`Program::to_bytes`] with `manifest` (the program's manifest, as `ajs_vm::manifest`
+    /// writes it) in the manifest section: a loader recomputes it and refuses an artifact
+    /// whose manifest differs.
+    pub fn to_bytes_with_manifest(&self, manifest: Option<&[u8]>) -> Vec<u8> {
         let wire = WireProgram {
             functions: self
                 .functions
@@ -60,14 +71,30 @@ impl Program {
         if let Ok(body) = postcard::to_stdvec(&wire) {
             out.extend_from_slice(&body);
         }
+        if let Ok(section) = postcard::to_stdvec(&manifest) {
+            out.extend_from_slice(&section);
+        }
         out
     }
 
-    /// Decodes an artifact and verifies it.
+    /// Decodes an artifact and verifies it. Its manifest section is not checked here (this
+    /// crate cannot compute a manifest): `ajs::load_artifact` loads through
+    /// [`Program::from_bytes_and_manifest`] and checks it.
     ///
     /// # Errors
     /// [`LoadError`] naming what is wrong and where; nothing from a refused artifact ever runs.
     pub fn from_bytes(bytes: &[u8]) -> Result<VerifiedProgram, LoadError> {
+        Program::from_bytes_and_manifest(bytes).map(|(p, _)| p)
+    }
+
+    /// [`Program::from_bytes`], with the artifact's manifest section as it is written (`None`
+    /// when it has none: written by [`Program::to_bytes`], or of format version 1).
+    ///
+    /// # Errors
+    /// As [`Program::from_bytes`]; a manifest section over [`MAX_MANIFEST_BYTES`] is malformed.
+    pub fn from_bytes_and_manifest(
+        bytes: &[u8],
+    ) -> Result<(VerifiedProgram, Option<Vec<u8>>), LoadError> {
         const HEADER: usize = 4 + 2 + 2 + 8;
         if bytes.len() > MAX_ARTIFACT_BYTES {
             return Err(LoadError::TooLarge(bytes.len()));
@@ -83,7 +110,7 @@ impl Program {
             return Err(LoadError::Truncated(bytes.len()));
         }
         let format = u16::from_le_bytes([bytes[4], bytes[5]]);
-        if format != FORMAT_VERSION {
+        if !(OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&format) {
             return Err(LoadError::FormatVersion {
                 found: format,
                 expected: FORMAT_VERSION,
@@ -111,6 +138,26 @@ impl Program {
                 offset: HEADER,
                 detail: decode_detail(e),
             })?;
+        // version 2 on: the manifest section
+        let (manifest, rest) = if format >= 2 {
+            let at = bytes.len() - rest.len();
+            let (m, rest): (Option<Vec<u8>>, &[u8]) =
+                postcard::take_from_bytes(rest).map_err(|e| LoadError::Malformed {
+                    offset: at,
+                    detail: format!("manifest section: {e}"),
+                })?;
+            if m.as_ref().is_some_and(|m| m.len() > MAX_MANIFEST_BYTES) {
+                return Err(LoadError::Malformed {
+                    offset: at,
+                    detail: format!(
+                        "a manifest over {MAX_MANIFEST_BYTES} bytes (MAX_MANIFEST_BYTES)"
+                    ),
+                });
+            }
+            (m, rest)
+        } else {
+            (None, rest)
+        };
         if !rest.is_empty() {
             return Err(LoadError::Malformed {
                 offset: bytes.len() - rest.len(),
@@ -161,7 +208,7 @@ impl Program {
             debug: wire.debug,
             signature: wire.signature,
         };
-        p.verify()
+        Ok((p.verify()?, manifest))
     }
 
     /// Removes the span table (for deployment); error positions are then unknown.
@@ -173,9 +220,19 @@ impl Program {
     /// bound to those exact artifact bytes: `SPANS_MAGIC`, format version, the artifact's
     /// [`artifact_fingerprint`], then the table.
     pub fn to_stripped_bytes(&self) -> (Vec<u8>, Option<Vec<u8>>) {
+        self.to_stripped_bytes_with_manifest(|_| None)
+    }
+
+    /// [`Program::to_stripped_bytes`] with the manifest `manifest` gives of the stripped
+    /// program in the artifact's manifest section.
+    pub fn to_stripped_bytes_with_manifest(
+        &self,
+        manifest: impl FnOnce(&Program) -> Option<Vec<u8>>,
+    ) -> (Vec<u8>, Option<Vec<u8>>) {
         let mut stripped = self.clone();
         let debug = stripped.debug.take();
-        let artifact = stripped.to_bytes();
+        let m = manifest(&stripped);
+        let artifact = stripped.to_bytes_with_manifest(m.as_deref());
         let sidecar = debug.map(|d| {
             let mut out = Vec::new();
             out.extend_from_slice(&SPANS_MAGIC);
@@ -211,7 +268,7 @@ impl Program {
             return Err(LoadError::Spans("not a span sidecar (bad magic)".into()));
         }
         let format = u16::from_le_bytes([sidecar[4], sidecar[5]]);
-        if format != FORMAT_VERSION {
+        if !(OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&format) {
             return Err(LoadError::Spans(format!(
                 "format version {format} is not supported (this build reads version {FORMAT_VERSION})"
             )));

@@ -70,6 +70,10 @@ pub enum LoadError {
     /// A span sidecar that is malformed or belongs to another artifact.
     #[error("span sidecar refused: {0}")]
     Spans(String),
+    /// The manifest the artifact carries is not the one its program has (it was edited, or
+    /// written by other manifest rules).
+    #[error("the artifact's manifest does not match its program ({0}); recompile it with `ajs compile`, which writes the manifest the program has")]
+    Manifest(String),
 }
 
 /// A 64-bit FNV-1a fingerprint of an artifact's bytes; a span sidecar records the fingerprint of

@@ -16,14 +16,18 @@ mod tests;
 mod verified;
 mod verify;
 
+pub use artifact::MAX_MANIFEST_BYTES;
 pub use error::{artifact_fingerprint, CodeFault, LoadError};
 pub use signature::{ParamSpec, Signature, TypeSpec, MAX_TYPE_DEPTH};
 pub use verified::{Entry, VerifiedProgram};
 
 /// First bytes of every artifact.
 pub const MAGIC: [u8; 4] = *b"AJSB";
-/// Version of the artifact layout.
-pub const FORMAT_VERSION: u16 = 1;
+/// Version of the artifact layout: 2 adds the manifest section after the program. An artifact
+/// of version 1 (no manifest) still loads (its manifest is computed when asked for).
+pub const FORMAT_VERSION: u16 = 2;
+/// The oldest artifact layout this build still reads.
+pub const OLDEST_FORMAT_VERSION: u16 = 1;
 /// Version of the fuel cost table (bumped whenever any cost changes).
 pub const COST_VERSION: u16 = 2;
 /// First bytes of a span sidecar (the span table `--strip` moves out of an artifact).

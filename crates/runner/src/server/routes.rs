@@ -43,11 +43,16 @@ async fn endpoint(state: Arc<State>, req: Request<Incoming>, note: &mut Note) ->
         (&Method::POST, ["run"]) => run::run(state, req, note).await,
         (&Method::GET, ["healthz"]) => reply(StatusCode::OK, &json!({ "ok": true })),
         (&Method::GET, ["metrics"]) => metrics(&state),
+        (&Method::POST, ["inspect"]) => {
+            let (status, body) =
+                crate::manifest_routes::inspect(&state.config, &state.options, req).await;
+            reply(status, &body)
+        }
         (_, ["runs", ..]) => crate::runs_api::route(state, req, note).await,
-        (_, ["run"]) => refuse(
+        (_, ["run" | "inspect"]) => refuse(
             StatusCode::METHOD_NOT_ALLOWED,
             "methodNotAllowed",
-            "Use POST /run".into(),
+            format!("Use POST {path}"),
             note,
         ),
         (_, ["healthz" | "metrics"]) => refuse(

@@ -218,6 +218,10 @@ async fn execute(
         let r = refuse(StatusCode::BAD_REQUEST, "atomRefused", m, &mut note);
         return (r, None, note.error_kind);
     }
+    if let Some(m) = crate::manifest_routes::refusal(&state.config, &program) {
+        let r = refuse(StatusCode::BAD_REQUEST, "manifestRefused", m, &mut note);
+        return (r, None, note.error_kind);
+    }
     if let Some(runs) = state.approvals.as_ref().filter(|r| r.gates(&program)) {
         let a = runs
             .start(

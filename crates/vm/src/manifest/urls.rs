@@ -1,0 +1,251 @@
+//! What literal text reaches an atom's input: a forward dataflow over each function's blocks
+//! that knows constant strings and numbers, their concatenations (`+`, templates; a known start
+//! stays known whatever follows it) and object literals built from them.
+
+use std::collections::HashMap;
+
+use ajs_bytecode::isa::{Op, Operand};
+use ajs_bytecode::{Constant, Program};
+
+use super::cfg::{Graph, MAX_ROUNDS};
+use super::UrlInfo;
+use crate::number::number_to_string;
+
+/// What is known of a register's value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Abs {
+    /// Nothing.
+    Unknown,
+    /// A number.
+    Num(f64),
+    /// A string: exactly these units (`true`), or starting with them (`false`).
+    Str(Vec<u16>, bool),
+    /// An object built from a literal: the known properties.
+    Obj(Vec<(Vec<u16>, Abs)>),
+}
+
+impl Abs {
+    fn join(&self, other: &Abs) -> Abs {
+        match (self, other) {
+            (a, b) if a == b => a.clone(),
+            (Abs::Str(p, pe), Abs::Str(q, qe)) => {
+                let n = p.iter().zip(q).take_while(|(a, b)| a == b).count();
+                Abs::Str(
+                    p[..n].to_vec(),
+                    *pe && *qe && p.len() == q.len() && n == p.len(),
+                )
+            }
+            (Abs::Obj(a), Abs::Obj(b)) => Abs::Obj(
+                a.iter()
+                    .filter_map(|(k, v)| {
+                        b.iter()
+                            .find(|(k2, _)| k2 == k)
+                            .map(|(_, w)| (k.clone(), v.join(w)))
+                    })
+                    .collect(),
+            ),
+            _ => Abs::Unknown,
+        }
+    }
+
+    /// The text of a string value and whether it is whole.
+    fn text(&self) -> Option<(String, bool)> {
+        match self {
+            Abs::Str(u, exact) => Some((String::from_utf16_lossy(u), *exact)),
+            _ => None,
+        }
+    }
+
+    /// A property of a known object.
+    pub fn prop(&self, key: &str) -> Option<&Abs> {
+        let Abs::Obj(props) = self else {
+            return None;
+        };
+        let k: Vec<u16> = key.encode_utf16().collect();
+        props.iter().find(|(p, _)| *p == k).map(|(_, v)| v)
+    }
+
+    /// `httpFetch`'s URL: the input itself when a string, else its `url` property.
+    pub fn url(&self) -> Option<UrlInfo> {
+        let v = match self {
+            Abs::Str(..) => self,
+            _ => self.prop("url")?,
+        };
+        let (url, exact) = v.text()?;
+        (!url.is_empty()).then_some(UrlInfo { url, exact })
+    }
+
+    /// `httpFetch`'s method, when literal.
+    pub fn method(&self) -> Option<String> {
+        match self.prop("method")?.text()? {
+            (m, true) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// Whether `llmPredict`'s input asks for a response format (`None`: not known).
+    pub fn response_format(&self) -> Option<bool> {
+        let Abs::Obj(_) = self else {
+            return None;
+        };
+        match self.prop("options") {
+            None => Some(false),
+            Some(o @ Abs::Obj(_)) => Some(o.prop("responseFormat").is_some()),
+            Some(_) => None,
+        }
+    }
+}
+
+/// The value known of `a + b`.
+fn concat(a: &Abs, b: &Abs) -> Abs {
+    match (a, b) {
+        (Abs::Str(p, true), Abs::Str(q, e)) => Abs::Str([&p[..], &q[..]].concat(), *e),
+        (Abs::Str(p, true), Abs::Num(n)) => {
+            let s: Vec<u16> = number_to_string(*n).encode_utf16().collect();
+            Abs::Str([&p[..], &s[..]].concat(), true)
+        }
+        (Abs::Num(x), Abs::Num(y)) => Abs::Num(x + y),
+        (Abs::Str(p, _), _) => Abs::Str(p.clone(), false),
+        _ => Abs::Unknown,
+    }
+}
+
+fn constant(program: &Program, k: u16) -> Abs {
+    match program.constants.get(k as usize) {
+        Some(Constant::String(s)) => Abs::Str(s.to_vec(), true),
+        Some(Constant::Number(n)) => Abs::Num(*n),
+        None => Abs::Unknown,
+    }
+}
+
+fn get(state: &[Abs], r: u16) -> Abs {
+    state.get(r as usize).cloned().unwrap_or(Abs::Unknown)
+}
+
+fn set(state: &mut [Abs], r: u16, v: Abs) {
+    if let Some(s) = state.get_mut(r as usize) {
+        *s = v;
+    }
+}
+
+/// One instruction's effect on what is known.
+fn step(program: &Program, op: &Op, state: &mut [Abs]) {
+    match *op {
+        Op::LoadConst { dst, k } => set(state, dst.0, constant(program, k.0)),
+        Op::Move { dst, src } => set(state, dst.0, get(state, src.0)),
+        Op::Add { dst, a, b } => set(state, dst.0, concat(&get(state, a.0), &get(state, b.0))),
+        Op::AddK { dst, a, k } => set(
+            state,
+            dst.0,
+            concat(&get(state, a.0), &constant(program, k.0)),
+        ),
+        Op::AddI { dst, a, i } => set(state, dst.0, concat(&get(state, a.0), &Abs::Num(i.get()))),
+        Op::Concat { dst, base, count } => {
+            let mut v = Abs::Str(Vec::new(), true);
+            for r in 0..count.0 as u16 {
+                v = concat(&v, &get(state, base.0.saturating_add(r)));
+            }
+            set(state, dst.0, v);
+        }
+        Op::NewObject { dst } => set(state, dst.0, Abs::Obj(Vec::new())),
+        Op::InitProp { obj, key, val } => {
+            let v = get(state, val.0);
+            let k = match constant(program, key.0) {
+                Abs::Str(k, _) => k,
+                _ => return,
+            };
+            if let Some(Abs::Obj(props)) = state.get_mut(obj.0 as usize) {
+                props.retain(|(p, _)| *p != k);
+                props.push((k, v));
+            }
+        }
+        Op::Call { dst, base, .. } => {
+            for s in state.iter_mut().skip(base.0 as usize) {
+                *s = Abs::Unknown;
+            }
+            set(state, dst.0, Abs::Unknown);
+        }
+        _ => op.operands(|o| {
+            if let Operand::Write(r) = o {
+                set(state, r, Abs::Unknown);
+            }
+        }),
+    }
+}
+
+/// What is known of every atom call's input: (function, pc) → the input's value.
+#[derive(Clone, Debug, Default)]
+pub struct Values {
+    /// The input of the atom call at each (function, pc).
+    pub inputs: HashMap<(usize, usize), Abs>,
+}
+
+impl Values {
+    /// Runs the dataflow over every function of `program`.
+    pub fn of(program: &Program, graph: &Graph) -> Values {
+        let mut inputs = HashMap::new();
+        if graph.cells.is_none() {
+            return Values { inputs };
+        }
+        for (fi, (f, g)) in program.functions.iter().zip(&graph.funcs).enumerate() {
+            let sites: Vec<usize> = f
+                .code
+                .iter()
+                .enumerate()
+                .filter(|(_, op)| matches!(op, Op::CallAtom { .. } | Op::ParCall { .. }))
+                .map(|(pc, _)| pc)
+                .collect();
+            if sites.is_empty() || g.blocks.is_empty() {
+                continue;
+            }
+            let nregs = f.nregs as usize;
+            let mut entry: Vec<Option<Vec<Abs>>> = vec![None; g.blocks.len()];
+            entry[0] = Some(vec![Abs::Unknown; nregs]);
+            let mut rounds = 0;
+            let mut changed = true;
+            while changed && rounds < MAX_ROUNDS {
+                changed = false;
+                rounds += 1;
+                for b in 0..g.blocks.len() {
+                    let Some(mut state) = entry[b].clone() else {
+                        continue;
+                    };
+                    for op in &f.code[g.blocks[b].start..g.blocks[b].end] {
+                        step(program, op, &mut state);
+                    }
+                    for &s in &g.blocks[b].succ {
+                        let joined = match &entry[s] {
+                            None => state.clone(),
+                            Some(old) => old.iter().zip(&state).map(|(a, b)| a.join(b)).collect(),
+                        };
+                        if entry[s].as_ref() != Some(&joined) {
+                            entry[s] = Some(joined);
+                            changed = true;
+                        }
+                    }
+                }
+            }
+            let settled = !changed;
+            for pc in sites {
+                let b = g.block_of[pc];
+                let known = match (&entry[b], settled) {
+                    (Some(state), true) => {
+                        let mut state = state.clone();
+                        for op in &f.code[g.blocks[b].start..pc] {
+                            step(program, op, &mut state);
+                        }
+                        match f.code[pc] {
+                            Op::CallAtom { arg, .. } | Op::ParCall { arg, .. } => {
+                                get(&state, arg.0)
+                            }
+                            _ => Abs::Unknown,
+                        }
+                    }
+                    _ => Abs::Unknown,
+                };
+                inputs.insert((fi, pc), known);
+            }
+        }
+        Values { inputs }
+    }
+}

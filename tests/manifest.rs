@@ -1,0 +1,442 @@
+//! The manifest (docs/manifest.md) computed from compiled agents: atoms, sites, literal URLs
+//! and prefixes, call counts, and a fuel bound no run exceeds.
+
+use std::collections::HashMap;
+
+use ajs_vm::manifest::{Caps, Manifest, UrlInfo};
+use ajs_vm::{AtomSpec, JsValue, Step, Vm, VmOptions, MILLI};
+
+use crate::common;
+
+fn manifest(src: &str, atoms: &[&str]) -> Manifest {
+    Manifest::of(&common::agent_program(src, atoms))
+}
+
+fn url(u: &str, exact: bool) -> Option<UrlInfo> {
+    Some(UrlInfo {
+        url: u.into(),
+        exact,
+    })
+}
+
+#[test]
+fn a_literal_start_concatenated_is_a_prefix() {
+    let m = manifest(
+        "function main({ p: 1 }) { return httpFetch({ url: 'https://api.example.com/items?page=' + p }).body }",
+        &["httpFetch"],
+    );
+    let fetch = &m.atoms["httpFetch"];
+    assert_eq!(
+        fetch.sites[0].url,
+        url("https://api.example.com/items?page=", false)
+    );
+    assert_eq!(fetch.max_calls, Some(1));
+    assert_eq!(fetch.sites[0].line, Some(1));
+    assert!(fetch.sites[0].column.is_some());
+    assert!(m.output.result["httpFetch"]);
+    assert!(m.fuel.max.is_some(), "{:?}", m.fuel);
+    assert_eq!(m.params.len(), 1);
+    assert_eq!(m.params[0].ty, "number");
+}
+
+#[test]
+fn templates_and_exact_urls_and_methods() {
+    let m = manifest(
+        "function main({ id: 'a' }) {
+           let a = httpFetch({ url: `https://api.example.com/users/${id}/posts` })
+           let b = httpFetch({ url: 'https://status.example.org/ok', method: 'POST' })
+           return a.status + b.status
+         }",
+        &["httpFetch"],
+    );
+    let sites = &m.atoms["httpFetch"].sites;
+    assert_eq!(sites[0].url, url("https://api.example.com/users/", false));
+    assert_eq!(sites[1].url, url("https://status.example.org/ok", true));
+    assert_eq!(sites[1].method.as_deref(), Some("POST"));
+    assert_eq!(sites[0].method, None);
+    assert_eq!(m.atoms["httpFetch"].max_calls, Some(2));
+}
+
+#[test]
+fn a_url_from_data_is_not_claimed() {
+    let m = manifest(
+        "function main({ u: 'x' }) { return httpFetch({ url: u }).status }",
+        &["httpFetch"],
+    );
+    assert_eq!(m.atoms["httpFetch"].sites[0].url, None);
+}
+
+#[test]
+fn loops_and_callbacks_make_counts_and_fuel_unbounded() {
+    let m = manifest(
+        "function main({ ids: [1] }) {
+           let out = []
+           let i = 0
+           while (i < ids.length) { out.push(httpFetch({ url: 'https://a.example.com/' + ids[i] }).status); i = i + 1 }
+           return out
+         }",
+        &["httpFetch"],
+    );
+    assert_eq!(m.atoms["httpFetch"].max_calls, None);
+    assert!(m.atoms["httpFetch"].sites[0].in_loop);
+    assert_eq!(m.fuel.max, None);
+    assert!(!m.fuel.loops.is_empty());
+    let m = manifest(
+        "function main({ xs: ['a'] }) { return xs.map(x => llmPredict({ prompt: x })) }",
+        &["llmPredict"],
+    );
+    let site = &m.atoms["llmPredict"].sites[0];
+    assert!(site.in_callback && site.in_loop);
+    assert_eq!(m.atoms["llmPredict"].max_calls, None);
+    assert_eq!(m.fuel.max, None);
+    assert!(m.fuel.loops.iter().any(|l| l.callback), "{:?}", m.fuel);
+}
+
+#[test]
+fn a_helper_called_in_a_loop_repeats_its_sites() {
+    let m = manifest(
+        "function get(u) { return httpFetch({ url: 'https://a.example.com/' + u }).body }
+         function main({ n: 2 }) { let s = ''; let i = 0; while (i < n) { s = s + get(i); i = i + 1 } return s }",
+        &["httpFetch"],
+    );
+    let fetch = &m.atoms["httpFetch"];
+    assert!(fetch.sites[0].in_loop);
+    assert_eq!(fetch.max_calls, None);
+}
+
+#[test]
+fn straight_line_helpers_add_their_calls_and_recursion_is_named() {
+    let m = manifest(
+        "function get(u) { return llmPredict({ prompt: u, options: { responseFormat: { type: 'json_object' } } }) }
+         function main({ a: 'x' }) { return [get(a), get(a + '!')] }",
+        &["llmPredict"],
+    );
+    assert_eq!(m.atoms["llmPredict"].max_calls, Some(2));
+    assert_eq!(m.atoms["llmPredict"].sites[0].response_format, Some(true));
+    assert!(m.fuel.max.is_some(), "{:?}", m.fuel);
+    assert!(m.recursion.is_empty());
+    let m = manifest(
+        "function fact(n) { return n < 2 ? 1 : n * fact(n - 1) }
+         function main({ n: 3 }) { return fact(n) }",
+        &[],
+    );
+    assert_eq!(m.recursion, vec!["fact".to_string()]);
+    assert_eq!(m.fuel.max, None);
+}
+
+#[test]
+fn fetched_text_flowing_into_a_prompt_is_reported() {
+    let m = manifest(
+        "function main({ q: 'x' }) {
+           let page = httpFetch({ url: 'https://api.example.com/s?q=' + q })
+           let answer = llmPredict({ prompt: 'Summarize: ' + page.body })
+           return { answer }
+         }",
+        &["httpFetch", "llmPredict"],
+    );
+    assert!(m
+        .output
+        .flows
+        .iter()
+        .any(|f| f.from == "httpFetch" && f.to == "llmPredict"));
+    assert!(m.output.result["llmPredict"]);
+    assert_eq!(m.atoms["llmPredict"].sites[0].response_format, Some(false));
+    let m = manifest(
+        "function main({ q: 'x' }) { let page = httpFetch({ url: 'https://a.example.com/' }); return q.length }",
+        &["httpFetch"],
+    );
+    assert!(!m.output.result["httpFetch"], "{:?}", m.output);
+}
+
+// ---- the fuel bound holds for every run ----
+
+/// xorshift64*: the same inputs on every run of the test.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    fn string(&mut self, max: u64) -> String {
+        const UNITS: [char; 12] = ['a', 'Z', ' ', '0', '7', 'L', '"', '\\', 'ß', 'é', 'Σ', '𝄞'];
+        let n = self.below(max + 1);
+        (0..n)
+            .map(|_| UNITS[self.below(UNITS.len() as u64) as usize])
+            .collect()
+    }
+    fn number(&mut self) -> f64 {
+        match self.below(4) {
+            0 => self.below(10) as f64,
+            1 => -(self.below(1000) as f64) / 7.0,
+            2 => 1e21 * self.below(5) as f64,
+            _ => (self.next() >> 11) as f64,
+        }
+    }
+    fn json_text(&mut self, max: u64) -> String {
+        match self.below(4) {
+            0 => format!(
+                "{{\"a\": {}, \"b\": {:?}}}",
+                self.number(),
+                self.string(max)
+            ),
+            1 => format!("[{}, {:?}, null, true]", self.number(), self.string(max)),
+            2 => self.string(max),
+            _ => format!("{:?}", self.string(max)),
+        }
+    }
+}
+
+/// Runs `program` on `args`, answering atom calls from `answer`; the fuel used, in milli.
+fn fuel_of(
+    program: &ajs_bytecode::VerifiedProgram,
+    args: &[JsValue],
+    mut answer: impl FnMut(&str) -> JsValue,
+) -> u64 {
+    let atoms: HashMap<String, AtomSpec> = program
+        .atoms
+        .iter()
+        .map(|a| {
+            let cost = match a.as_str() {
+                "httpFetch" => 5 * MILLI,
+                "llmPredict" => 100 * MILLI,
+                _ => MILLI,
+            };
+            (a.clone(), AtomSpec { cost, quota: None })
+        })
+        .collect();
+    let opts = VmOptions {
+        fuel: 1 << 50,
+        atoms,
+        ..VmOptions::default()
+    };
+    let mut vm = Vm::new(program.clone(), args, opts).unwrap();
+    loop {
+        match vm.run(u64::MAX) {
+            Step::Host(call) => {
+                let name = call.atom.clone();
+                vm.resume(Ok(answer(&name))).unwrap();
+            }
+            Step::Yield => {}
+            Step::Done(_) | Step::Failed(_) | Step::Blocked => break,
+        }
+    }
+    (vm.fuel_used() * MILLI as f64).round() as u64
+}
+
+/// Straight-line agents over strings, numbers, JSON and atoms: every run's fuel is at most the
+/// manifest's bound. Prints the bound's tightness (bound / most fuel seen).
+#[test]
+fn the_fuel_bound_holds_for_random_inputs() {
+    type Args = fn(&mut Rng) -> Vec<JsValue>;
+    let agents: [(&str, &[&str], Args); 4] = [
+        (
+            "function main({ name: 'x', n: 1 }) {
+               let g = 'Hello, ' + name.trim().toUpperCase()
+               let parts = g.split(' ')
+               if (n > 3) { g = g + '!' + n } else { g = `${g}?${n * 2}` }
+               return { g, parts, len: g.length, idx: g.indexOf('L'), same: g === name }
+             }",
+            &[],
+            |r| vec![JsValue::String(r.string(3000)), JsValue::Number(r.number())],
+        ),
+        (
+            "function main({ doc: '{}' }) {
+               let o = null
+               try { o = JSON.parse(doc) } catch (e) { o = { bad: doc.slice(0, 20) } }
+               let s = JSON.stringify({ o, t: typeof o })
+               return s.length > 10 ? s.slice(0, 10) + s.slice(-3) : s
+             }",
+            &[],
+            |r| vec![JsValue::String(r.json_text(2000))],
+        ),
+        (
+            "function main({ q: 'x' }) {
+               let r = httpFetch({ url: 'https://api.example.com/s?q=' + encodeURIComponent(q) })
+               let a = llmPredict({ prompt: 'Summarize: ' + r.body })
+               return { a, n: r.body.length, head: r.body.slice(0, 5) }
+             }",
+            &["httpFetch", "llmPredict"],
+            |r| vec![JsValue::String(r.string(1500))],
+        ),
+        (
+            "function main({ x: 1, y: 2, tag: 't' }) {
+               let t = `${tag}:${x + y}`
+               if (x > y) { t = t.padStart(20, '*') } else { t = t.toLowerCase() + tag.repeat(2) }
+               let w = [t, t.includes(tag), Math.max(x, y), tag < t, parseFloat(tag)]
+               return JSON.stringify(w).length + tag.localeCompare(t)
+             }",
+            &[],
+            |r| {
+                vec![
+                    JsValue::Number(r.number()),
+                    JsValue::Number(r.number()),
+                    JsValue::String(r.string(2500)),
+                ]
+            },
+        ),
+    ];
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    for (src, atoms, args) in agents {
+        let program = common::agent_program(src, atoms);
+        let m = Manifest::of(&program);
+        let bound = m.fuel.max.unwrap_or_else(|| panic!("{src}: {:?}", m.fuel)) * MILLI;
+        let fixed = m.fuel.fixed.unwrap() * MILLI;
+        // the same bound at the caps these inputs keep to (arguments and answers' weights)
+        let capped = Caps {
+            max_arg_weight: Some(8 * 1024),
+            max_answer_weight: Some(16 * 1024),
+            ..Caps::default()
+        };
+        let tight = Manifest::with_caps(&program, &capped).fuel.max.unwrap() * MILLI;
+        assert!(tight <= bound);
+        let mut most = 0u64;
+        for _ in 0..150 {
+            let a = args(&mut rng);
+            let fuel = fuel_of(&program, &a, |name| {
+                let body = rng.string(4000);
+                match name {
+                    "httpFetch" => {
+                        JsValue::from_json(&serde_json::json!({ "status": 200, "body": body }))
+                    }
+                    _ => JsValue::String(body),
+                }
+            });
+            assert!(fuel <= tight, "{src}: {fuel} > {tight} on {a:?}");
+            most = most.max(fuel);
+        }
+        assert!(fixed <= bound);
+        println!(
+            "bound {} fuel at the heap limit, {} at the inputs' caps (fixed {}), most seen {:.1} fuel: {:.0}x, {:.0}x",
+            bound / MILLI,
+            tight / MILLI,
+            fixed / MILLI,
+            most as f64 / MILLI as f64,
+            bound as f64 / most.max(1) as f64,
+            tight as f64 / most.max(1) as f64
+        );
+    }
+}
+
+// ---- embedded in the artifact, recomputed at load ----
+
+const FETCHER: &str = "function main({ p: 1 }) { return httpFetch({ url: 'https://api.example.com/items?page=' + p }).status }";
+
+fn replace_once(bytes: &[u8], from: &str, to: &str) -> Vec<u8> {
+    assert_eq!(from.len(), to.len());
+    let at = bytes
+        .windows(from.len())
+        .position(|w| w == from.as_bytes())
+        .unwrap_or_else(|| panic!("{from} not in the artifact"));
+    let mut out = bytes.to_vec();
+    out[at..at + from.len()].copy_from_slice(to.as_bytes());
+    out
+}
+
+#[test]
+fn compiled_artifacts_carry_their_manifest_and_an_edited_one_is_refused() {
+    use ajs::ProgramManifest;
+    let program = common::agent_program(FETCHER, &["httpFetch"]);
+    let bytes = ajs::manifest::artifact_bytes(&program);
+    let loaded = ajs::load_artifact(&bytes, None).unwrap();
+    assert_eq!(loaded.manifest(), program.manifest());
+    let (_, embedded) = ajs::Program::from_bytes_and_manifest(&bytes).unwrap();
+    assert_eq!(embedded, Some(program.manifest().to_bytes()));
+    // the call count, the URL, the fuel bound: each edit is refused, naming the field
+    for (from, to, field) in [
+        ("\"maxCalls\":1", "\"maxCalls\":0", "atoms"),
+        ("items?page=", "itemz?page=", "atoms"),
+        ("\"recursion\":[]", "\"recursion\":{}", "recursion"),
+    ] {
+        let edited = replace_once(&bytes, from, to);
+        match ajs::load_artifact(&edited, None) {
+            Err(ajs::LoadError::Manifest(m)) => assert!(m.contains(field), "{m}"),
+            other => panic!("{from}: {other:?}"),
+        }
+    }
+    let max = program.manifest().fuel.max.unwrap().to_string();
+    let smaller = format!("{}{}", "1", "0".repeat(max.len() - 1));
+    let edited = replace_once(
+        &bytes,
+        &format!("\"max\":{max}"),
+        &format!("\"max\":{smaller}"),
+    );
+    let e = ajs::load_artifact(&edited, None).unwrap_err();
+    assert!(e.to_string().contains("'fuel' differs"), "{e}");
+    assert!(e.to_string().contains("recompile"), "{e}");
+}
+
+#[test]
+fn stripped_artifacts_and_older_layouts_still_load() {
+    use ajs::ProgramManifest;
+    let program = common::agent_program(FETCHER, &["httpFetch"]);
+    // stripped: the manifest of the program without spans, the sidecar taken back
+    let (artifact, sidecar) = ajs::manifest::stripped_artifact_bytes(&program);
+    let bare = ajs::load_artifact(&artifact, None).unwrap();
+    assert_eq!(bare.manifest().atoms["httpFetch"].sites[0].line, None);
+    let with = ajs::load_artifact(&artifact, sidecar.as_deref()).unwrap();
+    assert_eq!(with.manifest(), program.manifest());
+    // no manifest section (a library's `to_bytes`): the manifest is computed when asked
+    let plain = program.to_bytes();
+    assert_eq!(
+        ajs::load_artifact(&plain, None).unwrap().manifest(),
+        program.manifest()
+    );
+    // format version 1: no manifest section at all
+    let mut v1 = plain.clone();
+    assert_eq!(v1.pop(), Some(0));
+    v1[4..6].copy_from_slice(&1u16.to_le_bytes());
+    assert_eq!(
+        ajs::load_artifact(&v1, None).unwrap().manifest(),
+        program.manifest()
+    );
+    // a version this build does not read is refused naming both
+    let mut v9 = plain;
+    v9[4..6].copy_from_slice(&9u16.to_le_bytes());
+    let e = ajs::load_artifact(&v9, None).unwrap_err();
+    assert!(
+        matches!(e, ajs::LoadError::FormatVersion { found: 9, .. }),
+        "{e}"
+    );
+}
+
+/// A literal URL, or a literal start that names a whole host, is judged against the allowlist as
+/// every URL it can become would be; a start ending inside the host is not decidable.
+#[test]
+fn known_urls_are_judged_against_the_allowlist() {
+    let policy = ajs::FetchPolicy {
+        domains: Some(vec!["api.example.com".into(), "a.example.org:8443".into()]),
+        ..ajs::FetchPolicy::default()
+    };
+    let judge = |u: &str, exact: bool| policy.judge_known_url(u, exact).map(|r| r.is_ok());
+    assert_eq!(
+        judge("https://api.example.com/items?page=", false),
+        Some(true)
+    );
+    assert_eq!(judge("https://api.example.com?q=", false), Some(true));
+    assert_eq!(judge("https://evil.example.org/x", true), Some(false));
+    assert_eq!(judge("https://evil.example.org/", false), Some(false));
+    // the port is known once the authority is whole
+    assert_eq!(judge("https://api.example.com:8443/", false), Some(false));
+    assert_eq!(judge("https://a.example.org:8443/v1/", false), Some(true));
+    // a backslash ends an http authority as a slash does
+    assert_eq!(
+        judge("https://evil.example.org\\@api.example.com/", false),
+        Some(false)
+    );
+    // not decidable: the host (or its port) may go on
+    assert_eq!(judge("https://api.", false), None);
+    assert_eq!(judge("https://api.example.com", false), None);
+    assert_eq!(judge("https://api.example.com:", false), None);
+    assert_eq!(judge("api.example.com/x", false), None);
+    // no allowlist: nothing to judge by
+    assert_eq!(
+        ajs::FetchPolicy::default().judge_known_url("https://x.org/", true),
+        None
+    );
+}
