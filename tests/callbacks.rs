@@ -166,9 +166,15 @@ fn replace_callback_errors() {
     let e = common::err("'abc'.replaceAll(/b/, m => m)", json!({}));
     assert_eq!(e, "replaceAll must be called with a global RegExp");
     let e = common::err("n.replace(/b/, m => m)", json!({ "n": 5 }));
-    assert_eq!(e, "'replace' is not a function on a number");
+    assert_eq!(
+        e,
+        "'replace' is not a function on a number; convert it to a string first: ('' + x).replace(…)"
+    );
     let e = common::err("n.replace(/b/, m => m)", json!({ "n": null }));
-    assert_eq!(e, "Cannot call method 'replace' on null");
+    assert_eq!(
+        e,
+        "Cannot call method 'replace' on null; the value is missing: write v?.replace(…) to get undefined instead, or give a default first: (v ?? '').replace(…)"
+    );
     assert_eq!(
         common::ok("n?.replace(/b/, m => m)", json!({ "n": null })),
         None
@@ -176,7 +182,7 @@ fn replace_callback_errors() {
     let e = common::err("'abc'.replace(/b/, m => ({ m }))", json!({}));
     assert!(e.contains("JSON.stringify"), "{e}");
     let e = common::err("'abc'.replace(/b/, (m, ...[a]) => a)", json!({}));
-    assert!(e.contains("name the rest parameter"), "{e}");
+    assert!(e.contains("a rest parameter needs a name"), "{e}");
     let e = common::err(
         "let n = 0\nreturn 'abc'.replace(/./g, m => { n = n + 1; return m })",
         json!({}),

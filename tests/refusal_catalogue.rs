@@ -186,6 +186,22 @@ const CATALOGUE: &[(&str, How, Src)] = &[
     ),
     ("call.rs:hints::arity_msg", E, Text("s.trim(1)")),
     ("call.rs:hints::arity_msg", E, Text("filter(o)")),
+    // replace.rs, callbacks.rs (replace with an arrow callback)
+    (
+        "a rest parameter needs a name",
+        E,
+        Text("s.replace(/a/g, (m, ...[x]) => x)"),
+    ),
+    // brackets.rs
+    (
+        "brackets.rs:message",
+        A,
+        Text("function main() {\n  let x = 1\n  if (x) {\n    x = 2\n  return { x }\n}\n"),
+    ),
+    ("… (the `…` at …:… is never closed", E, Text("f(1 2")),
+    // expr.rs: strict-mode literals
+    ("expr.rs:m", E, Text("010")),
+    ("expr.rs:m", E, Text("'a\\1'")),
     // callbacks.rs
     ("callbacks.rs:msg", E, Text("xs.toSpliced(x => x)")),
     (
@@ -591,6 +607,11 @@ const UNREACHED: &[(&str, &str)] = &[
     (
         "...rest in array patterns needs .slice",
         "the native always exists",
+    ),
+    ("rest parameters need .slice", "the native always exists"),
+    (
+        "'…' takes a pattern and a replacement",
+        "is_replace_with_callback checked for two arguments, the second an arrow",
     ),
     (
         "spread (...) in array literals is not supported here",

@@ -35,7 +35,7 @@ enum Unbalanced {
 /// error does not already point at (a syntax error on another line, or "nesting too deep").
 pub(crate) fn explain(src: &str, f: Fail) -> Fail {
     let syntax = f.message.starts_with("SyntaxError");
-    if !syntax && f.message != "nesting too deep" {
+    if !syntax && f.message != crate::stack::NESTING_MSG {
         return f;
     }
     let Some(u) = unbalanced(src.as_bytes()) else {
@@ -55,15 +55,11 @@ pub(crate) fn explain(src: &str, f: Fail) -> Fail {
     };
     if syntax && keep {
         if let (Unbalanced::Unclosed(_, k), true) = (u, err.line == here.line) {
-            let open = if k == b'$' {
-                "${".into()
-            } else {
-                (k as char).to_string()
-            };
+            let (open, close) = pair(k);
             return Fail::new(
                 f.offset,
                 format!(
-                    "{} (the `{open}` at {}:{} is never closed)",
+                    "{} (the `{open}` at {}:{} is never closed: add the missing `{close}` where it should end)",
                     f.message, here.line, here.col
                 ),
             );
@@ -78,12 +74,7 @@ pub(crate) fn explain(src: &str, f: Fail) -> Fail {
     );
     let message = match u {
         Unbalanced::Unclosed(_, k) => {
-            let (open, close) = match k {
-                b'(' => ("(", ")"),
-                b'[' => ("[", "]"),
-                b'$' => ("${", "}"),
-                _ => ("{", "}"),
-            };
+            let (open, close) = pair(k);
             format!("SyntaxError: this `{open}` is never closed: add the missing `{close}` where it should end (the parser stopped later: {found})")
         }
         Unbalanced::Extra(_, k) => {
@@ -92,6 +83,16 @@ pub(crate) fn explain(src: &str, f: Fail) -> Fail {
         }
     };
     Fail::new(at as u32, message)
+}
+
+/// The opening and closing text of the bracket recorded as `k` (`$` stands for `${`).
+fn pair(k: u8) -> (&'static str, &'static str) {
+    match k {
+        b'(' => ("(", ")"),
+        b'[' => ("[", "]"),
+        b'$' => ("${", "}"),
+        _ => ("{", "}"),
+    }
 }
 
 /// The first unbalanced bracket of `b`, if any.
@@ -407,15 +408,15 @@ mod tests {
             &format!("{}1{}", "(".repeat(300), ")".repeat(300)),
             Mode::Eval,
         );
-        assert_eq!(msg, "nesting too deep");
+        assert_eq!(msg, crate::stack::NESTING_MSG);
         let (msg, ..) = error(&"(".repeat(100_000), Mode::Eval);
-        assert_eq!(msg, "nesting too deep");
+        assert_eq!(msg, crate::stack::NESTING_MSG);
         // on the bracket's own line the parser's position stays, the bracket named
         let (msg, line, col) = error("[1, (2 + ", Mode::Eval);
         assert_eq!(
             (msg.as_str(), line, col),
             (
-                "SyntaxError: Unexpected token (the `(` at 1:4 is never closed)",
+                "SyntaxError: Unexpected token (the `(` at 1:4 is never closed: add the missing `)` where it should end)",
                 1,
                 9
             )

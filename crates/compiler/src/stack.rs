@@ -52,7 +52,7 @@ const SHORT_SOURCE: usize = INLINE_UNITS / BRACKET_UNITS;
 const MAX_OPERATOR_RUN: usize = 4 * MAX_BRACKET_DEPTH;
 
 /// The refusal of code nested deeper than the scan admits, with what to write instead.
-const NESTING_MSG: &str = "nesting too deep; split the expression into statements with let (or close a bracket left open)";
+pub(crate) const NESTING_MSG: &str = "nesting too deep; split the expression into statements with let (or close a bracket left open)";
 
 /// Runs `compile` (the parse and lowering of `src`) on a stack big enough for it, or refuses
 /// `src` as nested too deeply.

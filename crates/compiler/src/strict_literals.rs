@@ -14,12 +14,12 @@ pub(crate) fn number(raw: &str) -> Option<String> {
     };
     Some(if raw.bytes().all(|c| (b'0'..=b'7').contains(&c)) {
         format!(
-            "SyntaxError: '{raw}' is a legacy octal literal, which strict-mode JavaScript (and AJS) refuses; write 0o{} for octal or {decimal} for decimal",
+            "SyntaxError: '{raw}' is a legacy octal literal, which strict-mode JavaScript (and AJS) refuses; write `0o{}` for octal or `{decimal}` for decimal",
             &raw[1..]
         )
     } else {
         format!(
-            "SyntaxError: '{raw}' is a decimal literal with a leading zero, which strict-mode JavaScript (and AJS) refuses; write {decimal}"
+            "SyntaxError: '{raw}' is a decimal literal with a leading zero, which strict-mode JavaScript (and AJS) refuses; write `{decimal}`"
         )
     })
 }
@@ -67,14 +67,14 @@ mod tests {
         }
         assert!(number("010")
             .unwrap()
-            .contains("write 0o10 for octal or 10 for decimal"));
+            .contains("write `0o10` for octal or `10` for decimal"));
         assert!(
-            number("08").unwrap().contains("leading zero; write 8")
-                || number("08").unwrap().ends_with("write 8")
+            number("08").unwrap().contains("leading zero; write `8`")
+                || number("08").unwrap().ends_with("write `8`")
         );
         assert!(number("00")
             .unwrap()
-            .ends_with("write 0o0 for octal or 0 for decimal"));
+            .ends_with("write `0o0` for octal or `0` for decimal"));
     }
 
     #[test]

@@ -489,7 +489,7 @@ impl Lowerer<'_> {
             }
             if let (Some(r), Some(src)) = (&cb.params.rest, rest) {
                 let BindingPattern::BindingIdentifier(b) = &r.rest.argument else {
-                    return fail(r.span, "name the rest parameter: (match, ...rest) => ...");
+                    return fail(r.span, "a rest parameter needs a name: write (match, ...rest) => …");
                 };
                 let probe = Probe::new(b.name.as_str());
                 let reg = l.declare(probe, b.span)?;

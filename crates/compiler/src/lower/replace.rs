@@ -30,12 +30,12 @@ impl Lowerer<'_> {
         let Some(Expression::ArrowFunctionExpression(cb)) =
             args.get(1).map(|a| a.without_parentheses())
         else {
-            return fail(span, format!("'{m}' takes a pattern and a replacement"));
+            return fail(span, format!("'{m}' takes a pattern and a replacement: write s.{m}(/x/g, m => …) or s.{m}('x', 'y')"));
         };
         if cb.r#async {
             return fail(
                 cb.span,
-                "async callbacks are not supported: AJS atom calls are already synchronous",
+                "async callbacks are not supported: AJS atom calls are already synchronous; drop `async` and call the atom directly: s.replace(re, m => llmPredict({ prompt: m }))",
             );
         }
         self.with_temps(|l| {
@@ -167,7 +167,7 @@ impl Lowerer<'_> {
                     );
                     Some(r)
                 }
-                (Some(r), None) => return fail(r.span, "rest parameters need .slice"),
+                (Some(r), None) => return fail(r.span, "rest parameters need .slice (an internal refusal); write the captures as parameters: (m, p1, p2) => …"),
             };
             let value = l.alloc(span)?;
             l.callback_body_rest(cb, &params, rest, value, false)?;
