@@ -225,7 +225,7 @@ async fn refusals_are_4xx_json() {
     )
     .await;
     assert_eq!(st, StatusCode::BAD_REQUEST);
-    // An atom the server does not provide.
+    // An atom the server does not provide: refused by the manifest, naming the call site.
     let opts = Options {
         capabilities: ajs::Capabilities::default().with_atom("lookup", |v| async move { Ok(v) }),
         ..Options::default()
@@ -238,9 +238,10 @@ async fn refusals_are_4xx_json() {
     .await;
     assert_eq!(
         (st, kind(&v)),
-        (StatusCode::BAD_REQUEST, "atomRefused".into())
+        (StatusCode::BAD_REQUEST, "manifestRefused".into())
     );
-    assert!(v["error"]["message"].as_str().unwrap().contains("'lookup'"));
+    let m = v["error"]["message"].as_str().unwrap();
+    assert!(m.contains("'lookup' at line 1, column 25"), "{m}");
     // 413, 404, 405.
     let big = json!({ "artifact": good, "args": { "pad": "x".repeat(5000) } });
     let (st, v) = run(s.addr, big).await;

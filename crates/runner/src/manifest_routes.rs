@@ -1,6 +1,7 @@
 //! The server's use of the manifest (docs/manifest.md): `POST /run` refuses, before anything
-//! runs, a program whose manifest breaks the server's policy (a literal fetch URL outside
-//! `fetch.domains`, more fixed fuel than `limits.maxFuel`); `POST /inspect` answers a posted
+//! runs, a program whose manifest breaks the server's policy (a call of an atom the server does
+//! not provide, a literal fetch URL outside `fetch.domains`, more fixed fuel than
+//! `limits.maxFuel`); `POST /inspect` answers a posted
 //! artifact's (or source's) manifest.
 
 use std::time::Duration;
@@ -17,12 +18,28 @@ use crate::config::ServerConfig;
 
 /// Why the manifest of `program` is against this server's policy, naming the site; `None`
 /// when it is not. Checked before the program runs: a refused program makes no call.
-pub(crate) fn refusal(config: &ServerConfig, program: &VerifiedProgram) -> Option<String> {
+pub(crate) fn refusal(
+    config: &ServerConfig,
+    options: &Options,
+    program: &VerifiedProgram,
+) -> Option<String> {
     let manifest = program.manifest();
-    policy_refusal(config, &manifest)
+    policy_refusal(config, options, &manifest)
 }
 
-fn policy_refusal(config: &ServerConfig, manifest: &Manifest) -> Option<String> {
+fn policy_refusal(config: &ServerConfig, options: &Options, manifest: &Manifest) -> Option<String> {
+    for (name, atom) in &manifest.atoms {
+        if options.capabilities.decl(name).is_none() {
+            let at = atom
+                .sites
+                .first()
+                .map(|s| format!(" at {}", s.place()))
+                .unwrap_or_default();
+            return Some(format!(
+                "This program calls the atom '{name}'{at}, which this server does not provide; remove the call, or ask the server's operator to provide '{name}'"
+            ));
+        }
+    }
     let policy = config.fetch_policy();
     for (site, url) in manifest.fetch_sites() {
         if let Some(Err(why)) = policy.judge_known_url(&url.url, url.exact) {

@@ -214,12 +214,13 @@ async fn execute(
             return (r, None, note.error_kind);
         }
     };
-    if let Err(m) = state.config.admit_program(&program, &options) {
-        let r = refuse(StatusCode::BAD_REQUEST, "atomRefused", m, &mut note);
+    // the manifest first: a refused program is named by its call site, before anything runs
+    if let Some(m) = crate::manifest_routes::refusal(&state.config, &options, &program) {
+        let r = refuse(StatusCode::BAD_REQUEST, "manifestRefused", m, &mut note);
         return (r, None, note.error_kind);
     }
-    if let Some(m) = crate::manifest_routes::refusal(&state.config, &program) {
-        let r = refuse(StatusCode::BAD_REQUEST, "manifestRefused", m, &mut note);
+    if let Err(m) = state.config.admit_program(&program, &options) {
+        let r = refuse(StatusCode::BAD_REQUEST, "atomRefused", m, &mut note);
         return (r, None, note.error_kind);
     }
     if let Some(runs) = state.approvals.as_ref().filter(|r| r.gates(&program)) {
