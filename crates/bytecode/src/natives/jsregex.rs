@@ -33,6 +33,10 @@ const WS: &str = "\\x{9}\\x{A}\\x{B}\\x{C}\\x{D}\\x{20}\\x{A0}\\x{1680}\\x{2000}
 const WORD: &str = "0-9A-Za-z_";
 const BACKTRACK: &str =
     "need a backtracking regex engine, which AJS does not have (patterns run in linear time)";
+/// What to write instead of a lookaround: the pattern without it, the rest checked in code.
+const INSTEAD_LOOKAROUND: &str = "; match without it and check the rest in code (a second regex, `startsWith`, `endsWith`, `includes`, or a `while` loop over the string)";
+/// What to write instead of a backreference: capture both parts, compare them in code.
+const INSTEAD_BACKREF: &str = "; capture both parts and compare them in code (`m[1] === m[2]`)";
 
 /// Checks the flags and translates `pattern`.
 ///
@@ -222,7 +226,7 @@ impl Parser<'_> {
                 } else {
                     "Lookahead (?= or (?!)"
                 };
-                return Err(format!("{what} {BACKTRACK}"));
+                return Err(format!("{what} {BACKTRACK}{INSTEAD_LOOKAROUND}"));
             }
             _ => {}
         }
@@ -404,14 +408,18 @@ impl Parser<'_> {
             'r' => lit('\r'),
             '0' if !self.peek().is_some_and(|d| d.is_ascii_digit()) => lit('\0'),
             '1'..='9' | '0' => {
-                return Err(format!("Backreferences (\\{c}) {BACKTRACK}"));
+                return Err(format!(
+                    "Backreferences (\\{c}) {BACKTRACK}{INSTEAD_BACKREF}"
+                ));
             }
             // with the `u` flag or a named group in the pattern, `\k` must start a reference
             'k' if self.re.unicode || self.has_names => {
                 if self.peek() != Some('<') {
                     return Err(self.err("Invalid named reference"));
                 }
-                return Err(format!("Named backreferences (\\k<name>) {BACKTRACK}"));
+                return Err(format!(
+                    "Named backreferences (\\k<name>) {BACKTRACK}{INSTEAD_BACKREF}"
+                ));
             }
             'c' => match self.peek() {
                 Some(l) if l.is_ascii_alphabetic() => {
