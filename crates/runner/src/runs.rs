@@ -330,12 +330,16 @@ impl Runs {
         self.store.kind()
     }
 
-    /// Whether an `Authorization` header value carries the token (compared in constant time,
-    /// as SHA-256 digests so the length is not compared either).
+    /// Whether an `Authorization` header value carries the token (the scheme `Bearer` in any
+    /// case; the token compared in constant time, as SHA-256 digests so the length is not
+    /// compared either).
     pub fn authorized(&self, header: Option<&[u8]>) -> bool {
-        let Some(given) = header.and_then(|h| h.strip_prefix(b"Bearer ")) else {
+        let Some((scheme, given)) = header.and_then(|h| h.split_at_checked(7)) else {
             return false;
         };
+        if !scheme.eq_ignore_ascii_case(b"Bearer ") {
+            return false;
+        }
         let given: [u8; 32] = Sha256::digest(given).into();
         given
             .iter()
