@@ -325,6 +325,21 @@ impl Runs {
         r
     }
 
+    /// Recounts the suspended runs into `ajs_runs_suspended` (after every transition into or
+    /// out of `suspended`, so the gauge does not wait for the sweep).
+    async fn refresh_suspended(&self) {
+        match self
+            .timed(
+                "count",
+                self.store.count(RunStatus::Suspended, store::now_ms()),
+            )
+            .await
+        {
+            Ok(n) => self.metrics.set_suspended(n),
+            Err(e) => tracing::warn!(error = %e, "run store count failed"),
+        }
+    }
+
     /// The store's kind (`sqlite`, `postgres`).
     pub fn store_kind(&self) -> &'static str {
         self.store.kind()
@@ -410,6 +425,7 @@ impl Runs {
                 if let Err(e) = self.timed("insert", self.store.insert(run)).await {
                     return store_refusal(&e);
                 }
+                self.refresh_suspended().await;
                 suspended(&id, pending, now.saturating_add(self.ttl_ms))
             }
         }
@@ -586,6 +602,7 @@ impl Runs {
             Ok(v) => v,
             Err(e) => return store_refusal(&e),
         };
+        self.refresh_suspended().await;
         let result = runner.resume(&program, &bundle.snapshot, decisions).await;
         let now = store::now_ms();
         let (end, answer) = match result {
@@ -626,6 +643,7 @@ impl Runs {
             // down: the answer stands, the record says what the sweep decided
             tracing::warn!(run_id = id, error = %e, "could not record the resumed run's end");
         }
+        self.refresh_suspended().await;
         answer
     }
 
@@ -635,13 +653,7 @@ impl Runs {
         tokio::spawn(async move {
             loop {
                 let now = store::now_ms();
-                match runs
-                    .timed("count", runs.store.count(RunStatus::Suspended, now))
-                    .await
-                {
-                    Ok(n) => runs.metrics.set_suspended(n),
-                    Err(e) => tracing::warn!(error = %e, "run store count failed"),
-                }
+                runs.refresh_suspended().await;
                 match runs
                     .timed("sweep", runs.store.sweep(now, runs.grace_ms))
                     .await
