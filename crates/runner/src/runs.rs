@@ -179,14 +179,17 @@ struct Meta {
     log: bool,
 }
 
-fn envelope_tag(key: &BundleKey, id: &str, body: &[u8]) -> [u8; TAG_LEN] {
+/// The envelope's MAC over the run id and the record version it is stored at: a record set
+/// back to an earlier suspension (or a status edited back to `suspended`) no longer checks.
+fn envelope_mac(key: &BundleKey, id: &str, version: i64, body: &[u8]) -> Hmac<Sha256> {
     let mut m =
         <Hmac<Sha256> as Mac>::new_from_slice(key.as_bytes()).expect("HMAC takes any key length");
     m.update(b"ajs-run-envelope\0");
     m.update(id.as_bytes());
     m.update(b"\0");
+    m.update(&version.to_le_bytes());
     m.update(body);
-    m.finalize().into_bytes().into()
+    m
 }
 
 fn put(out: &mut Vec<u8>, section: &[u8]) {
@@ -195,7 +198,14 @@ fn put(out: &mut Vec<u8>, section: &[u8]) {
     out.extend_from_slice(section);
 }
 
-fn seal_envelope(key: &BundleKey, id: &str, meta: Meta, pending: &str, bundle: &[u8]) -> Vec<u8> {
+fn seal_envelope(
+    key: &BundleKey,
+    id: &str,
+    version: i64,
+    meta: Meta,
+    pending: &str,
+    bundle: &[u8],
+) -> Vec<u8> {
     let mut out = ENVELOPE_MAGIC.to_vec();
     put(
         &mut out,
@@ -203,7 +213,7 @@ fn seal_envelope(key: &BundleKey, id: &str, meta: Meta, pending: &str, bundle: &
     );
     put(&mut out, pending.as_bytes());
     put(&mut out, bundle);
-    let t = envelope_tag(key, id, &out);
+    let t = envelope_mac(key, id, version, &out).finalize().into_bytes();
     out.extend_from_slice(&t);
     out
 }
@@ -212,19 +222,16 @@ fn seal_envelope(key: &BundleKey, id: &str, meta: Meta, pending: &str, bundle: &
 fn open_envelope<'a>(
     key: &BundleKey,
     id: &str,
+    version: i64,
     bytes: &'a [u8],
 ) -> Result<(Meta, &'a str, &'a [u8]), &'static str> {
     const ALTERED: &str = "the stored run was altered or sealed with another key";
     let (body, tag) = bytes
         .split_at_checked(bytes.len().saturating_sub(TAG_LEN))
         .ok_or(ALTERED)?;
-    let mut m =
-        <Hmac<Sha256> as Mac>::new_from_slice(key.as_bytes()).expect("HMAC takes any key length");
-    m.update(b"ajs-run-envelope\0");
-    m.update(id.as_bytes());
-    m.update(b"\0");
-    m.update(body);
-    m.verify_slice(tag).map_err(|_| ALTERED)?;
+    envelope_mac(key, id, version, body)
+        .verify_slice(tag)
+        .map_err(|_| ALTERED)?;
     let mut rest = body.strip_prefix(ENVELOPE_MAGIC).ok_or(ALTERED)?;
     let mut section = || -> Result<&'a [u8], &'static str> {
         let (len, r) = rest.split_at_checked(4).ok_or(ALTERED)?;
@@ -414,7 +421,7 @@ impl Runs {
                     Err(e) => return store_refusal(&e),
                 };
                 let now = store::now_ms();
-                let (sealed, pending) = self.seal(&id, &runner, program, s, Meta { depth, log });
+                let (sealed, pending) = self.seal(&id, 1, &runner, program, s, Meta { depth, log });
                 let run = NewRun {
                     id: id.clone(),
                     bundle: sealed,
@@ -431,9 +438,12 @@ impl Runs {
         }
     }
 
+    /// Seals a suspension for the record version it will be stored at (an insert is version
+    /// 1; a claim at `v` that suspends again is stored at `v + 1`).
     fn seal(
         &self,
         id: &str,
+        version: i64,
         runner: &GatedRunner,
         program: &VerifiedProgram,
         s: Suspended,
@@ -442,7 +452,10 @@ impl Runs {
         let pending = pending_json(&s.pending);
         let bundle = Bundle::of(runner, program, s.snapshot).seal(Some(&self.key));
         let text = pending.to_string();
-        (seal_envelope(&self.key, id, meta, &text, &bundle), pending)
+        (
+            seal_envelope(&self.key, id, version, meta, &text, &bundle),
+            pending,
+        )
     }
 
     /// `GET /runs/{runId}`.
@@ -454,7 +467,7 @@ impl Runs {
         };
         let status = rec.status.name();
         match rec.status {
-            RunStatus::Suspended => match open_envelope(&self.key, id, &rec.bundle) {
+            RunStatus::Suspended => match open_envelope(&self.key, id, rec.version, &rec.bundle) {
                 Ok((_, pending, _)) => Answer::ok(
                     StatusCode::OK,
                     json!({ "status": status, "runId": id,
@@ -533,7 +546,7 @@ impl Runs {
                 return store_refusal(&StoreError::AlreadyDecided)
             }
         }
-        let (meta, _, sealed) = match open_envelope(&self.key, id, &rec.bundle) {
+        let (meta, _, sealed) = match open_envelope(&self.key, id, rec.version, &rec.bundle) {
             Ok(parts) => parts,
             Err(m) => return altered(m),
         };
@@ -616,7 +629,7 @@ impl Runs {
                 (end, answer)
             }
             Ok(RunResult::Suspended(s)) => {
-                let (sealed, pending) = self.seal(id, &runner, &program, s, meta);
+                let (sealed, pending) = self.seal(id, version + 1, &runner, &program, s, meta);
                 let expires = now.saturating_add(self.ttl_ms);
                 let end = Completion::Suspended {
                     bundle: sealed,
