@@ -876,8 +876,20 @@ async fn metric(addr: std::net::SocketAddr, name: &str) -> Option<f64> {
 async fn decisions_race_tenfold_and_malformed_ones_spend_nothing() {
     let dir = TempDir::new("race10");
     let store = format!("sqlite:{}", dir.0.join("runs.db").display());
+    race_tenfold(&store, &dir).await;
+}
+
+/// The same on PostgreSQL: ten copies of one decision on two instances, one applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_decisions_race_tenfold_and_malformed_ones_spend_nothing() {
+    let Some(pg) = Postgres::start() else { return };
+    let dir = TempDir::new("pg-race10");
+    race_tenfold(&pg.url(), &dir).await;
+}
+
+async fn race_tenfold(store: &str, dir: &TempDir) {
     let target = Target::start().await;
-    let mut config = serve_config(&store, 3600);
+    let mut config = serve_config(store, 3600);
     config["cors"] = json!({ "origins": ["https://ok.example"] });
     let a = Serve::start(&config, &dir.0, "a").await;
     let b = Serve::start(&config, &dir.0, "b").await;
@@ -1113,4 +1125,37 @@ async fn a_record_set_back_to_an_earlier_suspension_is_refused() {
     assert_eq!(st, StatusCode::INTERNAL_SERVER_ERROR, "{v}");
     assert_eq!(v["error"]["kind"], "runRefused", "{v}");
     assert_eq!(target.hits("/a"), 1, "the approved call did not run twice");
+}
+
+/// The token goes to deciders and the key stays with the servers: one secret (or one variable)
+/// for both refuses to start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approvals_refuse_one_secret_for_key_and_token() {
+    let dir = TempDir::new("onesecret");
+    let path = dir.0.join("c.json");
+    std::fs::write(&path, serve_config("memory:", 60).to_string()).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ajs"))
+        .args(["serve", "--config"])
+        .arg(&path)
+        .args(["--listen", "127.0.0.1:0"])
+        .env(KEY_ENV, KEY)
+        .env(TOKEN_ENV, KEY)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("same secret"), "{err}");
+    let mut config = serve_config("memory:", 60);
+    config["approvals"]["tokenEnv"] = json!(KEY_ENV);
+    std::fs::write(&path, config.to_string()).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ajs"))
+        .args(["serve", "--config"])
+        .arg(&path)
+        .args(["--listen", "127.0.0.1:0"])
+        .env(KEY_ENV, KEY)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("use two variables"), "{err}");
 }
