@@ -98,6 +98,9 @@ impl ApprovalsConfig {
         if self.key_env.is_empty() || self.token_env.is_empty() {
             return Err("approvals.keyEnv and approvals.tokenEnv name environment variables, e.g. keyEnv = \"AJS_RUNS_KEY\"".into());
         }
+        if self.key_env == self.token_env {
+            return Err(format!("approvals.keyEnv and approvals.tokenEnv both name {}: the token is handed to deciders, the key must stay with the servers; use two variables", self.key_env));
+        }
         if self.ttl_seconds == 0 || self.ttl_seconds > 365 * 24 * 3600 {
             return Err("approvals.ttlSeconds must be between 1 and 31536000 (a year)".into());
         }
@@ -305,6 +308,9 @@ impl Runs {
         let key = BundleKey::new(env_secret(&cfg.key_env, "keyEnv")?)
             .map_err(|e| format!("approvals.keyEnv {}: {e}", cfg.key_env))?;
         let token = env_secret(&cfg.token_env, "tokenEnv")?;
+        if token == key.as_bytes() {
+            return Err(format!("approvals: {} and {} hold the same secret; the token is handed to deciders, the MAC key must stay with the servers: generate two (e.g. `openssl rand -hex 32` twice)", cfg.key_env, cfg.token_env));
+        }
         let spec = cfg.store.as_deref().unwrap_or(store::DEFAULT_STORE);
         let store = store::open(spec)
             .await
