@@ -1159,3 +1159,71 @@ async fn approvals_refuse_one_secret_for_key_and_token() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("use two variables"), "{err}");
 }
+
+/// A result written into the database (a run completed there with a forged outcome, or a
+/// real outcome moved to another run) is refused when shown and its journal is not served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outcome_forged_in_the_database_is_refused() {
+    let dir = TempDir::new("forged");
+    let spec = format!("sqlite:{}", dir.0.join("runs.db").display());
+    let target = Target::start().await;
+    let s = Serve::start(&serve_config(&spec, 3600), &dir.0, "s").await;
+    let store = ajs::store::open(&spec).await.unwrap();
+    // a real run, decided to its end
+    let real = pause(s.addr, &target).await;
+    assert_eq!(decide(s.addr, &real, 0, true).await.0, StatusCode::ACCEPTED);
+    assert_eq!(decide(s.addr, &real, 1, true).await.0, StatusCode::OK);
+    let (st, v) = get(s.addr, &format!("/runs/{real}")).await;
+    assert_eq!((st, &v["status"]), (StatusCode::OK, &json!("done")), "{v}");
+    let now = ajs::store::now_ms();
+    let done = store.get(&real, now).await.unwrap().unwrap();
+    let outcome = done.outcome.clone().unwrap();
+    let json_at = outcome.find('{').unwrap();
+    let forge = |id: String, outcome: String, journal: Option<Vec<u8>>| {
+        let store = store.clone();
+        async move {
+            let rec = store.get(&id, now).await.unwrap().unwrap();
+            let v = store
+                .claim(&id, rec.version, now, now + 60_000)
+                .await
+                .unwrap();
+            let end = ajs::store::Completion::Done {
+                outcome,
+                journal,
+                keep_until_ms: now + 3_600_000,
+            };
+            store.complete(&id, v, end).await.unwrap();
+        }
+    };
+    for (n, forged) in [
+        r#"{"result":"forged","fuelUsed":1}"#.to_string(),
+        format!(
+            "{}{}",
+            &outcome[..json_at],
+            r#"{"result":"forged","fuelUsed":1}"#
+        ),
+        outcome.clone(),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let id = pause(s.addr, &target).await;
+        forge(id.clone(), forged, done.journal.clone()).await;
+        let (st, v) = get(s.addr, &format!("/runs/{id}")).await;
+        assert_eq!(st, StatusCode::INTERNAL_SERVER_ERROR, "forgery {n}: {v}");
+        assert_eq!(v["error"]["kind"], "runRefused", "{v}");
+        let (st, _, _) = http(
+            s.addr,
+            "GET",
+            &format!("/runs/{id}/journal"),
+            Some(TOKEN),
+            None,
+        )
+        .await;
+        assert_eq!(st, StatusCode::INTERNAL_SERVER_ERROR, "forgery {n}");
+    }
+    // the real run still reads
+    let (st, v) = get(s.addr, &format!("/runs/{real}")).await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    assert_eq!(v["outcome"]["result"]["a"], "/a", "{v}");
+}
