@@ -4,9 +4,10 @@
 //!
 //! What a record holds is sealed: the [`Bundle`] (artifact, policies, settings, snapshot) under
 //! the MAC key, and around it an envelope binding the run id, the request's depth and `log`
-//! flag and the pending calls shown to deciders, under the same key. Whoever can write the
-//! database cannot change what a run does or what a decider is shown; they can delete runs or
-//! roll a record back (the database is trusted for freshness, see docs/deployment.md).
+//! flag, the record version and the pending calls shown to deciders, under the same key; a
+//! finished run's outcome and journal carry a tag under it too. Whoever can write the
+//! database cannot change what a run does, what a decider is shown or what a run answered;
+//! they can delete runs or roll a whole record back (the database is trusted for freshness, see docs/deployment.md).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -249,6 +250,60 @@ fn open_envelope<'a>(
     Ok((meta, pending, bundle))
 }
 
+/// The MAC of a finished run's outcome and journal, bound to its id and the record version it
+/// is stored at, in hex: stored ahead of the outcome so the database cannot forge a result.
+fn outcome_tag(
+    key: &BundleKey,
+    id: &str,
+    version: i64,
+    outcome: &str,
+    journal: Option<&[u8]>,
+) -> String {
+    let mut m =
+        <Hmac<Sha256> as Mac>::new_from_slice(key.as_bytes()).expect("HMAC takes any key length");
+    m.update(b"ajs-run-outcome\0");
+    m.update(id.as_bytes());
+    m.update(b"\0");
+    m.update(&version.to_le_bytes());
+    m.update(&(outcome.len() as u64).to_le_bytes());
+    m.update(outcome.as_bytes());
+    match journal {
+        Some(j) => {
+            m.update(b"\x01");
+            m.update(j);
+        }
+        None => m.update(b"\x00"),
+    }
+    m.finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The outcome (JSON) of a done record once its tag checks; the sweep's unsealed
+/// [`store::ABANDONED_OUTCOME`] is taken as is (it marks a run that can no longer run).
+fn open_outcome<'a>(key: &BundleKey, rec: &'a store::RunRecord) -> Result<&'a str, &'static str> {
+    const ALTERED: &str = "the stored outcome was altered or sealed with another key";
+    let stored = rec.outcome.as_deref().ok_or(ALTERED)?;
+    if stored == store::ABANDONED_OUTCOME && rec.journal.is_none() {
+        return Ok(stored);
+    }
+    let (tag, outcome) = stored.split_at_checked(2 * TAG_LEN).ok_or(ALTERED)?;
+    let want = outcome_tag(key, &rec.id, rec.version, outcome, rec.journal.as_deref());
+    let same = tag.len() == want.len()
+        && tag
+            .bytes()
+            .zip(want.bytes())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0;
+    if same {
+        Ok(outcome)
+    } else {
+        Err(ALTERED)
+    }
+}
+
 fn pending_json(pending: &[PendingCall]) -> Value {
     Value::Array(
         pending
@@ -464,6 +519,15 @@ impl Runs {
         )
     }
 
+    /// A done record's outcome column: its tag (for the version it is stored at), then the JSON.
+    fn seal_outcome(&self, id: &str, version: i64, body: &Value, journal: Option<&[u8]>) -> String {
+        let text = body.to_string();
+        format!(
+            "{}{text}",
+            outcome_tag(&self.key, id, version, &text, journal)
+        )
+    }
+
     /// `GET /runs/{runId}`.
     pub async fn show(&self, id: &str) -> Answer {
         let rec = match self.timed("get", self.store.get(id, store::now_ms())).await {
@@ -482,11 +546,14 @@ impl Runs {
                 ),
                 Err(m) => altered(m),
             },
-            RunStatus::Done => Answer::ok(
-                StatusCode::OK,
-                json!({ "status": status, "runId": id,
-                    "outcome": rec.outcome.as_deref().and_then(|o| serde_json::from_str::<Value>(o).ok()) }),
-            ),
+            RunStatus::Done => match open_outcome(&self.key, &rec) {
+                Ok(o) => Answer::ok(
+                    StatusCode::OK,
+                    json!({ "status": status, "runId": id,
+                        "outcome": serde_json::from_str::<Value>(o).unwrap_or(Value::Null) }),
+                ),
+                Err(m) => altered(m),
+            },
             RunStatus::Running | RunStatus::Expired => {
                 Answer::ok(StatusCode::OK, json!({ "status": status, "runId": id }))
             }
@@ -517,6 +584,11 @@ impl Runs {
             Ok(None) => return Err(store_refusal(&StoreError::NotFound)),
             Err(e) => return Err(store_refusal(&e)),
         };
+        if rec.status == RunStatus::Done {
+            if let Err(m) = open_outcome(&self.key, &rec) {
+                return Err(altered(m));
+            }
+        }
         match (rec.status, rec.journal) {
             (RunStatus::Done, Some(j)) => Ok(j),
             (RunStatus::Done, None) => Err(Answer::refuse(
@@ -627,9 +699,10 @@ impl Runs {
         let (end, answer) = match result {
             Ok(RunResult::Finished(r)) => {
                 let answer = finished(&r.outcome, meta.log);
+                let journal = r.journal.as_ref().map(ajs::Journal::to_bytes);
                 let end = Completion::Done {
-                    outcome: answer.body.to_string(),
-                    journal: r.journal.as_ref().map(ajs::Journal::to_bytes),
+                    outcome: self.seal_outcome(id, version + 1, &answer.body, journal.as_deref()),
+                    journal,
                     keep_until_ms: now.saturating_add(self.ttl_ms),
                 };
                 (end, answer)
@@ -647,7 +720,7 @@ impl Runs {
             Err(e) => {
                 let answer = altered(&e.to_string());
                 let end = Completion::Done {
-                    outcome: answer.body.to_string(),
+                    outcome: self.seal_outcome(id, version + 1, &answer.body, None),
                     journal: None,
                     keep_until_ms: now.saturating_add(self.ttl_ms),
                 };
