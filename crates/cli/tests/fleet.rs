@@ -812,3 +812,418 @@ async fn postgres_urls_with_a_downgradable_sslmode_are_refused() {
         assert!(!m.contains("secret"), "the password is not echoed: {m}");
     }
 }
+
+/// Posts a raw decisions body (any JSON) with the token.
+async fn decide_raw(addr: std::net::SocketAddr, id: &str, body: &Value) -> (StatusCode, Value) {
+    let (s, v, _) = http(
+        addr,
+        "POST",
+        &format!("/runs/{id}/decisions"),
+        Some(TOKEN),
+        Some(body),
+    )
+    .await;
+    (s, v)
+}
+
+/// One request with explicit headers: status and JSON body.
+async fn http_with(
+    addr: std::net::SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (StatusCode, Value) {
+    let stream = TcpStream::connect(addr).await.expect("connects");
+    let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let mut req = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", addr.to_string());
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let resp = send
+        .send_request(req.body(Full::new(Bytes::from(body.to_string()))).unwrap())
+        .await
+        .expect("answer");
+    let status = resp.status();
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+/// The value of an unlabelled metric in a `/metrics` scrape.
+async fn metric(addr: std::net::SocketAddr, name: &str) -> Option<f64> {
+    let (_, _, text) = http(addr, "GET", "/metrics", None, None).await;
+    String::from_utf8_lossy(&text)
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")).map(str::to_string))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// The same decision posted ten times at once to two instances is applied once (one 202, nine
+/// 409 `alreadyDecided`, one host call); malformed decisions are 400s that leave the run
+/// suspended and decidable; the scheme `bearer` is case-insensitive; `/runs` refuses
+/// `text/plain` (415) and a foreign `Origin` (403); `ajs_runs_suspended` follows a suspension
+/// at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decisions_race_tenfold_and_malformed_ones_spend_nothing() {
+    let dir = TempDir::new("race10");
+    let store = format!("sqlite:{}", dir.0.join("runs.db").display());
+    race_tenfold(&store, &dir).await;
+}
+
+/// The same on PostgreSQL: ten copies of one decision on two instances, one applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_decisions_race_tenfold_and_malformed_ones_spend_nothing() {
+    let Some(pg) = Postgres::start() else { return };
+    let dir = TempDir::new("pg-race10");
+    race_tenfold(&pg.url(), &dir).await;
+}
+
+async fn race_tenfold(store: &str, dir: &TempDir) {
+    let target = Target::start().await;
+    let mut config = serve_config(store, 3600);
+    config["cors"] = json!({ "origins": ["https://ok.example"] });
+    let a = Serve::start(&config, &dir.0, "a").await;
+    let b = Serve::start(&config, &dir.0, "b").await;
+
+    let id = pause(a.addr, &target).await;
+    assert_eq!(metric(a.addr, "ajs_runs_suspended").await, Some(1.0));
+    // malformed decisions: each a 400, none consumes the run
+    for body in [
+        json!({ "decisions": [{ "id": 3, "approve": true }] }),
+        json!({ "decisions": [{ "approve": true }] }),
+        json!({ "decisions": [{ "id": 0, "approve": true }, { "id": 0, "approve": true }] }),
+        json!({ "decisions": [{ "id": 0, "approve": true }, { "id": 1, "approve": true }] }),
+        json!({ "decisions": [] }),
+        json!({ "decisions": [{ "id": -1, "approve": true }] }),
+        json!({ "decisions": [{ "id": 0, "approve": "yes" }] }),
+        json!({}),
+    ] {
+        let (st, v) = decide_raw(b.addr, &id, &body).await;
+        assert_eq!(st, StatusCode::BAD_REQUEST, "{body}: {v}");
+        let (_, v) = get(a.addr, &format!("/runs/{id}")).await;
+        assert_eq!(v["status"], "suspended", "{body}: {v}");
+    }
+    // the hardening reaches /runs
+    let decision = json!({ "decisions": [{ "id": 0, "approve": true }] }).to_string();
+    let auth = format!("Bearer {TOKEN}");
+    let (st, v) = http_with(
+        b.addr,
+        "POST",
+        &format!("/runs/{id}/decisions"),
+        &[("authorization", &auth), ("content-type", "text/plain")],
+        &decision,
+    )
+    .await;
+    assert_eq!(st, StatusCode::UNSUPPORTED_MEDIA_TYPE, "{v}");
+    let (st, v) = http_with(
+        b.addr,
+        "GET",
+        &format!("/runs/{id}"),
+        &[("authorization", &auth), ("origin", "https://evil.example")],
+        "",
+    )
+    .await;
+    assert_eq!(st, StatusCode::FORBIDDEN, "{v}");
+    let (st, v) = http_with(
+        b.addr,
+        "GET",
+        &format!("/runs/{id}"),
+        &[("authorization", &auth), ("origin", "https://ok.example")],
+        "",
+    )
+    .await;
+    assert_eq!(
+        (st, &v["status"]),
+        (StatusCode::OK, &json!("suspended")),
+        "{v}"
+    );
+    // the auth scheme is case-insensitive (RFC 9110 §11.1)
+    let lower = format!("bearer {TOKEN}");
+    let (st, v) = http_with(
+        b.addr,
+        "GET",
+        &format!("/runs/{id}"),
+        &[("authorization", &lower)],
+        "",
+    )
+    .await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    assert_eq!(target.hits("/a"), 0, "nothing ran");
+
+    // ten copies of the decision at once, alternating instances
+    let tries: Vec<_> = (0..10)
+        .map(|i| {
+            let addr = if i % 2 == 0 { a.addr } else { b.addr };
+            let id = id.clone();
+            tokio::spawn(async move { decide(addr, &id, 0, true).await })
+        })
+        .collect();
+    let mut won = 0;
+    for t in tries {
+        let (st, v) = t.await.unwrap();
+        match st {
+            StatusCode::ACCEPTED => won += 1,
+            StatusCode::CONFLICT => assert_eq!(v["error"]["kind"], "alreadyDecided", "{v}"),
+            other => panic!("{other}: {v}"),
+        }
+    }
+    assert_eq!(won, 1);
+    assert_eq!(target.hits("/a"), 1, "the decision ran its call once");
+    let (st, v) = decide(b.addr, &id, 1, true).await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    assert_eq!((target.hits("/a"), target.hits("/b")), (1, 1));
+    assert_eq!(metric(b.addr, "ajs_runs_suspended").await, Some(0.0));
+}
+
+/// With `collect`, both deferred calls are pending together: a decision for only one of them
+/// is a 400 that leaves the run decidable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partial_decision_of_collected_calls_is_refused_and_spends_nothing() {
+    let dir = TempDir::new("collect");
+    let target = Target::start().await;
+    let mut config = serve_config("memory:", 3600);
+    config["approvals"]["atoms"] = json!([]);
+    config["approvals"]["collect"] = json!(["httpFetch"]);
+    let s = Serve::start(&config, &dir.0, "s").await;
+    let body = json!({ "source": AGENT, "args": { "url": target.url() } });
+    let (st, v, _) = http(s.addr, "POST", "/run", None, Some(&body)).await;
+    assert_eq!(st, StatusCode::ACCEPTED, "{v}");
+    let id = v["runId"].as_str().unwrap().to_string();
+    let pending = v["pending"].as_array().unwrap().len();
+    assert_eq!(pending, 2, "{v}");
+    let (st, v) = decide(s.addr, &id, 0, true).await;
+    assert_eq!(st, StatusCode::BAD_REQUEST, "{v}");
+    let (_, v) = get(s.addr, &format!("/runs/{id}")).await;
+    assert_eq!(v["status"], "suspended", "{v}");
+    let all = json!({ "decisions": [{ "id": 0, "approve": true }, { "id": 1, "approve": true }] });
+    let (st, v) = decide_raw(s.addr, &id, &all).await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    assert_eq!((target.hits("/a"), target.hits("/b")), (1, 1));
+}
+
+/// A run sealed under one key is refused by an instance with another; the token variable unset
+/// refuses to start; an expired run is deleted once its grace has passed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_key_is_refused_no_token_refuses_start_and_grace_deletes() {
+    let dir = TempDir::new("keys");
+    let store = format!("sqlite:{}", dir.0.join("runs.db").display());
+    let target = Target::start().await;
+    let a = Serve::start(&serve_config(&store, 3600), &dir.0, "a").await;
+    let id = pause(a.addr, &target).await;
+    let path = dir.0.join("other.json");
+    std::fs::write(&path, serve_config(&store, 1).to_string()).unwrap();
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ajs"))
+        .args(["serve", "--config"])
+        .arg(&path)
+        .args(["--listen", &addr.to_string()])
+        .env(KEY_ENV, "another-key-0123456789abcdef0123456789")
+        .env(TOKEN_ENV, TOKEN)
+        .current_dir(&dir.0)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut up = false;
+    for _ in 0..200 {
+        if TcpStream::connect(addr).await.is_ok() {
+            up = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(up);
+    let (st, v) = decide(addr, &id, 0, true).await;
+    assert_eq!(st, StatusCode::INTERNAL_SERVER_ERROR, "{v}");
+    assert_eq!(v["error"]["kind"], "runRefused", "{v}");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(target.hits("/a"), 0, "the refused run made no call");
+    let (st, v) = decide(a.addr, &id, 0, true).await;
+    assert_eq!(
+        st,
+        StatusCode::ACCEPTED,
+        "still decidable with its key: {v}"
+    );
+
+    // the token variable unset
+    let out = Command::new(env!("CARGO_BIN_EXE_ajs"))
+        .args(["serve", "--config"])
+        .arg(&path)
+        .args(["--listen", "127.0.0.1:0"])
+        .env(KEY_ENV, KEY)
+        .env_remove(TOKEN_ENV)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains(TOKEN_ENV));
+
+    // expired, then past a grace of 0: the next instance's first sweep deletes it
+    let short = Serve::start(&serve_config(&store, 1), &dir.0, "short").await;
+    let id = pause(short.addr, &target).await;
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    let (st, v) = decide(short.addr, &id, 0, true).await;
+    assert_eq!(
+        (st, &v["error"]["kind"]),
+        (StatusCode::GONE, &json!("expired"))
+    );
+    let mut config = serve_config(&store, 1);
+    config["approvals"]["graceSeconds"] = json!(0);
+    let sweeper = Serve::start(&config, &dir.0, "sweeper").await;
+    let mut gone = false;
+    for _ in 0..40 {
+        let (st, _) = get(sweeper.addr, &format!("/runs/{id}")).await;
+        if st == StatusCode::NOT_FOUND {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(gone, "an expired run past its grace is deleted");
+}
+
+/// A record put back to `suspended` with the sealed bundle of an earlier suspension (a status
+/// edited back, keeping its later version) is refused: replaying it would run an approved call
+/// twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_set_back_to_an_earlier_suspension_is_refused() {
+    let dir = TempDir::new("setback");
+    let spec = format!("sqlite:{}", dir.0.join("runs.db").display());
+    let target = Target::start().await;
+    let s = Serve::start(&serve_config(&spec, 3600), &dir.0, "s").await;
+    let id = pause(s.addr, &target).await;
+    let store = ajs::store::open(&spec).await.unwrap();
+    let now = ajs::store::now_ms();
+    let first = store.get(&id, now).await.unwrap().unwrap();
+    let (st, v) = decide(s.addr, &id, 0, true).await;
+    assert_eq!(st, StatusCode::ACCEPTED, "{v}");
+    assert_eq!(target.hits("/a"), 1);
+    // the row set back to the first suspension's bundle and pending calls
+    let rec = store.get(&id, now).await.unwrap().unwrap();
+    let v = store
+        .claim(&id, rec.version, now, now + 60_000)
+        .await
+        .unwrap();
+    let end = ajs::store::Completion::Suspended {
+        bundle: first.bundle.clone(),
+        pending: first.pending.clone().unwrap(),
+        expires_ms: first.expires_ms,
+    };
+    store.complete(&id, v, end).await.unwrap();
+    let (st, v) = get(s.addr, &format!("/runs/{id}")).await;
+    assert_eq!(st, StatusCode::INTERNAL_SERVER_ERROR, "{v}");
+    let (st, v) = decide(s.addr, &id, 0, true).await;
+    assert_eq!(st, StatusCode::INTERNAL_SERVER_ERROR, "{v}");
+    assert_eq!(v["error"]["kind"], "runRefused", "{v}");
+    assert_eq!(target.hits("/a"), 1, "the approved call did not run twice");
+}
+
+/// The token goes to deciders and the key stays with the servers: one secret (or one variable)
+/// for both refuses to start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approvals_refuse_one_secret_for_key_and_token() {
+    let dir = TempDir::new("onesecret");
+    let path = dir.0.join("c.json");
+    std::fs::write(&path, serve_config("memory:", 60).to_string()).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ajs"))
+        .args(["serve", "--config"])
+        .arg(&path)
+        .args(["--listen", "127.0.0.1:0"])
+        .env(KEY_ENV, KEY)
+        .env(TOKEN_ENV, KEY)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("same secret"), "{err}");
+    let mut config = serve_config("memory:", 60);
+    config["approvals"]["tokenEnv"] = json!(KEY_ENV);
+    std::fs::write(&path, config.to_string()).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ajs"))
+        .args(["serve", "--config"])
+        .arg(&path)
+        .args(["--listen", "127.0.0.1:0"])
+        .env(KEY_ENV, KEY)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("use two variables"), "{err}");
+}
+
+/// A result written into the database (a run completed there with a forged outcome, or a
+/// real outcome moved to another run) is refused when shown and its journal is not served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outcome_forged_in_the_database_is_refused() {
+    let dir = TempDir::new("forged");
+    let spec = format!("sqlite:{}", dir.0.join("runs.db").display());
+    let target = Target::start().await;
+    let s = Serve::start(&serve_config(&spec, 3600), &dir.0, "s").await;
+    let store = ajs::store::open(&spec).await.unwrap();
+    // a real run, decided to its end
+    let real = pause(s.addr, &target).await;
+    assert_eq!(decide(s.addr, &real, 0, true).await.0, StatusCode::ACCEPTED);
+    assert_eq!(decide(s.addr, &real, 1, true).await.0, StatusCode::OK);
+    let (st, v) = get(s.addr, &format!("/runs/{real}")).await;
+    assert_eq!((st, &v["status"]), (StatusCode::OK, &json!("done")), "{v}");
+    let now = ajs::store::now_ms();
+    let done = store.get(&real, now).await.unwrap().unwrap();
+    let outcome = done.outcome.clone().unwrap();
+    let json_at = outcome.find('{').unwrap();
+    let forge = |id: String, outcome: String, journal: Option<Vec<u8>>| {
+        let store = store.clone();
+        async move {
+            let rec = store.get(&id, now).await.unwrap().unwrap();
+            let v = store
+                .claim(&id, rec.version, now, now + 60_000)
+                .await
+                .unwrap();
+            let end = ajs::store::Completion::Done {
+                outcome,
+                journal,
+                keep_until_ms: now + 3_600_000,
+            };
+            store.complete(&id, v, end).await.unwrap();
+        }
+    };
+    for (n, forged) in [
+        r#"{"result":"forged","fuelUsed":1}"#.to_string(),
+        format!(
+            "{}{}",
+            &outcome[..json_at],
+            r#"{"result":"forged","fuelUsed":1}"#
+        ),
+        outcome.clone(),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let id = pause(s.addr, &target).await;
+        forge(id.clone(), forged, done.journal.clone()).await;
+        let (st, v) = get(s.addr, &format!("/runs/{id}")).await;
+        assert_eq!(st, StatusCode::INTERNAL_SERVER_ERROR, "forgery {n}: {v}");
+        assert_eq!(v["error"]["kind"], "runRefused", "{v}");
+        let (st, _, _) = http(
+            s.addr,
+            "GET",
+            &format!("/runs/{id}/journal"),
+            Some(TOKEN),
+            None,
+        )
+        .await;
+        assert_eq!(st, StatusCode::INTERNAL_SERVER_ERROR, "forgery {n}");
+    }
+    // the real run still reads
+    let (st, v) = get(s.addr, &format!("/runs/{real}")).await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    assert_eq!(v["outcome"]["result"]["a"], "/a", "{v}");
+}

@@ -4,9 +4,10 @@
 //!
 //! What a record holds is sealed: the [`Bundle`] (artifact, policies, settings, snapshot) under
 //! the MAC key, and around it an envelope binding the run id, the request's depth and `log`
-//! flag and the pending calls shown to deciders, under the same key. Whoever can write the
-//! database cannot change what a run does or what a decider is shown; they can delete runs or
-//! roll a record back (the database is trusted for freshness, see docs/deployment.md).
+//! flag, the record version and the pending calls shown to deciders, under the same key; a
+//! finished run's outcome and journal carry a tag under it too. Whoever can write the
+//! database cannot change what a run does, what a decider is shown or what a run answered;
+//! they can delete runs or roll a whole record back (the database is trusted for freshness, see docs/deployment.md).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -98,6 +99,9 @@ impl ApprovalsConfig {
         if self.key_env.is_empty() || self.token_env.is_empty() {
             return Err("approvals.keyEnv and approvals.tokenEnv name environment variables, e.g. keyEnv = \"AJS_RUNS_KEY\"".into());
         }
+        if self.key_env == self.token_env {
+            return Err(format!("approvals.keyEnv and approvals.tokenEnv both name {}: the token is handed to deciders, the key must stay with the servers; use two variables", self.key_env));
+        }
         if self.ttl_seconds == 0 || self.ttl_seconds > 365 * 24 * 3600 {
             return Err("approvals.ttlSeconds must be between 1 and 31536000 (a year)".into());
         }
@@ -179,14 +183,17 @@ struct Meta {
     log: bool,
 }
 
-fn envelope_tag(key: &BundleKey, id: &str, body: &[u8]) -> [u8; TAG_LEN] {
+/// The envelope's MAC over the run id and the record version it is stored at: a record set
+/// back to an earlier suspension (or a status edited back to `suspended`) no longer checks.
+fn envelope_mac(key: &BundleKey, id: &str, version: i64, body: &[u8]) -> Hmac<Sha256> {
     let mut m =
         <Hmac<Sha256> as Mac>::new_from_slice(key.as_bytes()).expect("HMAC takes any key length");
     m.update(b"ajs-run-envelope\0");
     m.update(id.as_bytes());
     m.update(b"\0");
+    m.update(&version.to_le_bytes());
     m.update(body);
-    m.finalize().into_bytes().into()
+    m
 }
 
 fn put(out: &mut Vec<u8>, section: &[u8]) {
@@ -195,7 +202,14 @@ fn put(out: &mut Vec<u8>, section: &[u8]) {
     out.extend_from_slice(section);
 }
 
-fn seal_envelope(key: &BundleKey, id: &str, meta: Meta, pending: &str, bundle: &[u8]) -> Vec<u8> {
+fn seal_envelope(
+    key: &BundleKey,
+    id: &str,
+    version: i64,
+    meta: Meta,
+    pending: &str,
+    bundle: &[u8],
+) -> Vec<u8> {
     let mut out = ENVELOPE_MAGIC.to_vec();
     put(
         &mut out,
@@ -203,7 +217,7 @@ fn seal_envelope(key: &BundleKey, id: &str, meta: Meta, pending: &str, bundle: &
     );
     put(&mut out, pending.as_bytes());
     put(&mut out, bundle);
-    let t = envelope_tag(key, id, &out);
+    let t = envelope_mac(key, id, version, &out).finalize().into_bytes();
     out.extend_from_slice(&t);
     out
 }
@@ -212,19 +226,16 @@ fn seal_envelope(key: &BundleKey, id: &str, meta: Meta, pending: &str, bundle: &
 fn open_envelope<'a>(
     key: &BundleKey,
     id: &str,
+    version: i64,
     bytes: &'a [u8],
 ) -> Result<(Meta, &'a str, &'a [u8]), &'static str> {
     const ALTERED: &str = "the stored run was altered or sealed with another key";
     let (body, tag) = bytes
         .split_at_checked(bytes.len().saturating_sub(TAG_LEN))
         .ok_or(ALTERED)?;
-    let mut m =
-        <Hmac<Sha256> as Mac>::new_from_slice(key.as_bytes()).expect("HMAC takes any key length");
-    m.update(b"ajs-run-envelope\0");
-    m.update(id.as_bytes());
-    m.update(b"\0");
-    m.update(body);
-    m.verify_slice(tag).map_err(|_| ALTERED)?;
+    envelope_mac(key, id, version, body)
+        .verify_slice(tag)
+        .map_err(|_| ALTERED)?;
     let mut rest = body.strip_prefix(ENVELOPE_MAGIC).ok_or(ALTERED)?;
     let mut section = || -> Result<&'a [u8], &'static str> {
         let (len, r) = rest.split_at_checked(4).ok_or(ALTERED)?;
@@ -237,6 +248,60 @@ fn open_envelope<'a>(
     let pending = std::str::from_utf8(section()?).map_err(|_| ALTERED)?;
     let bundle = section()?;
     Ok((meta, pending, bundle))
+}
+
+/// The MAC of a finished run's outcome and journal, bound to its id and the record version it
+/// is stored at, in hex: stored ahead of the outcome so the database cannot forge a result.
+fn outcome_tag(
+    key: &BundleKey,
+    id: &str,
+    version: i64,
+    outcome: &str,
+    journal: Option<&[u8]>,
+) -> String {
+    let mut m =
+        <Hmac<Sha256> as Mac>::new_from_slice(key.as_bytes()).expect("HMAC takes any key length");
+    m.update(b"ajs-run-outcome\0");
+    m.update(id.as_bytes());
+    m.update(b"\0");
+    m.update(&version.to_le_bytes());
+    m.update(&(outcome.len() as u64).to_le_bytes());
+    m.update(outcome.as_bytes());
+    match journal {
+        Some(j) => {
+            m.update(b"\x01");
+            m.update(j);
+        }
+        None => m.update(b"\x00"),
+    }
+    m.finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The outcome (JSON) of a done record once its tag checks; the sweep's unsealed
+/// [`store::ABANDONED_OUTCOME`] is taken as is (it marks a run that can no longer run).
+fn open_outcome<'a>(key: &BundleKey, rec: &'a store::RunRecord) -> Result<&'a str, &'static str> {
+    const ALTERED: &str = "the stored outcome was altered or sealed with another key";
+    let stored = rec.outcome.as_deref().ok_or(ALTERED)?;
+    if stored == store::ABANDONED_OUTCOME && rec.journal.is_none() {
+        return Ok(stored);
+    }
+    let (tag, outcome) = stored.split_at_checked(2 * TAG_LEN).ok_or(ALTERED)?;
+    let want = outcome_tag(key, &rec.id, rec.version, outcome, rec.journal.as_deref());
+    let same = tag.len() == want.len()
+        && tag
+            .bytes()
+            .zip(want.bytes())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0;
+    if same {
+        Ok(outcome)
+    } else {
+        Err(ALTERED)
+    }
 }
 
 fn pending_json(pending: &[PendingCall]) -> Value {
@@ -298,6 +363,9 @@ impl Runs {
         let key = BundleKey::new(env_secret(&cfg.key_env, "keyEnv")?)
             .map_err(|e| format!("approvals.keyEnv {}: {e}", cfg.key_env))?;
         let token = env_secret(&cfg.token_env, "tokenEnv")?;
+        if token == key.as_bytes() {
+            return Err(format!("approvals: {} and {} hold the same secret; the token is handed to deciders, the MAC key must stay with the servers: generate two (e.g. `openssl rand -hex 32` twice)", cfg.key_env, cfg.token_env));
+        }
         let spec = cfg.store.as_deref().unwrap_or(store::DEFAULT_STORE);
         let store = store::open(spec)
             .await
@@ -325,17 +393,36 @@ impl Runs {
         r
     }
 
+    /// Recounts the suspended runs into `ajs_runs_suspended` (after every transition into or
+    /// out of `suspended`, so the gauge does not wait for the sweep).
+    async fn refresh_suspended(&self) {
+        match self
+            .timed(
+                "count",
+                self.store.count(RunStatus::Suspended, store::now_ms()),
+            )
+            .await
+        {
+            Ok(n) => self.metrics.set_suspended(n),
+            Err(e) => tracing::warn!(error = %e, "run store count failed"),
+        }
+    }
+
     /// The store's kind (`sqlite`, `postgres`).
     pub fn store_kind(&self) -> &'static str {
         self.store.kind()
     }
 
-    /// Whether an `Authorization` header value carries the token (compared in constant time,
-    /// as SHA-256 digests so the length is not compared either).
+    /// Whether an `Authorization` header value carries the token (the scheme `Bearer` in any
+    /// case; the token compared in constant time, as SHA-256 digests so the length is not
+    /// compared either).
     pub fn authorized(&self, header: Option<&[u8]>) -> bool {
-        let Some(given) = header.and_then(|h| h.strip_prefix(b"Bearer ")) else {
+        let Some((scheme, given)) = header.and_then(|h| h.split_at_checked(7)) else {
             return false;
         };
+        if !scheme.eq_ignore_ascii_case(b"Bearer ") {
+            return false;
+        }
         let given: [u8; 32] = Sha256::digest(given).into();
         given
             .iter()
@@ -395,7 +482,7 @@ impl Runs {
                     Err(e) => return store_refusal(&e),
                 };
                 let now = store::now_ms();
-                let (sealed, pending) = self.seal(&id, &runner, program, s, Meta { depth, log });
+                let (sealed, pending) = self.seal(&id, 1, &runner, program, s, Meta { depth, log });
                 let run = NewRun {
                     id: id.clone(),
                     bundle: sealed,
@@ -406,14 +493,18 @@ impl Runs {
                 if let Err(e) = self.timed("insert", self.store.insert(run)).await {
                     return store_refusal(&e);
                 }
+                self.refresh_suspended().await;
                 suspended(&id, pending, now.saturating_add(self.ttl_ms))
             }
         }
     }
 
+    /// Seals a suspension for the record version it will be stored at (an insert is version
+    /// 1; a claim at `v` that suspends again is stored at `v + 1`).
     fn seal(
         &self,
         id: &str,
+        version: i64,
         runner: &GatedRunner,
         program: &VerifiedProgram,
         s: Suspended,
@@ -422,7 +513,19 @@ impl Runs {
         let pending = pending_json(&s.pending);
         let bundle = Bundle::of(runner, program, s.snapshot).seal(Some(&self.key));
         let text = pending.to_string();
-        (seal_envelope(&self.key, id, meta, &text, &bundle), pending)
+        (
+            seal_envelope(&self.key, id, version, meta, &text, &bundle),
+            pending,
+        )
+    }
+
+    /// A done record's outcome column: its tag (for the version it is stored at), then the JSON.
+    fn seal_outcome(&self, id: &str, version: i64, body: &Value, journal: Option<&[u8]>) -> String {
+        let text = body.to_string();
+        format!(
+            "{}{text}",
+            outcome_tag(&self.key, id, version, &text, journal)
+        )
     }
 
     /// `GET /runs/{runId}`.
@@ -434,7 +537,7 @@ impl Runs {
         };
         let status = rec.status.name();
         match rec.status {
-            RunStatus::Suspended => match open_envelope(&self.key, id, &rec.bundle) {
+            RunStatus::Suspended => match open_envelope(&self.key, id, rec.version, &rec.bundle) {
                 Ok((_, pending, _)) => Answer::ok(
                     StatusCode::OK,
                     json!({ "status": status, "runId": id,
@@ -443,11 +546,14 @@ impl Runs {
                 ),
                 Err(m) => altered(m),
             },
-            RunStatus::Done => Answer::ok(
-                StatusCode::OK,
-                json!({ "status": status, "runId": id,
-                    "outcome": rec.outcome.as_deref().and_then(|o| serde_json::from_str::<Value>(o).ok()) }),
-            ),
+            RunStatus::Done => match open_outcome(&self.key, &rec) {
+                Ok(o) => Answer::ok(
+                    StatusCode::OK,
+                    json!({ "status": status, "runId": id,
+                        "outcome": serde_json::from_str::<Value>(o).unwrap_or(Value::Null) }),
+                ),
+                Err(m) => altered(m),
+            },
             RunStatus::Running | RunStatus::Expired => {
                 Answer::ok(StatusCode::OK, json!({ "status": status, "runId": id }))
             }
@@ -478,6 +584,11 @@ impl Runs {
             Ok(None) => return Err(store_refusal(&StoreError::NotFound)),
             Err(e) => return Err(store_refusal(&e)),
         };
+        if rec.status == RunStatus::Done {
+            if let Err(m) = open_outcome(&self.key, &rec) {
+                return Err(altered(m));
+            }
+        }
         match (rec.status, rec.journal) {
             (RunStatus::Done, Some(j)) => Ok(j),
             (RunStatus::Done, None) => Err(Answer::refuse(
@@ -513,7 +624,7 @@ impl Runs {
                 return store_refusal(&StoreError::AlreadyDecided)
             }
         }
-        let (meta, _, sealed) = match open_envelope(&self.key, id, &rec.bundle) {
+        let (meta, _, sealed) = match open_envelope(&self.key, id, rec.version, &rec.bundle) {
             Ok(parts) => parts,
             Err(m) => return altered(m),
         };
@@ -582,20 +693,22 @@ impl Runs {
             Ok(v) => v,
             Err(e) => return store_refusal(&e),
         };
+        self.refresh_suspended().await;
         let result = runner.resume(&program, &bundle.snapshot, decisions).await;
         let now = store::now_ms();
         let (end, answer) = match result {
             Ok(RunResult::Finished(r)) => {
                 let answer = finished(&r.outcome, meta.log);
+                let journal = r.journal.as_ref().map(ajs::Journal::to_bytes);
                 let end = Completion::Done {
-                    outcome: answer.body.to_string(),
-                    journal: r.journal.as_ref().map(ajs::Journal::to_bytes),
+                    outcome: self.seal_outcome(id, version + 1, &answer.body, journal.as_deref()),
+                    journal,
                     keep_until_ms: now.saturating_add(self.ttl_ms),
                 };
                 (end, answer)
             }
             Ok(RunResult::Suspended(s)) => {
-                let (sealed, pending) = self.seal(id, &runner, &program, s, meta);
+                let (sealed, pending) = self.seal(id, version + 1, &runner, &program, s, meta);
                 let expires = now.saturating_add(self.ttl_ms);
                 let end = Completion::Suspended {
                     bundle: sealed,
@@ -607,7 +720,7 @@ impl Runs {
             Err(e) => {
                 let answer = altered(&e.to_string());
                 let end = Completion::Done {
-                    outcome: answer.body.to_string(),
+                    outcome: self.seal_outcome(id, version + 1, &answer.body, None),
                     journal: None,
                     keep_until_ms: now.saturating_add(self.ttl_ms),
                 };
@@ -622,6 +735,7 @@ impl Runs {
             // down: the answer stands, the record says what the sweep decided
             tracing::warn!(run_id = id, error = %e, "could not record the resumed run's end");
         }
+        self.refresh_suspended().await;
         answer
     }
 
@@ -631,13 +745,7 @@ impl Runs {
         tokio::spawn(async move {
             loop {
                 let now = store::now_ms();
-                match runs
-                    .timed("count", runs.store.count(RunStatus::Suspended, now))
-                    .await
-                {
-                    Ok(n) => runs.metrics.set_suspended(n),
-                    Err(e) => tracing::warn!(error = %e, "run store count failed"),
-                }
+                runs.refresh_suspended().await;
                 match runs
                     .timed("sweep", runs.store.sweep(now, runs.grace_ms))
                     .await

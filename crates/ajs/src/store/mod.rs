@@ -236,7 +236,8 @@ pub trait RunStore: Send + Sync {
         lease_until_ms: i64,
     ) -> StoreFuture<'a, i64>;
 
-    /// Ends a claim made at `version` (the one [`RunStore::claim`] answered).
+    /// Ends a claim made at `version` (the one [`RunStore::claim`] answered); the record is then
+    /// at `version + 1` (a sealed suspension names the version it is stored at).
     ///
     /// Errors: [`StoreError::AlreadyDecided`] when the claim is no longer held (its lease ran
     /// out and a sweep marked the run abandoned).
