@@ -440,3 +440,37 @@ fn known_urls_are_judged_against_the_allowlist() {
         None
     );
 }
+
+/// A spread or `Object.assign` after a literal `url` may replace it (the run fetches what the
+/// argument says): the literal is not claimed, directly, through an alias or a helper; a
+/// `url` written after the spread is.
+#[test]
+fn a_spread_or_assign_after_a_literal_url_unclaims_it() {
+    let m = manifest(
+        "function put(o, e) { Object.assign(o, e); return 0 }
+         function main({ extra: { a: 1 } }) {
+           let a = httpFetch({ url: 'https://api.example.com/a', ...extra })
+           let o = { url: 'https://api.example.com/b' }
+           let p = o
+           Object.assign(p, extra)
+           let b = httpFetch(o)
+           let q = { url: 'https://api.example.com/c' }
+           put(q, extra)
+           let c = httpFetch(q)
+           let d = httpFetch({ ...extra, url: 'https://api.example.com/d' })
+           let e = llmPredict({ prompt: 'x', ...extra })
+           let f = llmPredict({ ...extra, prompt: 'x' })
+           return a.status + b.status + c.status + d.status + e + f
+         }",
+        &["httpFetch", "llmPredict"],
+    );
+    let sites = &m.atoms["httpFetch"].sites;
+    assert_eq!(sites[0].url, None, "{:?}", sites[0]);
+    assert_eq!(sites[1].url, None, "{:?}", sites[1]);
+    assert_eq!(sites[2].url, None, "{:?}", sites[2]);
+    assert_eq!(sites[3].url, url("https://api.example.com/d", true));
+    // a spread may bring `options.responseFormat`: not known
+    let llm = &m.atoms["llmPredict"].sites;
+    assert_eq!(llm[0].response_format, None, "{:?}", llm[0]);
+    assert_eq!(llm[1].response_format, None, "{:?}", llm[1]);
+}

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use ajs_bytecode::isa::{Op, Operand};
-use ajs_bytecode::{Constant, Program};
+use ajs_bytecode::{Constant, NativeId, Program};
 
 use super::cfg::{Graph, MAX_ROUNDS};
 use super::UrlInfo;
@@ -20,8 +20,9 @@ pub enum Abs {
     Num(f64),
     /// A string: exactly these units (`true`), or starting with them (`false`).
     Str(Vec<u16>, bool),
-    /// An object built from a literal: the known properties.
-    Obj(Vec<(Vec<u16>, Abs)>),
+    /// An object built from a literal: the known properties, and whether it may have others
+    /// (`true` after a spread of something not known: any property may have been replaced).
+    Obj(Vec<(Vec<u16>, Abs)>, bool),
 }
 
 impl Abs {
@@ -35,15 +36,19 @@ impl Abs {
                     *pe && *qe && p.len() == q.len() && n == p.len(),
                 )
             }
-            (Abs::Obj(a), Abs::Obj(b)) => Abs::Obj(
-                a.iter()
+            (Abs::Obj(a, ao), Abs::Obj(b, bo)) => {
+                let props: Vec<(Vec<u16>, Abs)> = a
+                    .iter()
                     .filter_map(|(k, v)| {
                         b.iter()
                             .find(|(k2, _)| k2 == k)
                             .map(|(_, w)| (k.clone(), v.join(w)))
                     })
-                    .collect(),
-            ),
+                    .collect();
+                // a property only one side has may or may not be there
+                let open = *ao || *bo || props.len() != a.len() || props.len() != b.len();
+                Abs::Obj(props, open)
+            }
             _ => Abs::Unknown,
         }
     }
@@ -58,7 +63,7 @@ impl Abs {
 
     /// A property of a known object.
     pub fn prop(&self, key: &str) -> Option<&Abs> {
-        let Abs::Obj(props) = self else {
+        let Abs::Obj(props, _) = self else {
             return None;
         };
         let k: Vec<u16> = key.encode_utf16().collect();
@@ -85,12 +90,15 @@ impl Abs {
 
     /// Whether `llmPredict`'s input asks for a response format (`None`: not known).
     pub fn response_format(&self) -> Option<bool> {
-        let Abs::Obj(_) = self else {
+        let Abs::Obj(_, open) = self else {
             return None;
         };
         match self.prop("options") {
-            None => Some(false),
-            Some(o @ Abs::Obj(_)) => Some(o.prop("responseFormat").is_some()),
+            None => (!open).then_some(false),
+            Some(o @ Abs::Obj(_, open)) => match o.prop("responseFormat") {
+                Some(_) => Some(true),
+                None => (!open).then_some(false),
+            },
             Some(_) => None,
         }
     }
@@ -128,6 +136,15 @@ fn set(state: &mut [Abs], r: u16, v: Abs) {
     }
 }
 
+/// Forgets every object known: one of them may have been changed through an alias.
+fn forget_objects(state: &mut [Abs]) {
+    for s in state.iter_mut() {
+        if matches!(s, Abs::Obj(..)) {
+            *s = Abs::Unknown;
+        }
+    }
+}
+
 /// One instruction's effect on what is known.
 fn step(program: &Program, op: &Op, state: &mut [Abs]) {
     match *op {
@@ -147,19 +164,50 @@ fn step(program: &Program, op: &Op, state: &mut [Abs]) {
             }
             set(state, dst.0, v);
         }
-        Op::NewObject { dst } => set(state, dst.0, Abs::Obj(Vec::new())),
+        Op::NewObject { dst } => set(state, dst.0, Abs::Obj(Vec::new(), false)),
         Op::InitProp { obj, key, val } => {
             let v = get(state, val.0);
             let k = match constant(program, key.0) {
                 Abs::Str(k, _) => k,
                 _ => return,
             };
-            if let Some(Abs::Obj(props)) = state.get_mut(obj.0 as usize) {
+            if let Some(Abs::Obj(props, _)) = state.get_mut(obj.0 as usize) {
                 props.retain(|(p, _)| *p != k);
                 props.push((k, v));
             }
         }
-        Op::Call { dst, base, .. } => {
+        // `{ ...src }`: src's properties replace the target's; what is not known of src may
+        // replace any of them
+        Op::ObjectAssign { obj, src } => {
+            let merged = match (get(state, obj.0), get(state, src.0)) {
+                (Abs::Obj(mut props, open), Abs::Obj(more, false)) => {
+                    for (k, v) in more {
+                        props.retain(|(p, _)| *p != k);
+                        props.push((k, v));
+                    }
+                    Abs::Obj(props, open)
+                }
+                (Abs::Obj(..), Abs::Obj(more, true)) => Abs::Obj(more, true),
+                (Abs::Obj(..), _) => Abs::Obj(Vec::new(), true),
+                _ => Abs::Unknown,
+            };
+            forget_objects(state);
+            set(state, obj.0, merged);
+        }
+        // `Object.assign` changes its target in place, and a helper may call it on what it is
+        // given: any register may be an alias of the object changed
+        Op::CallNative { dst, native, .. } | Op::CallNativeArray { dst, native, .. }
+            if native.0 == NativeId::ObjectAssign.to_u16() =>
+        {
+            forget_objects(state);
+            set(state, dst.0, Abs::Unknown);
+        }
+        Op::Call {
+            dst, base, argc, ..
+        } => {
+            if argc.0 > 0 {
+                forget_objects(state);
+            }
             for s in state.iter_mut().skip(base.0 as usize) {
                 *s = Abs::Unknown;
             }
