@@ -474,3 +474,147 @@ fn a_spread_or_assign_after_a_literal_url_unclaims_it() {
     assert_eq!(llm[0].response_format, None, "{:?}", llm[0]);
     assert_eq!(llm[1].response_format, None, "{:?}", llm[1]);
 }
+
+/// More straight-line agents, each leaning on other natives (regular expressions, JSON, keys and
+/// entries, spreads, Sets, Dates, helpers, try/catch, atoms with nested answers): every run's
+/// fuel is at most the bound, and the bound is a number.
+#[test]
+fn the_fuel_bound_holds_across_natives() {
+    type Args = fn(&mut Rng) -> Vec<JsValue>;
+    let s1: Args = |r| vec![JsValue::String(r.string(2000))];
+    let s2: Args = |r| {
+        vec![
+            JsValue::String(r.string(1500)),
+            JsValue::Number(r.number()),
+        ]
+    };
+    let agents: Vec<(&str, &[&str], Args)> = vec![
+        (
+            "function main({ s: 'x' }) {
+               let a = s.split(/[ a]+/)
+               let b = s.replace(/[0-9]/g, '#').replaceAll('Z', 'zz')
+               let m = s.match(/([a-z])([A-Z])?/g)
+               let t = /\\d+/.test(s)
+               return { a, b, m, t, n: s.search(/L/) }
+             }",
+            &[],
+            s1,
+        ),
+        (
+            "function main({ s: 'x', n: 1 }) {
+               let r = s.repeat(3) + '|'.padEnd(40, s) + s.padStart(10, '-')
+               let parts = r.split('|')
+               let j = JSON.stringify({ parts, n, s }, null, 2)
+               let back = JSON.parse(j)
+               return { k: Object.keys(back), e: Object.entries(back), l: j.length }
+             }",
+            &[],
+            s2,
+        ),
+        (
+            "function tidy(x) { return x.trim().toLowerCase().normalize('NFKD') }
+             function wrap(x, n) { return `<${x}>${Math.round(n * 100) / 100}` }
+             function main({ s: 'x', n: 1 }) {
+               let a = tidy(s)
+               let b = wrap(a, n) + wrap(s.toUpperCase(), Math.sqrt(Math.abs(n)))
+               let xs = [...a.split(''), ...b.split(' '), n]
+               let set = Set(xs)
+               return { size: set.size, xs: xs.slice(0, 5), b, has: set.has('a') }
+             }",
+            &[],
+            s2,
+        ),
+        (
+            "function main({ s: 'x', n: 1 }) {
+               let o = {}
+               try {
+                 o = JSON.parse(s)
+               } catch (e) {
+                 o = { err: ('' + e).slice(0, 30), s: encodeURIComponent(s) }
+               }
+               let d = Date(Math.abs(n) % 1e12)
+               let iso = d.toISOString()
+               let k = typeof o === 'object' && o !== null ? Object.keys(o).join(',') : 'none'
+               return { iso, k, f: n.toFixed(3), p: n.toPrecision(5), str: '' + n }
+             }",
+            &[],
+            |r| {
+                vec![
+                    JsValue::String(r.json_text(1500)),
+                    JsValue::Number(r.number()),
+                ]
+            },
+        ),
+        (
+            "function ask(p) { return llmPredict({ prompt: 'Q: ' + p }) }
+             function main({ q: 'x' }) {
+               let r = httpFetch({ url: `https://api.example.com/s/${encodeURIComponent(q)}` })
+               let body = r.body
+               let parsed = null
+               try { parsed = JSON.parse(body) } catch (e) { parsed = { raw: body.slice(0, 100) } }
+               let summary = ask(JSON.stringify(parsed))
+               let again = r.status === 200 ? ask(summary + body.length) : 'skip'
+               return { summary, again, keys: Object.keys(parsed || {}), up: body.toUpperCase() }
+             }",
+            &["httpFetch", "llmPredict"],
+            s1,
+        ),
+        (
+            "function main({ a: 'x', b: 'y' }) {
+               let c = a < b ? a.concat(b) : b.concat(a, a)
+               let i = c.indexOf(b), l = c.lastIndexOf(a)
+               let u = c.at(-1) + c.charAt(2) + c.substring(1, 9) + c.slice(-4)
+               let arr = c.split('').reverse().sort()
+               return { u, i, l, w: arr.join(''), inc: c.includes(a), sw: c.startsWith(b) }
+             }",
+            &[],
+            |r| vec![JsValue::String(r.string(1200)), JsValue::String(r.string(1200))],
+        ),
+    ];
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    let capped = Caps {
+        max_arg_weight: Some(8 * 1024),
+        max_answer_weight: Some(16 * 1024),
+        ..Caps::default()
+    };
+    let mut failures = Vec::new();
+    for (src, atoms, args) in agents {
+        let program = common::agent_program(src, atoms);
+        let m = Manifest::of(&program);
+        let Some(bound) = m.fuel.max else {
+            failures.push(format!("{src}: no bound {:?}", m.fuel));
+            continue;
+        };
+        let tight = Manifest::with_caps(&program, &capped).fuel.max.unwrap() * MILLI;
+        assert!(tight <= bound * MILLI);
+        for _ in 0..100 {
+            let a = args(&mut rng);
+            let fuel = fuel_of(&program, &a, |name| {
+                let body = rng.json_text(3000);
+                match name {
+                    "httpFetch" => JsValue::from_json(
+                        &serde_json::json!({ "status": 200, "ok": true, "body": body }),
+                    ),
+                    _ => JsValue::String(body),
+                }
+            });
+            if fuel > tight {
+                failures.push(format!("{src}: {fuel} > {tight} on {a:?}"));
+                break;
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A replace callback is a loop over the matches: its atoms are unbounded and so is the fuel.
+#[test]
+fn a_replace_callback_is_a_loop() {
+    let m = manifest(
+        "function main({ s: 'x' }) { return { t: s.replace(/a/g, m => llmPredict({ prompt: m })) } }",
+        &["llmPredict"],
+    );
+    assert_eq!(m.atoms["llmPredict"].max_calls, None);
+    assert!(m.atoms["llmPredict"].sites[0].in_callback);
+    assert_eq!(m.fuel.max, None);
+}
