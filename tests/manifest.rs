@@ -482,12 +482,7 @@ fn a_spread_or_assign_after_a_literal_url_unclaims_it() {
 fn the_fuel_bound_holds_across_natives() {
     type Args = fn(&mut Rng) -> Vec<JsValue>;
     let s1: Args = |r| vec![JsValue::String(r.string(2000))];
-    let s2: Args = |r| {
-        vec![
-            JsValue::String(r.string(1500)),
-            JsValue::Number(r.number()),
-        ]
-    };
+    let s2: Args = |r| vec![JsValue::String(r.string(1500)), JsValue::Number(r.number())];
     let agents: Vec<(&str, &[&str], Args)> = vec![
         (
             "function main({ s: 'x' }) {
@@ -568,7 +563,12 @@ fn the_fuel_bound_holds_across_natives() {
                return { u, i, l, w: arr.join(''), inc: c.includes(a), sw: c.startsWith(b) }
              }",
             &[],
-            |r| vec![JsValue::String(r.string(1200)), JsValue::String(r.string(1200))],
+            |r| {
+                vec![
+                    JsValue::String(r.string(1200)),
+                    JsValue::String(r.string(1200)),
+                ]
+            },
         ),
     ];
     let mut rng = Rng(0x2545_F491_4F6C_DD1D);
@@ -616,5 +616,27 @@ fn a_replace_callback_is_a_loop() {
     );
     assert_eq!(m.atoms["llmPredict"].max_calls, None);
     assert!(m.atoms["llmPredict"].sites[0].in_callback);
+    assert_eq!(m.fuel.max, None);
+}
+
+/// A loop elsewhere in the function does not turn exclusive branches into a sum: the count is
+/// still the worst path's; calls in sequence still add up.
+#[test]
+fn exclusive_branches_beside_a_loop_count_the_worst_path() {
+    let m = manifest(
+        "function main({ xs: [1], c: true }) {
+           let n = 0
+           while (n < xs.length) { n = n + 1 }
+           let z = c ? atomC(1) : atomC(2) + atomC(3)
+           let y = atomD(1)
+           if (c) { y = atomD(2) } else { y = atomD(3) }
+           let w = xs.map(x => x + 1)
+           if (n > 2) { y = atomD(4) + atomD(5) }
+           return { z, n, y, w }
+         }",
+        &["atomC", "atomD"],
+    );
+    assert_eq!(m.atoms["atomC"].max_calls, Some(2));
+    assert_eq!(m.atoms["atomD"].max_calls, Some(4));
     assert_eq!(m.fuel.max, None);
 }
