@@ -640,3 +640,41 @@ fn exclusive_branches_beside_a_loop_count_the_worst_path() {
     assert_eq!(m.atoms["atomD"].max_calls, Some(4));
     assert_eq!(m.fuel.max, None);
 }
+
+/// Every single-byte edit of an artifact's embedded manifest, and of its header (the format,
+/// cost-table and instruction-set fingerprint), is refused at load with a typed error.
+#[test]
+fn every_byte_edit_of_the_manifest_section_is_refused() {
+    let program = common::agent_program(FETCHER, &["httpFetch"]);
+    let bytes = ajs::manifest::artifact_bytes(&program);
+    let start = bytes
+        .windows(10)
+        .position(|w| w == b"{\"version\"")
+        .expect("the manifest's JSON in the artifact");
+    // the section's length prefix and its Some tag come just before the JSON
+    let section = start.saturating_sub(4)..bytes.len();
+    let mut refused = 0;
+    for at in section.chain(0..16) {
+        for flip in [0x01u8, 0x20, 0x80] {
+            let mut edited = bytes.clone();
+            edited[at] ^= flip;
+            match ajs::load_artifact(&edited, None) {
+                Err(
+                    ajs::LoadError::Manifest(_)
+                    | ajs::LoadError::Malformed { .. }
+                    | ajs::LoadError::BadMagic
+                    | ajs::LoadError::FormatVersion { .. }
+                    | ajs::LoadError::CostVersion { .. }
+                    | ajs::LoadError::IsaMismatch { .. },
+                ) => refused += 1,
+                Err(e) if at < start => {
+                    // an edit of the bytes before the section may hit the program's tail
+                    let _ = e;
+                    refused += 1;
+                }
+                other => panic!("byte {at} ^ {flip:#x}: {other:?}"),
+            }
+        }
+    }
+    assert!(refused > 3 * 16, "{refused}");
+}
