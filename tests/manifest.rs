@@ -678,3 +678,31 @@ fn every_byte_edit_of_the_manifest_section_is_refused() {
     }
     assert!(refused > 3 * 16, "{refused}");
 }
+
+/// Fetched data reaches a prompt through a concatenation, an object's field, a helper's
+/// return value and `JSON.stringify`; a condition on it alone is control, not data: no flow
+/// (docs/manifest.md says so).
+#[test]
+fn each_way_fetched_data_reaches_a_prompt_is_a_flow() {
+    let flows = |body: &str| {
+        let src = format!(
+            "function wrap(x) {{ return 'got ' + x }}
+             function main({{ q: 'x' }}) {{
+               let r = httpFetch({{ url: 'https://api.example.com/' }})
+               {body}
+               return {{ n: 1 }}
+             }}"
+        );
+        let m = manifest(&src, &["httpFetch", "llmPredict"]);
+        m.output
+            .flows
+            .iter()
+            .any(|f| f.from == "httpFetch" && f.to == "llmPredict")
+    };
+    assert!(flows("let a = llmPredict({ prompt: 'Summarize ' + r.body })"));
+    assert!(flows("let o = { d: r.body }\nlet a = llmPredict({ prompt: o.d })"));
+    assert!(flows("let a = llmPredict({ prompt: wrap(r.body) })"));
+    assert!(flows("let a = llmPredict({ prompt: JSON.stringify(r) })"));
+    assert!(flows("let a = llmPredict({ prompt: `${r.body.slice(0, 9)}` })"));
+    assert!(!flows("let p = 'a'\nif (r.ok) { p = 'b' }\nlet a = llmPredict({ prompt: p })"));
+}
