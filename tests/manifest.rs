@@ -706,3 +706,70 @@ fn each_way_fetched_data_reaches_a_prompt_is_a_flow() {
     assert!(flows("let a = llmPredict({ prompt: `${r.body.slice(0, 9)}` })"));
     assert!(!flows("let p = 'a'\nif (r.ok) { p = 'b' }\nlet a = llmPredict({ prompt: p })"));
 }
+
+/// The server's check judges a known URL as the run-time check judges every URL it can
+/// become: userinfo, case, trailing dots, ports, IPv6 literals, and whatever follows a prefix.
+#[test]
+fn the_manifest_check_agrees_with_the_run_time_check() {
+    let policy = ajs_io::FetchPolicy {
+        domains: Some(vec!["api.example.com".into(), "[::1]:8443".into()]),
+        ..ajs_io::FetchPolicy::default()
+    };
+    let run = |u: &str| {
+        let req = ajs_io::FetchRequest {
+            url: u.into(),
+            method: "GET".into(),
+            headers: Vec::new(),
+        };
+        ajs_io::admit(&req, &policy, true, 0)
+    };
+    let domain_refused = |r: &Result<(), String>| r.as_ref().is_err_and(|e| e.contains("domain"));
+    let exact = [
+        "https://api.example.com/x",
+        "https://api.example.com@evil.com/",
+        "https://evil.com@api.example.com/",
+        "https://API.Example.COM/x",
+        "https://api.example.com./x",
+        "https://api.example.com:8443/",
+        "https://[::1]:8443/x",
+        "https://[::1]/x",
+        "https://[0:0:0:0:0:0:0:1]:8443/",
+        "http://api.example.com%2eevil.com/",
+        "https://api.example.com\\@evil.com/",
+    ];
+    for u in exact {
+        let judged = policy.judge_known_url(u, true);
+        if let Some(j) = judged {
+            assert_eq!(j.is_ok(), run(u).is_ok(), "{u}: {j:?} vs {:?}", run(u));
+        }
+    }
+    let prefixes = [
+        "https://api.example.com",
+        "https://api.example.com/",
+        "https://api.example.com?",
+        "https://api.example.com:",
+        "https://api.",
+        "https://evil.com/",
+        "https://evil.com#",
+        "https://[::1]:8443/",
+        "https://api.example.com@evil.com/",
+    ];
+    let suffixes = ["", "x", ".evil.com/", "@evil.com/", ":8443/", "/a@evil.com", "\\@evil.com/", "?@evil.com"];
+    for p in prefixes {
+        let Some(j) = policy.judge_known_url(p, false) else {
+            continue;
+        };
+        for s in suffixes {
+            let u = format!("{p}{s}");
+            let r = run(&u);
+            if j.is_err() {
+                assert!(r.is_err(), "{u}: the manifest refuses what the run allows");
+            } else {
+                assert!(!domain_refused(&r), "{u}: the manifest allows what the run refuses: {r:?}");
+            }
+        }
+    }
+    // a start that ends inside the authority is not judged
+    assert_eq!(policy.judge_known_url("https://api.example.com", false), None);
+    assert_eq!(policy.judge_known_url("https://api.example.com:", false), None);
+}
