@@ -570,6 +570,27 @@ fn the_fuel_bound_holds_across_natives() {
                 ]
             },
         ),
+        (
+            "function main({ xs: [1] }) {
+               let s = '' + xs
+               let t = `${xs}`
+               let parts = s.split('')
+               let again = parts.join('-').split('-')
+               return { n: s.length + t.length, m: again.length, u: JSON.stringify(again).length }
+             }",
+            &[],
+            |r| {
+                let n = 2000 + r.below(1000) as usize;
+                let xs: Vec<serde_json::Value> = (0..n)
+                    .map(|i| match i % 3 {
+                        0 => serde_json::json!(-1.2345678901234567e-300),
+                        1 => serde_json::json!(1e20),
+                        _ => serde_json::json!(-0.000_001_234_567_890_123_456_7),
+                    })
+                    .collect();
+                vec![JsValue::from_json(&serde_json::Value::Array(xs))]
+            },
+        ),
     ];
     let mut rng = Rng(0x2545_F491_4F6C_DD1D);
     let capped = Caps {
