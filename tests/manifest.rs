@@ -720,12 +720,20 @@ fn each_way_fetched_data_reaches_a_prompt_is_a_flow() {
             .iter()
             .any(|f| f.from == "httpFetch" && f.to == "llmPredict")
     };
-    assert!(flows("let a = llmPredict({ prompt: 'Summarize ' + r.body })"));
-    assert!(flows("let o = { d: r.body }\nlet a = llmPredict({ prompt: o.d })"));
+    assert!(flows(
+        "let a = llmPredict({ prompt: 'Summarize ' + r.body })"
+    ));
+    assert!(flows(
+        "let o = { d: r.body }\nlet a = llmPredict({ prompt: o.d })"
+    ));
     assert!(flows("let a = llmPredict({ prompt: wrap(r.body) })"));
     assert!(flows("let a = llmPredict({ prompt: JSON.stringify(r) })"));
-    assert!(flows("let a = llmPredict({ prompt: `${r.body.slice(0, 9)}` })"));
-    assert!(!flows("let p = 'a'\nif (r.ok) { p = 'b' }\nlet a = llmPredict({ prompt: p })"));
+    assert!(flows(
+        "let a = llmPredict({ prompt: `${r.body.slice(0, 9)}` })"
+    ));
+    assert!(!flows(
+        "let p = 'a'\nif (r.ok) { p = 'b' }\nlet a = llmPredict({ prompt: p })"
+    ));
 }
 
 /// The server's check judges a known URL as the run-time check judges every URL it can
@@ -775,7 +783,16 @@ fn the_manifest_check_agrees_with_the_run_time_check() {
         "https://[::1]:8443/",
         "https://api.example.com@evil.com/",
     ];
-    let suffixes = ["", "x", ".evil.com/", "@evil.com/", ":8443/", "/a@evil.com", "\\@evil.com/", "?@evil.com"];
+    let suffixes = [
+        "",
+        "x",
+        ".evil.com/",
+        "@evil.com/",
+        ":8443/",
+        "/a@evil.com",
+        "\\@evil.com/",
+        "?@evil.com",
+    ];
     for p in prefixes {
         let Some(j) = policy.judge_known_url(p, false) else {
             continue;
@@ -786,11 +803,48 @@ fn the_manifest_check_agrees_with_the_run_time_check() {
             if j.is_err() {
                 assert!(r.is_err(), "{u}: the manifest refuses what the run allows");
             } else {
-                assert!(!domain_refused(&r), "{u}: the manifest allows what the run refuses: {r:?}");
+                assert!(
+                    !domain_refused(&r),
+                    "{u}: the manifest allows what the run refuses: {r:?}"
+                );
             }
         }
     }
     // a start that ends inside the authority is not judged
-    assert_eq!(policy.judge_known_url("https://api.example.com", false), None);
-    assert_eq!(policy.judge_known_url("https://api.example.com:", false), None);
+    assert_eq!(
+        policy.judge_known_url("https://api.example.com", false),
+        None
+    );
+    assert_eq!(
+        policy.judge_known_url("https://api.example.com:", false),
+        None
+    );
+}
+
+/// A helper's parameter known at every call (a literal base passed in) gives its sites' URLs;
+/// different literals at two calls give their common start; an entry's are never known.
+#[test]
+fn a_literal_passed_to_a_helper_reaches_its_url() {
+    let m = manifest(
+        "function getJson(url) { return httpFetch({ url, method: 'GET' }) }
+         function under(base, path) { return httpFetch({ url: base + path }) }
+         function main({ id: 'x' }) {
+           let a = getJson('https://api.example.com/a')
+           let b = getJson('https://api.example.com/b/' + id)
+           let c = under('https://api.example.com/v1', '/x')
+           let d = under('https://evil.example.org', '/y')
+           return { a, b, c, d }
+         }",
+        &["httpFetch"],
+    );
+    let sites = &m.atoms["httpFetch"].sites;
+    assert_eq!(sites[0].url, url("https://api.example.com/", false));
+    assert_eq!(sites[0].method.as_deref(), Some("GET"));
+    assert_eq!(sites[1].url, url("https://", false));
+    let m = manifest(
+        "function getJson(url) { return httpFetch({ url }) }
+         function main({ u: 'x' }) { return { a: getJson('https://api.example.com/a'), b: getJson(u) } }",
+        &["httpFetch"],
+    );
+    assert_eq!(m.atoms["httpFetch"].sites[0].url, None);
 }

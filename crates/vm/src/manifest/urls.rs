@@ -235,20 +235,43 @@ impl Values {
         if graph.cells.is_none() {
             return Values { inputs };
         }
-        for (fi, (f, g)) in program.functions.iter().zip(&graph.funcs).enumerate() {
+        // a helper's parameters: the join of its arguments at every call, callers first (the
+        // entry's, a recursive function's and an unsettled caller's callees' are not known)
+        let n = program.functions.len();
+        let mut params: Vec<Option<Vec<Abs>>> = vec![None; n];
+        let mut poisoned: Vec<bool> = (0..n)
+            .map(|f| f == program.entry as usize || graph.recursive[f])
+            .collect();
+        let mut order = graph.callees_first();
+        order.reverse();
+        for fi in order {
+            let (f, g) = (&program.functions[fi], &graph.funcs[fi]);
             let sites: Vec<usize> = f
                 .code
                 .iter()
                 .enumerate()
-                .filter(|(_, op)| matches!(op, Op::CallAtom { .. } | Op::ParCall { .. }))
+                .filter(|(_, op)| {
+                    matches!(
+                        op,
+                        Op::CallAtom { .. } | Op::ParCall { .. } | Op::Call { .. }
+                    )
+                })
                 .map(|(pc, _)| pc)
                 .collect();
             if sites.is_empty() || g.blocks.is_empty() {
                 continue;
             }
             let nregs = f.nregs as usize;
+            let mut start = vec![Abs::Unknown; nregs];
+            if !poisoned[fi] {
+                if let Some(known) = &params[fi] {
+                    for (slot, v) in start.iter_mut().zip(known) {
+                        *slot = v.clone();
+                    }
+                }
+            }
             let mut entry: Vec<Option<Vec<Abs>>> = vec![None; g.blocks.len()];
-            entry[0] = Some(vec![Abs::Unknown; nregs]);
+            entry[0] = Some(start);
             let mut rounds = 0;
             let mut changed = true;
             while changed && rounds < MAX_ROUNDS {
@@ -276,22 +299,51 @@ impl Values {
             let settled = !changed;
             for pc in sites {
                 let b = g.block_of[pc];
-                let known = match (&entry[b], settled) {
+                let state = match (&entry[b], settled) {
                     (Some(state), true) => {
                         let mut state = state.clone();
                         for op in &f.code[g.blocks[b].start..pc] {
                             step(program, op, &mut state);
                         }
-                        match f.code[pc] {
-                            Op::CallAtom { arg, .. } | Op::ParCall { arg, .. } => {
-                                get(&state, arg.0)
-                            }
-                            _ => Abs::Unknown,
-                        }
+                        Some(state)
                     }
-                    _ => Abs::Unknown,
+                    _ => None,
                 };
-                inputs.insert((fi, pc), known);
+                match f.code[pc] {
+                    Op::CallAtom { arg, .. } | Op::ParCall { arg, .. } => {
+                        let known = state.map_or(Abs::Unknown, |st| get(&st, arg.0));
+                        inputs.insert((fi, pc), known);
+                    }
+                    Op::Call {
+                        func, base, argc, ..
+                    } => {
+                        let callee = func.0 as usize;
+                        if callee >= n {
+                            continue;
+                        }
+                        let Some(st) = state else {
+                            // a call whose arguments are not known: reachable or not, its
+                            // callee's parameters are not known
+                            poisoned[callee] = true;
+                            continue;
+                        };
+                        let nparams = program.functions[callee].params.len();
+                        let args: Vec<Abs> = (0..nparams)
+                            .map(|i| {
+                                if i < argc.0 as usize {
+                                    get(&st, base.0.saturating_add(i as u16))
+                                } else {
+                                    Abs::Unknown
+                                }
+                            })
+                            .collect();
+                        params[callee] = Some(match params[callee].take() {
+                            None => args,
+                            Some(old) => old.iter().zip(&args).map(|(a, b)| a.join(b)).collect(),
+                        });
+                    }
+                    _ => {}
+                }
             }
         }
         Values { inputs }
