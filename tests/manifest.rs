@@ -848,3 +848,20 @@ fn a_literal_passed_to_a_helper_reaches_its_url() {
     );
     assert_eq!(m.atoms["httpFetch"].sites[0].url, None);
 }
+
+/// A computed key may be `url`: it replaces the literal one (or, when it is a known text, sets
+/// that property).
+#[test]
+fn a_computed_key_may_replace_a_literal_url() {
+    let m = manifest(
+        "function main({ k: 'x', s: 'y' }) {
+           let a = httpFetch({ url: 'https://api.example.com/a', [k]: s })
+           let b = httpFetch({ url: 'https://api.example.com/b', ['me' + 'thod']: 'POST' })
+           return { a, b }
+         }",
+        &["httpFetch"],
+    );
+    let sites = &m.atoms["httpFetch"].sites;
+    assert_eq!(sites[0].url, None, "{:?}", sites[0]);
+    assert_eq!(sites[1].url, url("https://api.example.com/b", true));
+}

@@ -176,6 +176,23 @@ fn step(program: &Program, op: &Op, state: &mut [Abs]) {
                 props.push((k, v));
             }
         }
+        // `{ [key]: val }`: a known key sets that property; any other may replace any of them
+        Op::InitIndex { obj, key, val } => {
+            let v = get(state, val.0);
+            let k: Option<Vec<u16>> = match get(state, key.0) {
+                Abs::Str(k, true) => Some(k),
+                Abs::Num(n) => Some(number_to_string(n).encode_utf16().collect()),
+                _ => None,
+            };
+            match (k, state.get_mut(obj.0 as usize)) {
+                (Some(k), Some(Abs::Obj(props, _))) => {
+                    props.retain(|(p, _)| *p != k);
+                    props.push((k, v));
+                }
+                (None, Some(o @ Abs::Obj(..))) => *o = Abs::Obj(Vec::new(), true),
+                _ => {}
+            }
+        }
         // `{ ...src }`: src's properties replace the target's; what is not known of src may
         // replace any of them
         Op::ObjectAssign { obj, src } => {
