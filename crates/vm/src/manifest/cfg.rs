@@ -197,12 +197,11 @@ impl Graph {
 
 impl FuncGraph {
     /// The most any path from the function's start can weigh, a block weighing `weight(b)`; on a
-    /// graph with cycles, every block's weight once (sound for weights that are zero on cycles).
+    /// graph with cycles, each cycle's blocks' weights once (sound for weights that are zero on
+    /// cycles), on the worst path between them.
     pub fn longest(&self, weight: impl Fn(usize) -> u64) -> u64 {
         let Some(topo) = &self.topo else {
-            return (0..self.blocks.len())
-                .map(&weight)
-                .fold(0u64, u64::saturating_add);
+            return self.longest_condensed(weight);
         };
         if self.blocks.is_empty() {
             return 0;
@@ -219,6 +218,53 @@ impl FuncGraph {
                 let via = here.saturating_add(weight(s));
                 if best[s].is_none_or(|old| old < via) {
                     best[s] = Some(via);
+                }
+            }
+        }
+        most
+    }
+}
+
+impl FuncGraph {
+    /// [`FuncGraph::longest`] on a graph with cycles: each strongly connected component weighs
+    /// its blocks' weights together, and the worst path runs through the components (an edge
+    /// between two goes from a later-numbered one to an earlier, as Tarjan's numbers them).
+    fn longest_condensed(&self, weight: impl Fn(usize) -> u64) -> u64 {
+        let n = self.blocks.len();
+        if n == 0 {
+            return 0;
+        }
+        let succ: Vec<Vec<usize>> = self.blocks.iter().map(|b| b.succ.clone()).collect();
+        let comp = components(&succ);
+        let nc = comp.iter().copied().max().map_or(0, |m| m + 1);
+        let mut cw = vec![0u64; nc];
+        let mut members: Vec<Vec<usize>> = vec![Vec::new(); nc];
+        for b in 0..n {
+            cw[comp[b]] = cw[comp[b]].saturating_add(weight(b));
+            members[comp[b]].push(b);
+        }
+        let mut best: Vec<Option<u64>> = vec![None; nc];
+        best[comp[0]] = Some(cw[comp[0]]);
+        let mut most = 0u64;
+        for c in (0..nc).rev() {
+            let Some(here) = best[c] else {
+                continue;
+            };
+            most = most.max(here);
+            for &b in &members[c] {
+                for &s in &succ[b] {
+                    let d = comp[s];
+                    if d == c {
+                        continue;
+                    }
+                    if d > c {
+                        // not Tarjan's order: every block's weight once is still sound
+                        return (0..n).map(&weight).fold(0u64, u64::saturating_add);
+                    }
+                    let via = here.saturating_add(cw[d]);
+                    if best[d].is_none_or(|old| old < via) {
+                        best[d] = Some(via);
+                    }
                 }
             }
         }

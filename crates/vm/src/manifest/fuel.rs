@@ -223,8 +223,11 @@ fn rule(id: NativeId, pattern: Kind) -> Rule {
         RegexNew => r(REGEX_PER_WEIGHT, REGEX_PER_CALL, Out::Bounded(1)),
         Test | Search => r(REGEX_PER_WEIGHT, REGEX_PER_CALL, Out::Scalar),
         Exec | Match | MatchAll | AtomRegexMatch => regex,
-        Replace | ReplaceAll | Split if pattern != Kind::Str => regex,
-        Replace | ReplaceAll => r(STRUCT_PER_WEIGHT, FIXED_PER_CALL, Out::Top),
+        // `%replaceMatches` searches as `replace` does (its callback's loop is priced apart)
+        Replace | ReplaceAll | ReplaceMatches | Split if pattern != Kind::Str => regex,
+        Replace | ReplaceAll | ReplaceMatches | ReplaceJoin => {
+            r(STRUCT_PER_WEIGHT, FIXED_PER_CALL, Out::Top)
+        }
         Split => r(STRUCT_PER_WEIGHT, FIXED_PER_CALL, Out::Scale(3)),
         Sort | ToSorted => r(SORT_PER_WEIGHT, FIXED_PER_CALL, Out::Scale(1)),
         Repeat => r(STRING_PER_WEIGHT, FIXED_PER_CALL, Out::Repeat),

@@ -24,7 +24,7 @@ pub use fuel::Caps;
 
 /// Version of the manifest's rules: bumped whenever what it says of a program changes, so an
 /// artifact embedding a manifest of other rules is refused at load ("recompile it").
-pub const MANIFEST_VERSION: u32 = 1;
+pub const MANIFEST_VERSION: u32 = 2;
 
 /// Everything the manifest says of one program.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -356,3 +356,51 @@ fn a_program_too_large_to_analyze_is_answered_conservatively() {
     assert!(m.output.result["a"]);
     assert_eq!(m.atoms["a"].max_calls, Some(100));
 }
+
+/// `%replaceMatches` searches with its pattern as `.search` does (and builds the matches
+/// besides): its bound is at least a search's, whatever bytecode calls it.
+#[test]
+fn replace_matches_is_priced_at_least_as_a_regex_search() {
+    use ajs_bytecode::NativeId;
+    let code = |id: NativeId, argc: u8| {
+        [
+            Op::LoadConst {
+                dst: Dst(1),
+                k: Const(0),
+            },
+            Op::LoadConst {
+                dst: Dst(2),
+                k: Const(1),
+            },
+            Op::CallNative {
+                dst: Dst(3),
+                native: Native(NativeId::RegexNew.to_u16()),
+                base: Base(1),
+                argc: Count(2),
+            },
+            Op::Move {
+                dst: Dst(4),
+                src: Src(0),
+            },
+            Op::Move {
+                dst: Dst(5),
+                src: Src(3),
+            },
+            Op::LoadTrue { dst: Dst(6) },
+            Op::CallNative {
+                dst: Dst(7),
+                native: Native(id.to_u16()),
+                base: Base(4),
+                argc: Count(argc),
+            },
+            Op::Return { src: Src(7) },
+        ]
+    };
+    let bound = |id: NativeId, argc: u8| {
+        let p = program(&code(id, argc), vec![s("(a|b)*c"), s("g")], &[], 8);
+        Manifest::of(&p.verify().unwrap()).fuel.max.unwrap()
+    };
+    let search = bound(NativeId::Search, 2);
+    let matches = bound(NativeId::ReplaceMatches, 3);
+    assert!(matches >= search, "{matches} < {search}");
+}

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use ajs_bytecode::isa::{Op, Operand};
-use ajs_bytecode::{Constant, Program};
+use ajs_bytecode::{Constant, NativeId, Program};
 
 use super::cfg::{Graph, MAX_ROUNDS};
 use super::UrlInfo;
@@ -20,8 +20,9 @@ pub enum Abs {
     Num(f64),
     /// A string: exactly these units (`true`), or starting with them (`false`).
     Str(Vec<u16>, bool),
-    /// An object built from a literal: the known properties.
-    Obj(Vec<(Vec<u16>, Abs)>),
+    /// An object built from a literal: the known properties, and whether it may have others
+    /// (`true` after a spread of something not known: any property may have been replaced).
+    Obj(Vec<(Vec<u16>, Abs)>, bool),
 }
 
 impl Abs {
@@ -35,15 +36,19 @@ impl Abs {
                     *pe && *qe && p.len() == q.len() && n == p.len(),
                 )
             }
-            (Abs::Obj(a), Abs::Obj(b)) => Abs::Obj(
-                a.iter()
+            (Abs::Obj(a, ao), Abs::Obj(b, bo)) => {
+                let props: Vec<(Vec<u16>, Abs)> = a
+                    .iter()
                     .filter_map(|(k, v)| {
                         b.iter()
                             .find(|(k2, _)| k2 == k)
                             .map(|(_, w)| (k.clone(), v.join(w)))
                     })
-                    .collect(),
-            ),
+                    .collect();
+                // a property only one side has may or may not be there
+                let open = *ao || *bo || props.len() != a.len() || props.len() != b.len();
+                Abs::Obj(props, open)
+            }
             _ => Abs::Unknown,
         }
     }
@@ -58,7 +63,7 @@ impl Abs {
 
     /// A property of a known object.
     pub fn prop(&self, key: &str) -> Option<&Abs> {
-        let Abs::Obj(props) = self else {
+        let Abs::Obj(props, _) = self else {
             return None;
         };
         let k: Vec<u16> = key.encode_utf16().collect();
@@ -85,12 +90,15 @@ impl Abs {
 
     /// Whether `llmPredict`'s input asks for a response format (`None`: not known).
     pub fn response_format(&self) -> Option<bool> {
-        let Abs::Obj(_) = self else {
+        let Abs::Obj(_, open) = self else {
             return None;
         };
         match self.prop("options") {
-            None => Some(false),
-            Some(o @ Abs::Obj(_)) => Some(o.prop("responseFormat").is_some()),
+            None => (!open).then_some(false),
+            Some(o @ Abs::Obj(_, open)) => match o.prop("responseFormat") {
+                Some(_) => Some(true),
+                None => (!open).then_some(false),
+            },
             Some(_) => None,
         }
     }
@@ -128,6 +136,15 @@ fn set(state: &mut [Abs], r: u16, v: Abs) {
     }
 }
 
+/// Forgets every object known: one of them may have been changed through an alias.
+fn forget_objects(state: &mut [Abs]) {
+    for s in state.iter_mut() {
+        if matches!(s, Abs::Obj(..)) {
+            *s = Abs::Unknown;
+        }
+    }
+}
+
 /// One instruction's effect on what is known.
 fn step(program: &Program, op: &Op, state: &mut [Abs]) {
     match *op {
@@ -147,19 +164,67 @@ fn step(program: &Program, op: &Op, state: &mut [Abs]) {
             }
             set(state, dst.0, v);
         }
-        Op::NewObject { dst } => set(state, dst.0, Abs::Obj(Vec::new())),
+        Op::NewObject { dst } => set(state, dst.0, Abs::Obj(Vec::new(), false)),
         Op::InitProp { obj, key, val } => {
             let v = get(state, val.0);
             let k = match constant(program, key.0) {
                 Abs::Str(k, _) => k,
                 _ => return,
             };
-            if let Some(Abs::Obj(props)) = state.get_mut(obj.0 as usize) {
+            if let Some(Abs::Obj(props, _)) = state.get_mut(obj.0 as usize) {
                 props.retain(|(p, _)| *p != k);
                 props.push((k, v));
             }
         }
-        Op::Call { dst, base, .. } => {
+        // `{ [key]: val }`: a known key sets that property; any other may replace any of them
+        Op::InitIndex { obj, key, val } => {
+            let v = get(state, val.0);
+            let k: Option<Vec<u16>> = match get(state, key.0) {
+                Abs::Str(k, true) => Some(k),
+                Abs::Num(n) => Some(number_to_string(n).encode_utf16().collect()),
+                _ => None,
+            };
+            match (k, state.get_mut(obj.0 as usize)) {
+                (Some(k), Some(Abs::Obj(props, _))) => {
+                    props.retain(|(p, _)| *p != k);
+                    props.push((k, v));
+                }
+                (None, Some(o @ Abs::Obj(..))) => *o = Abs::Obj(Vec::new(), true),
+                _ => {}
+            }
+        }
+        // `{ ...src }`: src's properties replace the target's; what is not known of src may
+        // replace any of them
+        Op::ObjectAssign { obj, src } => {
+            let merged = match (get(state, obj.0), get(state, src.0)) {
+                (Abs::Obj(mut props, open), Abs::Obj(more, false)) => {
+                    for (k, v) in more {
+                        props.retain(|(p, _)| *p != k);
+                        props.push((k, v));
+                    }
+                    Abs::Obj(props, open)
+                }
+                (Abs::Obj(..), Abs::Obj(more, true)) => Abs::Obj(more, true),
+                (Abs::Obj(..), _) => Abs::Obj(Vec::new(), true),
+                _ => Abs::Unknown,
+            };
+            forget_objects(state);
+            set(state, obj.0, merged);
+        }
+        // `Object.assign` changes its target in place, and a helper may call it on what it is
+        // given: any register may be an alias of the object changed
+        Op::CallNative { dst, native, .. } | Op::CallNativeArray { dst, native, .. }
+            if native.0 == NativeId::ObjectAssign.to_u16() =>
+        {
+            forget_objects(state);
+            set(state, dst.0, Abs::Unknown);
+        }
+        Op::Call {
+            dst, base, argc, ..
+        } => {
+            if argc.0 > 0 {
+                forget_objects(state);
+            }
             for s in state.iter_mut().skip(base.0 as usize) {
                 *s = Abs::Unknown;
             }
@@ -187,20 +252,43 @@ impl Values {
         if graph.cells.is_none() {
             return Values { inputs };
         }
-        for (fi, (f, g)) in program.functions.iter().zip(&graph.funcs).enumerate() {
+        // a helper's parameters: the join of its arguments at every call, callers first (the
+        // entry's, a recursive function's and an unsettled caller's callees' are not known)
+        let n = program.functions.len();
+        let mut params: Vec<Option<Vec<Abs>>> = vec![None; n];
+        let mut poisoned: Vec<bool> = (0..n)
+            .map(|f| f == program.entry as usize || graph.recursive[f])
+            .collect();
+        let mut order = graph.callees_first();
+        order.reverse();
+        for fi in order {
+            let (f, g) = (&program.functions[fi], &graph.funcs[fi]);
             let sites: Vec<usize> = f
                 .code
                 .iter()
                 .enumerate()
-                .filter(|(_, op)| matches!(op, Op::CallAtom { .. } | Op::ParCall { .. }))
+                .filter(|(_, op)| {
+                    matches!(
+                        op,
+                        Op::CallAtom { .. } | Op::ParCall { .. } | Op::Call { .. }
+                    )
+                })
                 .map(|(pc, _)| pc)
                 .collect();
             if sites.is_empty() || g.blocks.is_empty() {
                 continue;
             }
             let nregs = f.nregs as usize;
+            let mut start = vec![Abs::Unknown; nregs];
+            if !poisoned[fi] {
+                if let Some(known) = &params[fi] {
+                    for (slot, v) in start.iter_mut().zip(known) {
+                        *slot = v.clone();
+                    }
+                }
+            }
             let mut entry: Vec<Option<Vec<Abs>>> = vec![None; g.blocks.len()];
-            entry[0] = Some(vec![Abs::Unknown; nregs]);
+            entry[0] = Some(start);
             let mut rounds = 0;
             let mut changed = true;
             while changed && rounds < MAX_ROUNDS {
@@ -228,22 +316,51 @@ impl Values {
             let settled = !changed;
             for pc in sites {
                 let b = g.block_of[pc];
-                let known = match (&entry[b], settled) {
+                let state = match (&entry[b], settled) {
                     (Some(state), true) => {
                         let mut state = state.clone();
                         for op in &f.code[g.blocks[b].start..pc] {
                             step(program, op, &mut state);
                         }
-                        match f.code[pc] {
-                            Op::CallAtom { arg, .. } | Op::ParCall { arg, .. } => {
-                                get(&state, arg.0)
-                            }
-                            _ => Abs::Unknown,
-                        }
+                        Some(state)
                     }
-                    _ => Abs::Unknown,
+                    _ => None,
                 };
-                inputs.insert((fi, pc), known);
+                match f.code[pc] {
+                    Op::CallAtom { arg, .. } | Op::ParCall { arg, .. } => {
+                        let known = state.map_or(Abs::Unknown, |st| get(&st, arg.0));
+                        inputs.insert((fi, pc), known);
+                    }
+                    Op::Call {
+                        func, base, argc, ..
+                    } => {
+                        let callee = func.0 as usize;
+                        if callee >= n {
+                            continue;
+                        }
+                        let Some(st) = state else {
+                            // a call whose arguments are not known: reachable or not, its
+                            // callee's parameters are not known
+                            poisoned[callee] = true;
+                            continue;
+                        };
+                        let nparams = program.functions[callee].params.len();
+                        let args: Vec<Abs> = (0..nparams)
+                            .map(|i| {
+                                if i < argc.0 as usize {
+                                    get(&st, base.0.saturating_add(i as u16))
+                                } else {
+                                    Abs::Unknown
+                                }
+                            })
+                            .collect();
+                        params[callee] = Some(match params[callee].take() {
+                            None => args,
+                            Some(old) => old.iter().zip(&args).map(|(a, b)| a.join(b)).collect(),
+                        });
+                    }
+                    _ => {}
+                }
             }
         }
         Values { inputs }
