@@ -474,25 +474,9 @@ impl Vm {
             return Ok(arr);
         };
         held.push(arr);
-        let groups = if names.iter().any(Option::is_some) {
-            // (the group values are the array's own: read in place, not copied out)
-            let pairs: Vec<(Key, Value)> = match self.heap.get(ag) {
-                Cell::Arr(items) => names
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, n)| {
-                        let v = items.get(i + 1).copied().unwrap_or(Value::Undefined);
-                        n.as_ref().map(|n| (key(n), v))
-                    })
-                    .collect(),
-                _ => Vec::new(),
-            };
-            let g = self.new_obj(pairs, held)?;
-            held.push(g);
-            g
-        } else {
-            Value::Undefined
-        };
+        let groups = self
+            .groups_object(ag, names, held)?
+            .unwrap_or(Value::Undefined);
         let pairs = vec![
             (key("index"), Value::Num(m.start as f64)),
             (key("input"), input),
@@ -505,6 +489,34 @@ impl Vm {
         };
         self.heap.set_extras(ag, og);
         Ok(arr)
+    }
+
+    /// The `groups` object of the match array `ag` (`[whole, ...captures]`): each named group
+    /// with its capture, `None` when the pattern names none. The object is left on `held`.
+    fn groups_object(
+        &mut self,
+        ag: Gc,
+        names: &[Option<String>],
+        held: &mut Vec<Value>,
+    ) -> OpResult<Option<Value>> {
+        if !names.iter().any(Option::is_some) {
+            return Ok(None);
+        }
+        // (the group values are the array's own: read in place, not copied out)
+        let pairs: Vec<(Key, Value)> = match self.heap.get(ag) {
+            Cell::Arr(items) => names
+                .iter()
+                .enumerate()
+                .filter_map(|(i, n)| {
+                    let v = items.get(i + 1).copied().unwrap_or(Value::Undefined);
+                    n.as_ref().map(|n| (key(n), v))
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        let g = self.new_obj(pairs, held)?;
+        held.push(g);
+        Ok(Some(g))
     }
 
     /// `re.test(s)`, `re.exec(s)`, `re.toString()`.

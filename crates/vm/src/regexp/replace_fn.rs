@@ -100,21 +100,7 @@ impl Vm {
         };
         held.push(arr);
         let mut extra = vec![Value::Num(m.start as f64), input];
-        if names.iter().any(Option::is_some) {
-            // (the group values are the array's own: read in place, not copied out)
-            let pairs: Vec<(Key, Value)> = match self.heap.get(ag) {
-                Cell::Arr(items) => names
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, n)| {
-                        let v = items.get(i + 1).copied().unwrap_or(Value::Undefined);
-                        n.as_ref().map(|n| (key(n), v))
-                    })
-                    .collect(),
-                _ => Vec::new(),
-            };
-            let g = self.new_obj(pairs, held)?;
-            held.push(g);
+        if let Some(g) = self.groups_object(ag, names, held)? {
             extra.push(g);
         }
         self.charge_elems(extra.len())?;
